@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ErrcatalogConfig(AppConfig):
+    name = "errcatalog"
+    verbose_name = "Error catalog"
+
+    def ready(self) -> None:
+        from errcatalog import signals  # noqa: F401  (connects snapshot invalidation)

@@ -1,0 +1,29 @@
+"""The renderer: one failure, one catalog entry, many faces (DESIGN §4). Pure: no ORM, no I/O."""
+
+from errcatalog.render.core import DEFAULT_MAX_CHARS, Failure, ParameterFault, RenderedError, render
+from errcatalog.render.jsonrpc import error_object, error_response, jsonrpc_code
+from errcatalog.render.mcp import FORMATS, envelope, envelope_json, tool_result
+from errcatalog.render.people import agent_error, agent_result, user_markdown, user_message
+from errcatalog.render.providers import PROVIDERS, anatomy, provider_result
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "FORMATS",
+    "PROVIDERS",
+    "Failure",
+    "ParameterFault",
+    "RenderedError",
+    "agent_error",
+    "agent_result",
+    "anatomy",
+    "envelope",
+    "envelope_json",
+    "error_object",
+    "error_response",
+    "jsonrpc_code",
+    "provider_result",
+    "render",
+    "tool_result",
+    "user_markdown",
+    "user_message",
+]

@@ -1,0 +1,276 @@
+"""From a failure and a catalog snapshot to one rendered error, the source of every face.
+
+Pure: no ORM, no I/O. ``Failure`` has no field for free text, so text from users, upstream servers, exceptions
+or the database has no way in; the names it does carry are screened by ``safe_identifier``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+from errcatalog.safety import REDACTED, Segment, cap, fill, safe_identifier
+from errcatalog.snapshot import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
+
+DEFAULT_MAX_CHARS = 500
+NETWORK_FAILURES = {"timeout": "Request timeout", "connection": "Connection failed"}
+KIND_ENVELOPES = {"error": "toolError:v1", "needs_input": "needsInput:v1"}
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterFault:
+    """One parameter at fault, described from the tool's input schema (never from the rejected value)."""
+
+    name: str
+    problem: str = "missing"  # "missing" or "invalid"
+    description: str = ""
+    type: str = ""
+    expected_format: str = ""
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What went wrong, as the server knows it. Every field is server-controlled or screened."""
+
+    code: str
+    tool_name: str | None = None
+    parameters: tuple[ParameterFault, ...] = ()
+    status_code: int | None = None
+    event_id: str | None = None
+    retry_after: int | None = None
+    alternatives: tuple[str, ...] = ()
+    network_failure: str | None = None  # a key of NETWORK_FAILURES
+    service: str | None = None
+    # Partial output of the tool itself, passed along like a successful result would be (seed 002).
+    partial_result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedError:
+    """One failure rendered from one catalog variant; faces only arrange these fields."""
+
+    code: str
+    kind: str  # "error" or "needs_input"
+    category: str
+    header: str
+    variant: str
+    message: str  # what happened
+    cause: str  # why
+    instruction: str  # what to do next
+    question: str  # for interactive codes, else ""
+    text: str  # the composed model-facing text
+    retryable: bool
+    system: bool
+    tool_name: str | None = None
+    status_code: int | None = None
+    jsonrpc_code: int | None = None
+    event_id: str | None = None
+    retry_after: int | None = None
+    alternatives: tuple[str, ...] = ()
+    parameters: tuple[ParameterFault, ...] = ()
+    partial_result: Any = None
+    data: Mapping[str, Any] = field(default_factory=dict)  # seed 003 data fields
+
+    @property
+    def envelope_kind(self) -> str:
+        return KIND_ENVELOPES[self.kind]
+
+    @property
+    def interactive(self) -> bool:
+        """Rendered as a question, which is what the interactive-error rate counts."""
+        return bool(self.question)
+
+    @property
+    def error_category(self) -> str:
+        """The lower-case name seeds 002/003 use (``missing_parameter``, ``function_not_found``)."""
+        return self.code.lower()
+
+
+def render(
+    snapshot: CatalogSnapshot,
+    failure: Failure,
+    *,
+    variant: str | None = None,
+    locale: str = "",
+    pick: float = 0.0,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> RenderedError:
+    """Render ``failure`` with the catalog entry of its code.
+
+    ``variant`` forces a variant by name (previews); otherwise ``pick`` in [0, 1) chooses one by weight.
+    Every text field is capped at ``max_chars`` without cutting a placeholder value.
+    """
+    entry = snapshot.entry(failure.code)
+    chosen = entry.variant(name=variant, locale=locale, pick=pick)
+    tool = safe_identifier(failure.tool_name) if failure.tool_name is not None else None
+    params = tuple(_screen(p) for p in failure.parameters)
+    hint = snapshot.hint(tool, params[0].name) if params else None
+    values = _values(failure, entry, tool, params, hint)
+
+    message = cap(fill(chosen.message, values), max_chars)
+    cause = cap(fill(chosen.cause, values), max_chars)
+    instruction = cap(fill(chosen.instruction, values), max_chars)
+    question = _question(chosen, hint, params, values, max_chars)
+    text = question if question and entry.kind == "needs_input" else _compose(chosen, values, max_chars)
+    retry_after = failure.retry_after if failure.retry_after is not None else entry.retry_after_seconds
+
+    return RenderedError(
+        code=entry.code,
+        kind=entry.kind,
+        category=entry.category,
+        header=chosen.header,
+        variant=chosen.name,
+        message=message,
+        cause=cause,
+        instruction=instruction,
+        question=question,
+        text=text,
+        retryable=entry.retryable,
+        system=entry.system,
+        tool_name=tool,
+        status_code=failure.status_code,
+        jsonrpc_code=entry.jsonrpc_code,
+        event_id=_event_id(failure.event_id),
+        retry_after=retry_after if entry.retryable else None,
+        alternatives=tuple(a for a in map(safe_identifier, failure.alternatives) if a != REDACTED),
+        parameters=params,
+        partial_result=failure.partial_result,
+        data=_data(entry, tool, params, hint, failure, bool(question)),
+    )
+
+
+def _screen(p: ParameterFault) -> ParameterFault:
+    return ParameterFault(
+        name=safe_identifier(p.name),
+        problem=p.problem if p.problem in ("missing", "invalid") else "invalid",
+        description=p.description,
+        type=p.type,
+        expected_format=p.expected_format,
+        minimum=p.minimum,
+        maximum=p.maximum,
+    )
+
+
+def _number(value: int | float | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _join_names(names: list[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _values(
+    failure: Failure,
+    entry: CodeEntry,
+    tool: str | None,
+    params: tuple[ParameterFault, ...],
+    hint: HintEntry | None,
+) -> dict[str, str]:
+    first = params[0] if params else None
+    status = failure.status_code
+    values = {
+        "tool_name": tool or "",
+        "parameter": first.name if first else "",
+        "parameters": _join_names([p.name for p in params]),
+        "parameter_description": (hint and hint.description) or (first and first.description) or "",
+        "parameter_type": (hint and hint.parameter_type) or (first and first.type) or "",
+        "expected_format": (hint and hint.example) or (first and first.expected_format) or "",
+        "minimum": _number(first.minimum) if first else "",
+        "maximum": _number(first.maximum) if first else "",
+        "status_code": str(status) if status else "",
+        "status_text": _status_text(status),
+        "event_id": _event_id(failure.event_id) or "",
+        "alternatives": ", ".join(a for a in map(safe_identifier, failure.alternatives) if a != REDACTED),
+        "retry_after": str(failure.retry_after if failure.retry_after is not None else entry.retry_after_seconds or ""),
+        "service": safe_identifier(failure.service) if failure.service else "",
+        "network_failure": NETWORK_FAILURES.get(failure.network_failure or "", ""),
+    }
+    if values["parameter_description"] == "" and first:
+        values["parameter_description"] = f"a value for {first.name}"
+    return values
+
+
+def _status_text(status: int | None) -> str:
+    try:
+        return HTTPStatus(status).phrase if status else ""
+    except ValueError:
+        return ""
+
+
+def _event_id(event_id: str | None) -> str | None:
+    if not event_id:
+        return None
+    screened = safe_identifier(event_id)
+    return None if screened == REDACTED else screened
+
+
+def _question(
+    chosen: VariantEntry,
+    hint: HintEntry | None,
+    params: tuple[ParameterFault, ...],
+    values: dict[str, str],
+    max_chars: int,
+) -> str:
+    # A hint's question speaks about one parameter; several missing parameters get the code's question,
+    # which names them all.
+    missing = [p for p in params if p.problem == "missing"]
+    template = hint.question if hint and hint.question and len(missing) <= 1 else chosen.question
+    return cap(fill(template, values), max_chars) if template else ""
+
+
+def _compose(chosen: VariantEntry, values: dict[str, str], max_chars: int) -> str:
+    """What happened, why, and what to do next, as one text under the cap."""
+    segments: list[Segment] = []
+    for template in (chosen.message, chosen.cause, chosen.instruction):
+        part = fill(template, values)
+        if not part:
+            continue
+        if segments:
+            segments.append(Segment(" "))
+        segments.extend(part)
+    return cap(segments, max_chars)
+
+
+def _data(
+    entry: CodeEntry,
+    tool: str | None,
+    params: tuple[ParameterFault, ...],
+    hint: HintEntry | None,
+    failure: Failure,
+    interactive: bool,
+) -> dict[str, Any]:
+    """The ``data`` fields of seed 003: what a client's retry logic reads."""
+    data: dict[str, Any] = {
+        "retry_capable": entry.retryable or interactive,
+        "error_category": entry.code.lower(),
+    }
+    missing = [p for p in params if p.problem == "missing"]
+    invalid = [p for p in params if p.problem == "invalid"]
+    param_type = (hint and hint.parameter_type) or (params[0].type if params else "")
+    if len(missing) == 1 and not invalid:
+        data["required_parameter"] = missing[0].name
+    elif missing:
+        data["required_parameters"] = [p.name for p in missing]
+    if invalid:
+        data["parameter"] = invalid[0].name
+        expected = (hint and hint.example) or invalid[0].expected_format
+        if expected:
+            data["expected_format"] = expected
+        data["provided_value"] = REDACTED
+    if param_type and len(params) == 1:
+        data["parameter_type"] = param_type
+    if failure.service:
+        data["service"] = safe_identifier(failure.service)
+    if tool:
+        data["tool_name"] = tool
+    return data

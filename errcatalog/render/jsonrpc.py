@@ -1,0 +1,64 @@
+"""The JSON-RPC error face (seeds 003 and 004).
+
+Codes JSON-RPC and MCP define are used as defined. Catalog codes without a JSON-RPC code of their own go out
+as -32603 (system) or -32602 (user-correctable). ``legacy=True`` reproduces FastMCP's -32001/-32000 choices of
+seed 004.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from errcatalog.render.core import RenderedError
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+# From 2026-07-28 on, a missing resource is an invalid-params error rather than -32002.
+PROTOCOL_WITHOUT_RESOURCE_NOT_FOUND = "2026-07-28"
+# Seed 004's table of FastMCP's error middleware.
+LEGACY_CODES = {
+    "RESOURCE_NOT_FOUND": -32001,
+    "NOT_FOUND": -32001,
+    "PERMISSION_DENIED": -32000,
+    "TIMEOUT": -32000,
+}
+
+
+def jsonrpc_code(rendered: RenderedError, *, protocol_version: str = "", legacy: bool = False) -> int:
+    if legacy and rendered.code in LEGACY_CODES:
+        return LEGACY_CODES[rendered.code]
+    code = rendered.jsonrpc_code
+    if code is None:
+        code = INTERNAL_ERROR if rendered.system else INVALID_PARAMS
+    if code == RESOURCE_NOT_FOUND and protocol_version >= PROTOCOL_WITHOUT_RESOURCE_NOT_FOUND:
+        code = INVALID_PARAMS
+    return code
+
+
+def error_object(rendered: RenderedError, *, protocol_version: str = "", legacy: bool = False) -> dict[str, Any]:
+    """The ``error`` member: the question (or the composed text) as message, seed 003 fields as data."""
+    data = dict(rendered.data)
+    data.setdefault("retry_capable", rendered.retryable)
+    if rendered.retry_after is not None:
+        data["retry_after_seconds"] = rendered.retry_after
+    if rendered.event_id:
+        data["event_id"] = rendered.event_id
+    if rendered.alternatives:
+        data["alternatives"] = list(rendered.alternatives)
+    return {
+        "code": jsonrpc_code(rendered, protocol_version=protocol_version, legacy=legacy),
+        "message": rendered.question or rendered.text,
+        "data": data,
+    }
+
+
+def error_response(
+    rendered: RenderedError, request_id: int | str | None, *, protocol_version: str = "", legacy: bool = False
+) -> dict[str, Any]:
+    """A whole JSON-RPC 2.0 error response."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": error_object(rendered, protocol_version=protocol_version, legacy=legacy),
+    }

@@ -1,0 +1,135 @@
+"""The trust boundary of rendered text: the placeholder allow-list, template checks, identifier screening and
+the length cap.
+
+Rendered text reaches a model, so it may contain only catalog text and values the server itself controls
+(seed 001, "Trusted Error Messages Only"). Templates are parsed with ``string.Formatter`` but never passed to
+``str.format``: values are spliced in by name from plain strings, so no attribute access or indexing can run.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+REDACTED = "[REDACTED]"
+ELLIPSIS = "…"
+
+# Every name a template may use, with where its value comes from. All sources are server-controlled.
+PLACEHOLDERS: Mapping[str, str] = {
+    "tool_name": "the tool's registered name",
+    "parameter": "the name of the parameter at fault, from the tool's input schema",
+    "parameters": "the names of all missing parameters, joined (e.g. 'to, subject and body')",
+    "parameter_description": "the parameter's description, from its hint or the tool's schema",
+    "parameter_type": "the parameter's type (e.g. email_address)",
+    "expected_format": "the expected format or an example value (e.g. user@domain.com)",
+    "minimum": "the smallest allowed value, from the schema",
+    "maximum": "the largest allowed value, from the schema",
+    "status_code": "the HTTP status code",
+    "status_text": "the standard HTTP reason phrase of the status (e.g. Bad Gateway)",
+    "event_id": "the Sentry event ID of a captured system error",
+    "alternatives": "names the caller may use instead (e.g. close tool names)",
+    "retry_after": "seconds to wait before retrying",
+    "service": "the name of the service behind the tool",
+    "network_failure": "'Request timeout' or 'Connection failed'",
+}
+
+# Tool and parameter names come from registries and schemas; a name that the caller typed (an unknown tool)
+# is shown only if it has the shape of an identifier, so it cannot carry sentences or markup.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+_FORMATTER = string.Formatter()
+
+
+def template_errors(template: str) -> list[str]:
+    """Return what is wrong with a template, in words an editor can act on; empty when it is valid."""
+    try:
+        parsed = list(_FORMATTER.parse(template))
+    except ValueError as exc:
+        return [f"Braces do not match ({exc}). Write {{{{ and }}}} for literal braces."]
+    problems: list[str] = []
+    for _literal, field, spec, conversion in parsed:
+        if field is None:
+            continue
+        if field == "" or field.isdigit():
+            problems.append("Positional placeholders like {} or {0} are not allowed; use a name from the list.")
+        elif "." in field or "[" in field:
+            problems.append(f"{{{field}}}: attribute access and indexing are not allowed in placeholders.")
+        elif field not in PLACEHOLDERS:
+            problems.append(f"{{{field}}} is not a known placeholder. Known: {', '.join(sorted(PLACEHOLDERS))}.")
+        if conversion or spec:
+            problems.append(f"{{{field}}}: conversions and format specs (!r, :>10) are not allowed.")
+    return problems
+
+
+def template_placeholders(template: str) -> list[str]:
+    """Names used by a valid template, in order of first use."""
+    names: list[str] = []
+    for _literal, field, _spec, _conv in _FORMATTER.parse(template):
+        if field and field not in names:
+            names.append(field)
+    return names
+
+
+def safe_identifier(value: object) -> str:
+    """Return ``value`` if it is an identifier-shaped string, otherwise the redaction marker."""
+    if isinstance(value, str) and _IDENTIFIER.fullmatch(value):
+        return value
+    return REDACTED
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A piece of rendered text; placeholder values are atomic and are never cut in half."""
+
+    text: str
+    atomic: bool = False
+
+
+def fill(template: str, values: Mapping[str, str]) -> list[Segment]:
+    """Substitute allow-listed placeholders; a placeholder with no value renders as an empty string.
+
+    Templates are validated on save, but a stale or hand-edited row must not become an exploit, so names
+    outside the allow-list render empty here too.
+    """
+    segments: list[Segment] = []
+    try:
+        parsed = list(_FORMATTER.parse(template))
+    except ValueError:
+        return [Segment(template.replace("{", "").replace("}", ""))]
+    for literal, field, _spec, _conv in parsed:
+        if literal:
+            segments.append(Segment(literal))
+        if field and field in PLACEHOLDERS:
+            value = values.get(field, "")
+            if value:
+                segments.append(Segment(value, atomic=True))
+    return segments
+
+
+def cap(segments: Sequence[Segment], limit: int) -> str:
+    """Join segments into at most ``limit`` characters.
+
+    Literal text is cut at a word boundary where one is near; an atomic value that does not fit is dropped
+    whole. A cut text ends with an ellipsis, which counts toward the limit.
+    """
+    total = sum(len(s.text) for s in segments)
+    if total <= limit:
+        return "".join(s.text for s in segments)
+    budget = limit - len(ELLIPSIS)
+    out: list[str] = []
+    used = 0
+    for seg in segments:
+        room = budget - used
+        if len(seg.text) <= room:
+            out.append(seg.text)
+            used += len(seg.text)
+            continue
+        if not seg.atomic and room > 0:
+            piece = seg.text[:room]
+            space = piece.rfind(" ")
+            if space >= room // 2:
+                piece = piece[:space]
+            out.append(piece)
+        break
+    return "".join(out).rstrip() + ELLIPSIS

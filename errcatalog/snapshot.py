@@ -1,0 +1,191 @@
+"""A frozen, plain-data copy of the catalog: what the renderer and classifier work from.
+
+A snapshot is built either from a catalog document (the YAML/JSON format of ``errcatalog/data/`` and of
+import/export) or from the database. Loading from the database is cached per process and invalidated through
+a version counter in the Django cache, which every save of a catalog row bumps (see ``errcatalog.signals``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class VariantEntry:
+    name: str
+    message: str
+    instruction: str
+    cause: str = ""
+    question: str = ""
+    header: str = "Error"
+    weight: int = 100
+    locale: str = ""
+    active: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CodeEntry:
+    code: str
+    category: str
+    kind: str  # "error" or "needs_input"
+    variants: tuple[VariantEntry, ...]
+    retryable: bool = False
+    retry_after_seconds: int | None = None
+    http_statuses: tuple[int, ...] = ()
+    jsonrpc_code: int | None = None
+    system: bool = False
+    doc_url: str = ""
+    explanation: str = ""
+    active: bool = True
+
+    def variant(self, *, name: str | None = None, locale: str = "", pick: float = 0.0) -> VariantEntry:
+        """Choose a variant: by name when given, else by weight (``pick`` is a number in [0, 1)).
+
+        Variants of the requested locale win over locale-less ones; paused (weight 0) and inactive variants
+        are chosen only by name.
+        """
+        if name is not None:
+            for v in self.variants:
+                if v.name == name and v.locale in (locale, ""):
+                    return v
+            raise KeyError(f"{self.code} has no variant {name!r}")
+        live = [v for v in self.variants if v.active and v.weight > 0 and v.locale == locale] or [
+            v for v in self.variants if v.active and v.weight > 0 and v.locale == ""
+        ]
+        if not live:
+            live = [v for v in self.variants if v.locale in (locale, "")] or list(self.variants)
+            return live[0]
+        threshold = pick * sum(v.weight for v in live)
+        for v in live:
+            threshold -= v.weight
+            if threshold < 0:
+                return v
+        return live[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class HintEntry:
+    tool: str
+    parameter: str
+    description: str = ""
+    parameter_type: str = ""
+    example: str = ""
+    question: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleEntry:
+    position: int
+    code: str
+    exception: str = ""
+    status_min: int | None = None
+    status_max: int | None = None
+    jsonrpc_code: int | None = None
+    upstream: str = ""
+    transport: str = ""
+    active: bool = True
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogSnapshot:
+    codes: Mapping[str, CodeEntry]
+    hints: Mapping[tuple[str, str], HintEntry] = field(default_factory=dict)
+    rules: tuple[RuleEntry, ...] = ()
+    version: str = ""
+
+    def entry(self, code: str) -> CodeEntry:
+        """The entry for ``code``; an unknown or inactive code falls back to UNKNOWN_ERROR."""
+        found = self.codes.get(code)
+        if found is None or not found.active:
+            found = self.codes.get(UNKNOWN_CODE)
+        if found is None:
+            raise LookupError(f"The catalog has neither {code} nor {UNKNOWN_CODE}.")
+        return found
+
+    def hint(self, tool: str | None, parameter: str) -> HintEntry | None:
+        if tool is None:
+            return None
+        return self.hints.get((tool, parameter))
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> CatalogSnapshot:
+        """Build a snapshot from a catalog document that has already passed schema validation."""
+        codes = {}
+        for c in document.get("codes", []):
+            variants = tuple(
+                VariantEntry(**{k: v for k, v in var.items() if k in VariantEntry.__slots__})
+                for var in c.get("variants", [])
+            )
+            fields = {k: v for k, v in c.items() if k in CodeEntry.__slots__ and k != "variants"}
+            fields["http_statuses"] = tuple(fields.get("http_statuses", ()))
+            codes[c["code"]] = CodeEntry(variants=variants, **fields)
+        hints = {
+            (h["tool"], h["parameter"]): HintEntry(**{k: v for k, v in h.items() if k in HintEntry.__slots__})
+            for h in document.get("hints", [])
+        }
+        rules = tuple(
+            sorted(
+                (
+                    RuleEntry(**{k: v for k, v in r.items() if k in RuleEntry.__slots__})
+                    for r in document.get("rules", [])
+                ),
+                key=lambda r: r.position,
+            )
+        )
+        digest = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return cls(codes=MappingProxyType(codes), hints=MappingProxyType(hints), rules=rules, version=digest)
+
+
+UNKNOWN_CODE = "UNKNOWN_ERROR"
+
+# --- Database-backed snapshot, cached per process ---------------------------------------------------------
+
+VERSION_CACHE_KEY = "errcatalog:catalog-version"
+# How long a process trusts its snapshot before asking the shared cache whether the catalog changed: an edit
+# in admin reaches every web process within this many seconds, at one cache read per second per process.
+RECHECK_SECONDS = 1.0
+
+_lock = threading.Lock()
+_cached: tuple[str, float, CatalogSnapshot] | None = None
+
+
+def catalog_snapshot() -> CatalogSnapshot:
+    """The current catalog from the database, rebuilt only when an edit has bumped the shared version."""
+    global _cached
+    from django.core.cache import cache
+
+    now = time.monotonic()
+    cached = _cached
+    if cached is not None and now - cached[1] < RECHECK_SECONDS:
+        return cached[2]
+    version = cache.get(VERSION_CACHE_KEY)
+    if version is None:
+        version = str(time.time_ns())
+        cache.add(VERSION_CACHE_KEY, version, timeout=None)
+        version = cache.get(VERSION_CACHE_KEY, version)
+    if cached is not None and cached[0] == version:
+        _cached = (version, now, cached[2])
+        return cached[2]
+    with _lock:
+        from errcatalog.catalog_document import catalog_document_from_db
+
+        snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
+        _cached = (version, now, snapshot)
+    return snapshot
+
+
+def catalog_changed() -> None:
+    """Mark the catalog as edited so every process rebuilds its snapshot."""
+    global _cached
+    from django.core.cache import cache
+
+    cache.set(VERSION_CACHE_KEY, str(time.time_ns()), timeout=None)
+    _cached = None

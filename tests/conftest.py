@@ -1,0 +1,29 @@
+"""Shared fixtures: the default catalog as a snapshot, and users for admin and API tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from errcatalog.catalog_document import DEFAULT_CATALOG_PATH, read_catalog_file
+from errcatalog.snapshot import CatalogSnapshot
+
+
+@pytest.fixture(scope="session")
+def default_document() -> dict:
+    return read_catalog_file(DEFAULT_CATALOG_PATH)
+
+
+@pytest.fixture(scope="session")
+def default_snapshot(default_document) -> CatalogSnapshot:
+    return CatalogSnapshot.from_document(default_document)
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_user(username="writer", password="pw-writer", is_staff=True,
+                                                 is_superuser=True)
+
+
+@pytest.fixture
+def plain_user(django_user_model):
+    return django_user_model.objects.create_user(username="reader", password="pw-reader")
