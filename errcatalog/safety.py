@@ -12,6 +12,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 REDACTED = "[REDACTED]"
 ELLIPSIS = "…"
@@ -86,21 +87,30 @@ class Segment:
     atomic: bool = False
 
 
+@lru_cache(maxsize=4096)
+def _pieces(template: str) -> tuple[tuple[str, str | None], ...]:
+    """A template as (literal, placeholder name) pairs; a name outside the allow-list becomes None.
+
+    Cached: a catalog has a few hundred templates and each is parsed once per process.
+    """
+    try:
+        parsed = list(_FORMATTER.parse(template))
+    except ValueError:
+        return ((template.replace("{", "").replace("}", ""), None),)
+    return tuple((literal, field if field in PLACEHOLDERS else None) for literal, field, _spec, _conv in parsed)
+
+
 def fill(template: str, values: Mapping[str, str]) -> list[Segment]:
     """Substitute allow-listed placeholders; a placeholder with no value renders as an empty string.
 
     Templates are validated on save, but a stale or hand-edited row must not become an exploit, so names
-    outside the allow-list render empty here too.
+    outside the allow-list render empty here too, and malformed braces are dropped.
     """
     segments: list[Segment] = []
-    try:
-        parsed = list(_FORMATTER.parse(template))
-    except ValueError:
-        return [Segment(template.replace("{", "").replace("}", ""))]
-    for literal, field, _spec, _conv in parsed:
+    for literal, field in _pieces(template):
         if literal:
             segments.append(Segment(literal))
-        if field and field in PLACEHOLDERS:
+        if field:
             value = values.get(field, "")
             if value:
                 segments.append(Segment(value, atomic=True))

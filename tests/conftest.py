@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from errcatalog.catalog_document import DEFAULT_CATALOG_PATH, read_catalog_file
 from errcatalog.snapshot import CatalogSnapshot
 
 
 @pytest.fixture(scope="session")
 def default_document() -> dict:
+    from errcatalog.catalog_document import DEFAULT_CATALOG_PATH, read_catalog_file
+
     return read_catalog_file(DEFAULT_CATALOG_PATH)
 
 
@@ -20,8 +21,9 @@ def default_snapshot(default_document) -> CatalogSnapshot:
 
 @pytest.fixture
 def staff_user(django_user_model):
-    return django_user_model.objects.create_user(username="writer", password="pw-writer", is_staff=True,
-                                                 is_superuser=True)
+    return django_user_model.objects.create_user(
+        username="writer", password="pw-writer", is_staff=True, is_superuser=True
+    )
 
 
 @pytest.fixture

@@ -221,10 +221,10 @@ def _question(
     values: dict[str, str],
     max_chars: int,
 ) -> str:
-    # A hint's question speaks about one parameter; several missing parameters get the code's question,
-    # which names them all.
-    missing = [p for p in params if p.problem == "missing"]
-    template = hint.question if hint and hint.question and len(missing) <= 1 else chosen.question
+    # A hint's question asks for one missing parameter; several missing parameters get the code's question,
+    # which names them all, and an invalid value gets the code's question about its format.
+    asks_for_one = len(params) == 1 and params[0].problem == "missing"
+    template = hint.question if hint and hint.question and asks_for_one else chosen.question
     return cap(fill(template, values), max_chars) if template else ""
 
 

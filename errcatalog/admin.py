@@ -1,0 +1,232 @@
+"""Django admin for the people who write the catalog: codes, their wording, hints and classification rules.
+
+Every catalog model keeps its history (django-simple-history), so each change can be inspected and reverted
+from the object's History page. The ErrorCode change page shows every face of every variant rendered from the
+saved catalog (``errcatalog.preview``); ``static/errcatalog/preview.js`` re-renders a variant's faces from its
+unsaved text through ``POST /api/v1/render/`` while it is being edited.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin
+from django.db import models
+from django.db.models import Count
+from django.urls import get_script_prefix
+from django.utils.html import format_html, format_html_join
+from simple_history.admin import SimpleHistoryAdmin
+
+from errcatalog.catalog_document import catalog_document_from_db
+from errcatalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.preview import code_preview
+from errcatalog.safety import PLACEHOLDERS
+from errcatalog.snapshot import CatalogSnapshot
+
+# The render endpoint of the REST API (errcatalog.api), relative to the site root.
+RENDER_API_PATH = "api/v1/render/"
+
+PLACEHOLDER_HELP = format_html(
+    "<details><summary>Allowed placeholders</summary><dl class='errcatalog-placeholders'>{}</dl>"
+    "<p>Anything else in braces is refused, and so are attribute access and indexing such as "
+    "<code>{{x.__class__}}</code> or <code>{{0[1]}}</code>. Write <code>{{{{</code> and <code>}}}}</code> "
+    "for literal braces.</p></details>",
+    format_html_join("", "<dt><code>{{{}}}</code></dt><dd>{}</dd>", sorted(PLACEHOLDERS.items())),
+)
+_TEXTAREA = {"widget": forms.Textarea(attrs={"rows": 2, "cols": 90})}
+
+
+def _max_chars() -> int:
+    return settings.ERRCATALOG["MAX_MESSAGE_CHARS"]
+
+
+def _budget(variant: TemplateVariant) -> str:
+    """Template characters against the cap; the live preview keeps these numbers current while typing."""
+    limit = _max_chars()
+    composed = len(" ".join(t for t in (variant.message, variant.cause, variant.instruction) if t))
+    question = len(variant.question)
+    return format_html(
+        '<span class="errcatalog-budget" data-max="{}">'
+        'Message + cause + instruction: <b data-count="composed" class="{}">{}</b> / {} · '
+        'question: <b data-count="question" class="{}">{}</b> / {} characters, before placeholders are filled. '
+        "Longer text is cut at the limit.</span>",
+        limit,
+        "errcatalog-over" if composed > limit else "",
+        composed,
+        limit,
+        "errcatalog-over" if question > limit else "",
+        question,
+        limit,
+    )
+
+
+def _rule_conditions(rule: ClassificationRule) -> str:
+    parts = []
+    if rule.exception:
+        parts.append(f"exception {rule.exception}")
+    if rule.status_min is not None or rule.status_max is not None:
+        low, high = rule.status_min, rule.status_max
+        parts.append(f"status {low}" if low == high else f"status {low or 100}–{high or 599}")
+    if rule.jsonrpc_code is not None:
+        parts.append(f"JSON-RPC {rule.jsonrpc_code}")
+    if rule.transport:
+        parts.append(rule.get_transport_display().lower())
+    if rule.upstream:
+        parts.append(f"upstream {rule.upstream}")
+    return ", ".join(parts) or "any failure"
+
+
+# --- Error codes ------------------------------------------------------------------------------------------
+
+
+class TemplateVariantInline(admin.StackedInline):
+    model = TemplateVariant
+    extra = 0
+    show_change_link = True  # each variant's own page has its history and revert
+    formfield_overrides = {models.TextField: _TEXTAREA}
+    readonly_fields = ("budget",)
+    fieldsets = (
+        (None, {"fields": (("name", "locale", "weight", "header", "active"),)}),
+        (
+            "Wording",
+            {"fields": ("message", "cause", "instruction", "question", "budget"), "description": PLACEHOLDER_HELP},
+        ),
+    )
+
+    @admin.display(description="Length")
+    def budget(self, obj: TemplateVariant) -> str:
+        return _budget(obj)
+
+
+class ClassificationRuleInline(admin.TabularInline):
+    """The rules that lead to this code, for reference; they are edited on their own page, in order."""
+
+    model = ClassificationRule
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ("position", "conditions", "note", "active")
+    readonly_fields = fields
+    ordering = ("position",)
+    verbose_name_plural = "Classification rules that choose this code"
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Conditions")
+    def conditions(self, obj: ClassificationRule) -> str:
+        return _rule_conditions(obj)
+
+
+@admin.register(ErrorCode)
+class ErrorCodeAdmin(SimpleHistoryAdmin):
+    list_display = ("code", "category", "kind", "retryable", "system", "active", "variant_count", "updated_at")
+    list_filter = ("category", "kind", "retryable", "system", "active")
+    search_fields = ("code", "explanation", "variants__message")
+    readonly_fields = ("updated_at",)
+    fieldsets = (
+        (None, {"fields": ("code", ("category", "kind"), "active")}),
+        ("Behaviour", {"fields": (("retryable", "retry_after_seconds"), "system", "http_statuses", "jsonrpc_code")}),
+        ("Explanation", {"fields": ("doc_url", "explanation", "updated_at")}),
+    )
+    inlines = (TemplateVariantInline, ClassificationRuleInline)
+
+    class Media:
+        css = {"all": ("errcatalog/admin.css",)}
+        js = ("errcatalog/preview.js",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(variant_count=Count("variants"))
+
+    @admin.display(description="Variants", ordering="variant_count")
+    def variant_count(self, obj: ErrorCode) -> int:
+        return obj.variant_count
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # The preview shows the saved catalog, so it is built fresh from the rows rather than from the
+        # per-process snapshot cache: a writer must see what they have just saved.
+        if obj is not None and obj.pk:
+            snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
+            previews = code_preview(snapshot, obj.code, max_chars=_max_chars())
+            ids = {(name, locale): pk for name, locale, pk in obj.variants.values_list("name", "locale", "pk")}
+            context["variant_previews"] = [(ids.get((p.variant.name, p.variant.locale)), p) for p in previews]
+            context["render_url"] = get_script_prefix() + RENDER_API_PATH
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+# --- Template variants ------------------------------------------------------------------------------------
+
+
+@admin.register(TemplateVariant)
+class TemplateVariantAdmin(SimpleHistoryAdmin):
+    list_display = ("code", "name", "locale", "weight", "header", "active", "updated_at")
+    list_filter = ("header", "active", "locale", "error_code__category", "error_code__kind")
+    search_fields = ("error_code__code", "name", "message", "cause", "instruction", "question")
+    list_select_related = ("error_code",)
+    autocomplete_fields = ("error_code",)
+    formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 90})}}
+    readonly_fields = ("budget", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("error_code", ("name", "locale"), ("weight", "header"), "active")}),
+        (
+            "Wording",
+            {
+                "fields": ("message", "cause", "instruction", "question", "budget", "updated_at"),
+                "description": PLACEHOLDER_HELP,
+            },
+        ),
+    )
+
+    @admin.display(description="Code", ordering="error_code__code")
+    def code(self, obj: TemplateVariant) -> str:
+        return obj.error_code.code
+
+    @admin.display(description="Length")
+    def budget(self, obj: TemplateVariant) -> str:
+        return _budget(obj)
+
+
+# --- Parameter hints and classification rules -------------------------------------------------------------
+
+
+@admin.register(ParameterHint)
+class ParameterHintAdmin(SimpleHistoryAdmin):
+    list_display = ("tool", "parameter", "description", "parameter_type", "example", "has_question")
+    list_filter = ("tool", "parameter_type")
+    search_fields = ("tool", "parameter", "description", "question")
+    formfield_overrides = {models.TextField: _TEXTAREA}
+    fieldsets = (
+        (None, {"fields": (("tool", "parameter"), "description", ("parameter_type", "example"))}),
+        ("Question override", {"fields": ("question",), "description": PLACEHOLDER_HELP}),
+    )
+
+    @admin.display(description="Own question", boolean=True)
+    def has_question(self, obj: ParameterHint) -> bool:
+        return bool(obj.question)
+
+
+@admin.register(ClassificationRule)
+class ClassificationRuleAdmin(SimpleHistoryAdmin):
+    list_display = ("position", "code", "conditions", "note", "active")
+    list_display_links = ("position",)
+    list_editable = ("active",)
+    list_filter = ("active", "transport", "error_code__category")
+    search_fields = ("error_code__code", "exception", "upstream", "note")
+    list_select_related = ("error_code",)
+    autocomplete_fields = ("error_code",)
+    ordering = ("position",)
+    fieldsets = (
+        (None, {"fields": ("position", "error_code", "active", "note")}),
+        (
+            "Conditions (all that are set must hold)",
+            {"fields": ("exception", ("status_min", "status_max"), "jsonrpc_code", "transport", "upstream")},
+        ),
+    )
+
+    @admin.display(description="Code", ordering="error_code__code")
+    def code(self, obj: ClassificationRule) -> str:
+        return obj.error_code.code
+
+    @admin.display(description="Conditions")
+    def conditions(self, obj: ClassificationRule) -> str:
+        return _rule_conditions(obj)

@@ -1,0 +1,66 @@
+"""Placeholder validation and the length cap."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from errcatalog.safety import ELLIPSIS, PLACEHOLDERS, Segment, cap, fill, template_errors, template_placeholders
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ("{x.__class__}", "attribute access and indexing are not allowed"),
+        ("{tool_name.__class__}", "attribute access and indexing are not allowed"),
+        ("{0[1]}", "attribute access and indexing are not allowed"),
+        ("{parameter[0]}", "attribute access and indexing are not allowed"),
+        ("{}", "Positional placeholders"),
+        ("{password}", "{password} is not a known placeholder"),
+        ("{tool_name!r}", "conversions and format specs"),
+        ("{tool_name:>10}", "conversions and format specs"),
+        ("Unclosed {tool_name", "Braces do not match"),
+        ("Stray } brace", "Braces do not match"),
+    ],
+)
+def test_bad_templates_are_refused_with_a_clear_message(template, problem):
+    problems = template_errors(template)
+    assert problems
+    assert any(problem in p for p in problems)
+
+
+def test_every_allowed_placeholder_is_accepted():
+    template = " ".join(f"{{{name}}}" for name in PLACEHOLDERS) + " {{literal braces}}"
+    assert template_errors(template) == []
+    assert template_placeholders(template) == list(PLACEHOLDERS)
+
+
+def test_fill_splices_values_by_name_and_never_formats_them():
+    segments = fill("Tool {tool_name} failed{{!}}", {"tool_name": "{parameter.__class__}"})
+    assert "".join(s.text for s in segments) == "Tool {parameter.__class__} failed{!}"
+
+
+def test_a_name_outside_the_allow_list_renders_empty_even_if_stored():
+    assert "".join(s.text for s in fill("a{secret}b", {"secret": "leak"})) == "ab"
+
+
+def test_cap_never_cuts_a_placeholder_value_in_half():
+    segments = [Segment("Retry with "), Segment("x" * 30, atomic=True), Segment(" later.")]
+    out = cap(segments, 25)
+    assert out == "Retry with" + ELLIPSIS
+    assert len(out) <= 25
+
+
+@given(
+    parts=st.lists(st.tuples(st.text(max_size=200), st.booleans()), max_size=20),
+    limit=st.integers(min_value=10, max_value=500),
+)
+def test_capped_text_fits_and_keeps_values_whole(parts, limit):
+    segments = [Segment(text, atomic) for text, atomic in parts]
+    out = cap(segments, limit)
+    assert len(out) <= limit
+    if sum(len(t) for t, _ in parts) <= limit:
+        assert out == "".join(t for t, _ in parts)
+    else:
+        assert out.endswith(ELLIPSIS)
