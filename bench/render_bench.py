@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import yaml  # noqa: E402
+import yaml
 
-from errcatalog.render import (  # noqa: E402
+from errcatalog.render import (
     Failure,
     ParameterFault,
     agent_error,
@@ -32,7 +32,7 @@ from errcatalog.render import (  # noqa: E402
     tool_result,
     user_markdown,
 )
-from errcatalog.snapshot import CatalogSnapshot  # noqa: E402
+from errcatalog.snapshot import CatalogSnapshot
 
 DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "errcatalog" / "data" / "default_catalog.yaml"
 

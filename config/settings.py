@@ -30,7 +30,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "simple_history",
     "errcatalog",
@@ -96,6 +95,7 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns on every request when the folder is missing
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -110,11 +110,13 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIN
 # --- REST API ---------------------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
+    # Bearer first: its challenge makes DRF answer 401 (not 403) to requests without credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "errcatalog.api.authentication.ClientTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "errcatalog.api.exceptions.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -125,6 +127,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Read and edit the error catalog, preview rendered errors and classify failures.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One name per choice set, where several fields share one (the classify and render requests' transport).
+    "ENUM_NAME_OVERRIDES": {
+        "TransportFailureEnum": ["connection", "timeout"],
+        "RuleTransportEnum": "errcatalog.models.Transport",
+    },
 }
 
 # --- errcatalog -------------------------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from errcatalog.api.views import endpoint_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("errcatalog.api.urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Last under the API prefix: any other path gets a 404 in the API's error shape.
+    re_path(r"^api/v1/", endpoint_not_found),
 ]

@@ -1,30 +1,34 @@
-"""Django admin for the people who write the catalog: codes, their wording, hints and classification rules.
+"""Django admin for the people who write the catalog: codes, their wording, hints and classification rules;
+and for client tokens.
 
 Every catalog model keeps its history (django-simple-history), so each change can be inspected and reverted
 from the object's History page. The ErrorCode change page shows every face of every variant rendered from the
-saved catalog (``errcatalog.preview``); ``static/errcatalog/preview.js`` re-renders a variant's faces from its
-unsaved text through ``POST /api/v1/render/`` while it is being edited.
+saved catalog (``errcatalog.preview_samples``); ``static/errcatalog/preview.js`` re-renders a variant's faces
+from its unsaved text through the REST API's render endpoint while it is being edited.
 """
 
 from __future__ import annotations
 
 from django import forms
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Count
-from django.urls import get_script_prefix
+from django.http import HttpResponse
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
-from errcatalog.catalog_document import catalog_document_from_db
-from errcatalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
-from errcatalog.preview import code_preview
+from errcatalog.catalog_document import catalog_document_from_db, dump_catalog
+from errcatalog.models import ClassificationRule, ClientToken, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.preview_samples import code_preview
 from errcatalog.safety import PLACEHOLDERS
 from errcatalog.snapshot import CatalogSnapshot
+from errcatalog.tokens import client_token_create, client_token_revoke
 
-# The render endpoint of the REST API (errcatalog.api), relative to the site root.
-RENDER_API_PATH = "api/v1/render/"
+# Styles of the placeholder list, the length budget and the preview.
+ADMIN_CSS = {"all": ("errcatalog/admin.css",)}
 
 PLACEHOLDER_HELP = format_html(
     "<details><summary>Allowed placeholders</summary><dl class='errcatalog-placeholders'>{}</dl>"
@@ -34,6 +38,8 @@ PLACEHOLDER_HELP = format_html(
     format_html_join("", "<dt><code>{{{}}}</code></dt><dd>{}</dd>", sorted(PLACEHOLDERS.items())),
 )
 _TEXTAREA = {"widget": forms.Textarea(attrs={"rows": 2, "cols": 90})}
+# Short JSON lists ([400, 422], ["send_email"]) fit on one line.
+_JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
 
 
 def _max_chars() -> int:
@@ -66,7 +72,7 @@ def _rule_conditions(rule: ClassificationRule) -> str:
         parts.append(f"exception {rule.exception}")
     if rule.status_min is not None or rule.status_max is not None:
         low, high = rule.status_min, rule.status_max
-        parts.append(f"status {low}" if low == high else f"status {low or 100}–{high or 599}")
+        parts.append(f"status {low}" if low == high else f"status {low or 100}-{high or 599}")
     if rule.jsonrpc_code is not None:
         parts.append(f"JSON-RPC {rule.jsonrpc_code}")
     if rule.transport:
@@ -130,9 +136,11 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
         ("Explanation", {"fields": ("doc_url", "explanation", "updated_at")}),
     )
     inlines = (TemplateVariantInline, ClassificationRuleInline)
+    actions = ("export_yaml",)
+    formfield_overrides = {models.JSONField: _JSON_LINE}
 
     class Media:
-        css = {"all": ("errcatalog/admin.css",)}
+        css = ADMIN_CSS
         js = ("errcatalog/preview.js",)
 
     def get_queryset(self, request):
@@ -142,15 +150,33 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
     def variant_count(self, obj: ErrorCode) -> int:
         return obj.variant_count
 
+    @admin.action(description="Export selected codes as YAML")
+    def export_yaml(self, request, queryset) -> HttpResponse:
+        # A catalog document of just these codes and their variants; importing it adds or updates them.
+        selected = set(queryset.values_list("code", flat=True))
+        document = catalog_document_from_db()
+        document.update(codes=[c for c in document["codes"] if c["code"] in selected], hints=[], rules=[])
+        response = HttpResponse(dump_catalog(document, "yaml"), content_type="application/yaml; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="errcatalog-codes.yaml"'
+        return response
+
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         # The preview shows the saved catalog, so it is built fresh from the rows rather than from the
         # per-process snapshot cache: a writer must see what they have just saved.
         if obj is not None and obj.pk:
             snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
-            previews = code_preview(snapshot, obj.code, max_chars=_max_chars())
+            previews = code_preview(
+                snapshot,
+                obj.code,
+                max_chars=_max_chars(),
+                legacy_codes=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"],
+            )
             ids = {(name, locale): pk for name, locale, pk in obj.variants.values_list("name", "locale", "pk")}
             context["variant_previews"] = [(ids.get((p.variant.name, p.variant.locale)), p) for p in previews]
-            context["render_url"] = get_script_prefix() + RENDER_API_PATH
+            try:
+                context["render_url"] = reverse("api-render")
+            except NoReverseMatch:  # without the REST API the page keeps the preview of the saved catalog
+                context["render_url"] = ""
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 
@@ -177,6 +203,9 @@ class TemplateVariantAdmin(SimpleHistoryAdmin):
         ),
     )
 
+    class Media:
+        css = ADMIN_CSS
+
     @admin.display(description="Code", ordering="error_code__code")
     def code(self, obj: TemplateVariant) -> str:
         return obj.error_code.code
@@ -199,6 +228,9 @@ class ParameterHintAdmin(SimpleHistoryAdmin):
         (None, {"fields": (("tool", "parameter"), "description", ("parameter_type", "example"))}),
         ("Question override", {"fields": ("question",), "description": PLACEHOLDER_HELP}),
     )
+
+    class Media:
+        css = ADMIN_CSS
 
     @admin.display(description="Own question", boolean=True)
     def has_question(self, obj: ParameterHint) -> bool:
@@ -230,3 +262,73 @@ class ClassificationRuleAdmin(SimpleHistoryAdmin):
     @admin.display(description="Conditions")
     def conditions(self, obj: ClassificationRule) -> str:
         return _rule_conditions(obj)
+
+
+# --- Client tokens ----------------------------------------------------------------------------------------
+
+
+class ClientTokenForm(forms.ModelForm):
+    class Meta:
+        model = ClientToken
+        fields = ("name", "user", "tool_scope", "can_write_catalog")
+
+    def clean_tool_scope(self):
+        scope = self.cleaned_data["tool_scope"]
+        if not isinstance(scope, list) or not all(isinstance(tool, str) and tool for tool in scope):
+            raise ValidationError('Give a list of tool names, e.g. ["send_email"], or [] for every tool.')
+        return scope
+
+
+@admin.register(ClientToken)
+class ClientTokenAdmin(admin.ModelAdmin):
+    """Keys are created by the token service and shown once; the stored hash is never displayed."""
+
+    form = ClientTokenForm
+    formfield_overrides = {models.JSONField: _JSON_LINE}
+    list_display = ("name", "user", "key_prefix", "can_write_catalog", "created_at", "last_used_at", "revoked")
+    list_filter = ("can_write_catalog", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("name", "key_prefix", "user__username")
+    list_select_related = ("user",)
+    autocomplete_fields = ("user",)
+    actions = ("revoke",)
+    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", "can_write_catalog")}),)
+    fieldsets = (
+        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", "can_write_catalog")}),
+        ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
+    )
+
+    def get_fieldsets(self, request, obj=None):
+        return self.add_fieldsets if obj is None else self.fieldsets
+
+    def get_readonly_fields(self, request, obj=None):
+        # A key belongs to one user for life, and revoking is final: it goes through the action only.
+        if obj is None:
+            return ()
+        return ("user", "key_prefix", "created_at", "last_used_at", "revoked_at")
+
+    @admin.display(description="Revoked", boolean=True, ordering="revoked_at")
+    def revoked(self, obj: ClientToken) -> bool:
+        return obj.revoked
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        token, raw_key = client_token_create(
+            user=obj.user, name=obj.name, tool_scope=obj.tool_scope, can_write_catalog=obj.can_write_catalog
+        )
+        # The admin's own add flow (log entry, redirect) continues with ``obj``, so it becomes the created row.
+        obj.pk = token.pk
+        obj.refresh_from_db()
+        self.message_user(
+            request,
+            f"The key of “{token.name}” is shown only this once; copy it now: {raw_key}",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset) -> None:
+        tokens = list(queryset.filter(revoked_at__isnull=True))
+        for token in tokens:
+            client_token_revoke(token=token)
+        self.message_user(request, f"Revoked {len(tokens)} token(s).", messages.SUCCESS)

@@ -61,14 +61,19 @@ def _matches(rule: RuleEntry, facts: FailureFacts) -> bool:
     return has_condition and all(conditions)
 
 
+def transport_for(exception_types: tuple[str, ...]) -> str:
+    """The transport failure (timeout or connection) that exception class names imply, else an empty string."""
+    if _TIMEOUT_NAMES.intersection(exception_types):
+        return "timeout"
+    if _CONNECTION_NAMES.intersection(exception_types):
+        return "connection"
+    return ""
+
+
 def facts_from_exception(exc: BaseException, *, upstream: str = "") -> FailureFacts:
     """Read the classifiable facts of an exception: its type names, status code and transport kind."""
     names = tuple(cls.__name__ for cls in type(exc).__mro__ if cls not in (object, BaseException))
-    transport = ""
-    if _TIMEOUT_NAMES.intersection(names):
-        transport = "timeout"
-    elif _CONNECTION_NAMES.intersection(names):
-        transport = "connection"
+    transport = transport_for(names)
     status = getattr(exc, "status_code", None)
     jsonrpc = getattr(exc, "jsonrpc_code", None)
     code = getattr(exc, "code", None)

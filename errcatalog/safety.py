@@ -87,34 +87,89 @@ class Segment:
     atomic: bool = False
 
 
-@lru_cache(maxsize=4096)
-def _pieces(template: str) -> tuple[tuple[str, str | None], ...]:
-    """A template as (literal, placeholder name) pairs; a name outside the allow-list becomes None.
+Piece = tuple[str, str | None]  # (literal text, allow-listed placeholder name or None)
+_SENTENCE_END = re.compile(r"(?<=[.?!])(\s+)")
 
-    Cached: a catalog has a few hundred templates and each is parsed once per process.
+
+@lru_cache(maxsize=4096)
+def _sentences(template: str) -> tuple[tuple[tuple[Piece, ...], frozenset[str]], ...]:
+    """A template split into sentences, each with the placeholder names it uses.
+
+    Cached: a catalog has a few hundred templates and each is parsed once per process. A name outside the
+    allow-list becomes None and renders empty; malformed braces are dropped.
     """
     try:
-        parsed = list(_FORMATTER.parse(template))
+        parsed = [(lit, f if f in PLACEHOLDERS else None) for lit, f, _spec, _conv in _FORMATTER.parse(template)]
     except ValueError:
-        return ((template.replace("{", "").replace("}", ""), None),)
-    return tuple((literal, field if field in PLACEHOLDERS else None) for literal, field, _spec, _conv in parsed)
+        parsed = [(template.replace("{", "").replace("}", ""), None)]
+    sentences: list[tuple[tuple[Piece, ...], frozenset[str]]] = []
+    current: list[Piece] = []
+
+    def close() -> None:
+        if current:
+            sentences.append((tuple(current), frozenset(f for _, f in current if f)))
+            current.clear()
+
+    for literal, field in parsed:
+        for i, chunk in enumerate(_SENTENCE_END.split(literal)):
+            if i % 2:  # the whitespace after a sentence's final punctuation ends that sentence
+                current.append((chunk, None))
+                close()
+            elif chunk:
+                current.append((chunk, None))
+        if field:
+            current.append(("", field))
+    close()
+    return tuple(sentences)
+
+
+def _kept_pieces(template: str, values: Mapping[str, str]) -> list[Piece]:
+    """The pieces to render: a sentence that uses a placeholder without a value is left out, so optional facts
+    ("the closest matches are: {alternatives}.") disappear cleanly; if that would leave nothing, all is kept."""
+    sentences = _sentences(template)
+    kept = [pieces for pieces, names in sentences if all(values.get(n) for n in names)]
+    if not kept:
+        kept = [pieces for pieces, _names in sentences]
+    return [piece for pieces in kept for piece in pieces]
 
 
 def fill(template: str, values: Mapping[str, str]) -> list[Segment]:
-    """Substitute allow-listed placeholders; a placeholder with no value renders as an empty string.
-
-    Templates are validated on save, but a stale or hand-edited row must not become an exploit, so names
-    outside the allow-list render empty here too, and malformed braces are dropped.
-    """
+    """Substitute allow-listed placeholders by name, leaving out sentences whose values are missing."""
     segments: list[Segment] = []
-    for literal, field in _pieces(template):
+    for literal, field in _kept_pieces(template, values):
         if literal:
             segments.append(Segment(literal))
-        if field:
-            value = values.get(field, "")
-            if value:
-                segments.append(Segment(value, atomic=True))
+        if field and values.get(field):
+            segments.append(Segment(values[field], atomic=True))
+    if segments and not segments[-1].atomic and segments[-1].text != segments[-1].text.rstrip():
+        segments[-1] = Segment(segments[-1].text.rstrip())
     return segments
+
+
+def fill_capped(template: str, values: Mapping[str, str], limit: int) -> str:
+    """``cap(fill(template, values), limit)``, without building segments when the text fits (the usual case)."""
+    text = "".join(lit + (values.get(field, "") if field else "") for lit, field in _kept_pieces(template, values))
+    text = text.rstrip()
+    return text if len(text) <= limit else cap(fill(template, values), limit)
+
+
+def compose_capped(templates: Sequence[str], texts: Sequence[str], values: Mapping[str, str], limit: int) -> str:
+    """Join already-filled ``texts`` of ``templates`` with spaces under ``limit``.
+
+    When the joined text is too long it is rebuilt from segments, so that the cut never halves a value.
+    """
+    joined = " ".join(t for t in texts if t)
+    if len(joined) <= limit:
+        return joined
+    segments: list[Segment] = []
+    for template in templates:
+        part = fill(template, values)
+        if not part:
+            continue
+        if segments:
+            segments.append(Segment(" "))
+        segments.extend(part)
+    return cap(segments, limit)
 
 
 def cap(segments: Sequence[Segment], limit: int) -> str:

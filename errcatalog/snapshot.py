@@ -52,9 +52,11 @@ class CodeEntry:
         are chosen only by name.
         """
         if name is not None:
-            for v in self.variants:
-                if v.name == name and v.locale in (locale, ""):
-                    return v
+            named = [v for v in self.variants if v.name == name]
+            for wanted in (locale, ""):
+                for v in named:
+                    if v.locale == wanted:
+                        return v
             raise KeyError(f"{self.code} has no variant {name!r}")
         live = [v for v in self.variants if v.active and v.weight > 0 and v.locale == locale] or [
             v for v in self.variants if v.active and v.weight > 0 and v.locale == ""

@@ -7,6 +7,12 @@ import pytest
 from errcatalog.snapshot import CatalogSnapshot
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The production hasher is deliberately slow; tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(scope="session")
 def default_document() -> dict:
     from errcatalog.catalog_document import DEFAULT_CATALOG_PATH, read_catalog_file

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
@@ -21,7 +23,6 @@ VALIDATION_MESSAGE = "The request is invalid; see fields for what to change."
 _MESSAGES = {
     "parse_error": "The request body is not valid JSON.",
     "unsupported_media_type": "Send the request body as JSON (Content-Type: application/json).",
-    "not_found": "Nothing exists at this address.",
 }
 
 
@@ -33,7 +34,11 @@ class Conflict(exceptions.APIException):
 
 def api_exception_handler(exc: Exception, context: Mapping[str, Any]):
     """DRF's handler, with Django's own validation and protection errors mapped, and the body reshaped."""
-    if isinstance(exc, DjangoValidationError):
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("Nothing matches this address.")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(as_serializer_error(exc))
     elif isinstance(exc, ProtectedError):
         exc = Conflict("Other catalog rows still refer to this one; change or delete them first.", code="protected")
@@ -44,7 +49,7 @@ def api_exception_handler(exc: Exception, context: Mapping[str, Any]):
     return response
 
 
-def error_body(exc: Exception, status_code: int) -> dict[str, Any]:
+def error_body(exc: exceptions.APIException, status_code: int) -> dict[str, Any]:
     if isinstance(exc, exceptions.ValidationError):
         return {
             "status": status_code,
@@ -52,16 +57,12 @@ def error_body(exc: Exception, status_code: int) -> dict[str, Any]:
             "message": VALIDATION_MESSAGE,
             "fields": flatten_errors(exc.detail),
         }
-    if isinstance(exc, exceptions.APIException) and isinstance(exc.detail, str):
-        code = exc.detail.code or exc.default_code
-        message = str(exc.detail)
-    elif isinstance(exc, exceptions.APIException):
+    detail = getattr(exc, "detail", None)
+    if isinstance(detail, exceptions.ErrorDetail):
+        code, message = detail.code or exc.default_code, str(detail)
+    else:
         code, message = exc.default_code, str(exc.default_detail)
-    else:  # Django's Http404 and PermissionDenied, which DRF turns into responses.
-        code = "not_found" if status_code == status.HTTP_404_NOT_FOUND else "permission_denied"
-        message = str(exceptions.NotFound.default_detail if code == "not_found" else exceptions.PermissionDenied)
-    message = _MESSAGES.get(code, message)
-    return {"status": status_code, "code": code, "message": message}
+    return {"status": status_code, "code": code, "message": _MESSAGES.get(code, message)}
 
 
 def flatten_errors(detail: Any, path: str = "") -> dict[str, list[str]]:

@@ -1,3 +1,19 @@
+"""The REST API under /api/v1/."""
+
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from errcatalog.api import views
+
+router = SimpleRouter()
+router.register("codes", views.ErrorCodeViewSet, basename="errorcode")
+router.register("hints", views.ParameterHintViewSet, basename="parameterhint")
+router.register("rules", views.ClassificationRuleViewSet, basename="classificationrule")
+
+urlpatterns = [
+    *router.urls,
+    path("render/", views.RenderView.as_view(), name="api-render"),
+    path("classify/", views.ClassifyView.as_view(), name="api-classify"),
+]

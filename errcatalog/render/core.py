@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from errcatalog.safety import REDACTED, Segment, cap, fill, safe_identifier
+from errcatalog.safety import REDACTED, compose_capped, fill_capped, safe_identifier
 from errcatalog.snapshot import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
 
 DEFAULT_MAX_CHARS = 500
@@ -49,7 +49,8 @@ class Failure:
     partial_result: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass pays for object.__setattr__ on each of these fields at every render.
+@dataclass(slots=True)
 class RenderedError:
     """One failure rendered from one catalog variant; faces only arrange these fields."""
 
@@ -111,11 +112,16 @@ def render(
     hint = snapshot.hint(tool, params[0].name) if params else None
     values = _values(failure, entry, tool, params, hint)
 
-    message = cap(fill(chosen.message, values), max_chars)
-    cause = cap(fill(chosen.cause, values), max_chars)
-    instruction = cap(fill(chosen.instruction, values), max_chars)
+    message = fill_capped(chosen.message, values, max_chars)
+    cause = fill_capped(chosen.cause, values, max_chars)
+    instruction = fill_capped(chosen.instruction, values, max_chars)
     question = _question(chosen, hint, params, values, max_chars)
-    text = question if question and entry.kind == "needs_input" else _compose(chosen, values, max_chars)
+    if question and entry.kind == "needs_input":
+        text = question
+    else:
+        # What happened, why, and what to do next, as one text under the cap.
+        templates = (chosen.message, chosen.cause, chosen.instruction)
+        text = compose_capped(templates, (message, cause, instruction), values, max_chars)
     retry_after = failure.retry_after if failure.retry_after is not None else entry.retry_after_seconds
 
     return RenderedError(
@@ -200,11 +206,11 @@ def _values(
     return values
 
 
+_STATUS_PHRASES = {status.value: status.phrase for status in HTTPStatus}
+
+
 def _status_text(status: int | None) -> str:
-    try:
-        return HTTPStatus(status).phrase if status else ""
-    except ValueError:
-        return ""
+    return _STATUS_PHRASES.get(status, "") if status else ""
 
 
 def _event_id(event_id: str | None) -> str | None:
@@ -225,20 +231,7 @@ def _question(
     # which names them all, and an invalid value gets the code's question about its format.
     asks_for_one = len(params) == 1 and params[0].problem == "missing"
     template = hint.question if hint and hint.question and asks_for_one else chosen.question
-    return cap(fill(template, values), max_chars) if template else ""
-
-
-def _compose(chosen: VariantEntry, values: dict[str, str], max_chars: int) -> str:
-    """What happened, why, and what to do next, as one text under the cap."""
-    segments: list[Segment] = []
-    for template in (chosen.message, chosen.cause, chosen.instruction):
-        part = fill(template, values)
-        if not part:
-            continue
-        if segments:
-            segments.append(Segment(" "))
-        segments.extend(part)
-    return cap(segments, max_chars)
+    return fill_capped(template, values, max_chars) if template else ""
 
 
 def _data(

@@ -36,9 +36,48 @@ def envelope(rendered: RenderedError) -> dict[str, Any]:
     return body
 
 
+# json.dumps(indent=...) falls back to the pure-Python encoder; indenting ourselves around the C encoder's output
+# for scalars gives the identical text several times faster (tests compare the two).
+_encode_str = json.encoder.encode_basestring  # the C encoder for strings, UTF-8 kept
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return _encode_str(value)
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return int.__repr__(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def indented_json(value: Any, level: int = 0) -> str:
+    """Exactly ``json.dumps(value, indent=2, ensure_ascii=False)``, for JSON-ready values."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        pad = "\n" + "  " * (level + 1)
+        parts = []
+        for key, item in value.items():
+            text = indented_json(item, level + 1) if isinstance(item, (dict, list, tuple)) else _scalar(item)
+            parts.append(f"{pad}{_scalar(str(key))}: {text}")
+        return "{" + ",".join(parts) + "\n" + "  " * level + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        pad = "\n" + "  " * (level + 1)
+        parts = [pad + indented_json(item, level + 1) for item in value]
+        return "[" + ",".join(parts) + "\n" + "  " * level + "]"
+    return _scalar(value)
+
+
 def envelope_json(rendered: RenderedError) -> str:
     """The JSON content block's text, laid out as in seed 000 (two-space indent, UTF-8 kept)."""
-    return json.dumps(envelope(rendered), indent=2, ensure_ascii=False)
+    return indented_json(envelope(rendered))
 
 
 def tool_result(rendered: RenderedError, fmt: str = "markdown") -> dict[str, Any]:

@@ -17,6 +17,8 @@ PROVIDER_ERROR = "AI Provider Error"
 # Seed 001's closing sentences, one per family.
 _INPUT_CLOSE = "You may be able to resolve this by addressing the concern and trying again."
 _SYSTEM_CLOSE = "This is a system error that cannot be resolved by retrying."
+# Seed 000 marks server and network errors retryable, which seed 001's sentence would contradict.
+_TEMPORARY_SYSTEM_CLOSE = "This is a temporary system error; retrying later may succeed."
 _PROVIDER_CLOSE = "This is a service availability issue that cannot be resolved by retrying."
 # Seed 001's hints for 404s: a generic message gets the long one, a specific message (we know which
 # parameter or resource) the short one.
@@ -65,7 +67,8 @@ def agent_error(rendered: RenderedError) -> dict[str, str]:
         return {"error": f"{PROVIDER_ERROR}: {sentences(rendered.text, _PROVIDER_CLOSE)}"}
     label = f"Server Error ({rendered.status_code})" if rendered.status_code else "Server Error"
     event = f"Event ID: {rendered.event_id}" if rendered.event_id else ""
-    return {"error": f"{label}: {sentences(rendered.text, event, _SYSTEM_CLOSE)}"}
+    close = _TEMPORARY_SYSTEM_CLOSE if rendered.retryable else _SYSTEM_CLOSE
+    return {"error": f"{label}: {sentences(rendered.text, event, close)}"}
 
 
 def agent_result(result: Any) -> dict[str, Any]:

@@ -423,9 +423,12 @@ def test_default_agent_wrapper_uses_seed_001_sentences(default_snapshot):
     assert user.endswith(". You may be able to resolve this by addressing the concern and trying again.")
     system = agent_error(render(default_snapshot, Failure("SERVER_ERROR", status_code=502, event_id="abc123def456")))
     assert system["error"].startswith("Server Error (502): ")
+    # SERVER_ERROR is retryable (seed 000), so the closing sentence says so instead of seed 001's "cannot be".
     assert system["error"].endswith(
-        "Event ID: abc123def456. This is a system error that cannot be resolved by retrying."
+        "Event ID: abc123def456. This is a temporary system error; retrying later may succeed."
     )
+    unknown = agent_error(render(default_snapshot, Failure("UNKNOWN_ERROR", event_id="abc123def456")))["error"]
+    assert unknown.endswith("Event ID: abc123def456. This is a system error that cannot be resolved by retrying.")
     provider = agent_error(render(default_snapshot, Failure("LLM_PROVIDER_ERROR")))["error"]
     assert provider.startswith("AI Provider Error: ")
     assert provider.endswith("This is a service availability issue that cannot be resolved by retrying.")

@@ -143,3 +143,17 @@ def test_identifier_shaped_names_are_shown():
     assert safe_identifier("get weather") == REDACTED
     assert safe_identifier("x" * 65) == REDACTED
     assert safe_identifier(None) == REDACTED
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(value=json_values)
+def test_indented_json_is_exactly_json_dumps_with_indent(value):
+    from errcatalog.render.mcp import indented_json
+
+    assert indented_json(value) == json.dumps(value, indent=2, ensure_ascii=False)

@@ -6,7 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from errcatalog.safety import ELLIPSIS, PLACEHOLDERS, Segment, cap, fill, template_errors, template_placeholders
+from errcatalog.safety import (
+    ELLIPSIS,
+    PLACEHOLDERS,
+    Segment,
+    cap,
+    fill,
+    fill_capped,
+    template_errors,
+    template_placeholders,
+)
 
 
 @pytest.mark.parametrize(
@@ -64,3 +73,21 @@ def test_capped_text_fits_and_keeps_values_whole(parts, limit):
         assert out == "".join(t for t, _ in parts)
     else:
         assert out.endswith(ELLIPSIS)
+
+
+def test_a_sentence_whose_value_is_missing_is_left_out():
+    template = "Do not call it again. The closest matches are: {alternatives}. Check the name."
+    assert fill_capped(template, {}, 500) == "Do not call it again. Check the name."
+    assert fill_capped(template, {"alternatives": "get_weather"}, 500) == (
+        "Do not call it again. The closest matches are: get_weather. Check the name."
+    )
+    assert fill_capped("Wait. Retry in {retry_after} seconds.", {}, 500) == "Wait."
+
+
+def test_a_template_is_kept_whole_when_every_sentence_lacks_its_value():
+    assert fill_capped("Network error: {network_failure}.", {}, 500) == "Network error: ."
+
+
+def test_questions_end_sentences_too():
+    template = "Question: What is {parameter}? Please provide {parameter_description}."
+    assert fill_capped(template, {"parameter": "to"}, 500) == "Question: What is to?"

@@ -36,7 +36,7 @@
   async function rerender(form, section, prefix) {
     const id = field(form, prefix, "id");
     const block = id && id.value && section.querySelector(`[data-variant-id="${id.value}"]`);
-    if (!block || !available) return;
+    if (!block || !available || !section.dataset.renderUrl) return;
     const draft = Object.fromEntries(TEXT.map((name) => [name, field(form, prefix, name).value]));
     const headers = {
       "Content-Type": "application/json",
@@ -53,11 +53,14 @@
         } else if (response && response.ok) {
           const { output } = await response.json();
           show(pre, output);
-          if (pre.dataset.face === "tool_result_markdown") {
-            const text = output.structuredContent.message;
-            const max = Number(block.querySelector("[data-count=rendered]").nextSibling.textContent.match(/\d+/)[0]);
-            setCount(block.querySelector("[data-count=rendered]"), text.length, max);
-            block.querySelector(".errcatalog-cut").textContent = text.endsWith(ELLIPSIS) ? " (cut)" : "";
+          const text = output?.structuredContent?.message;
+          if (pre.dataset.face === "tool_result_markdown" && typeof text === "string") {
+            // The renderer cuts text at the budget and ends it with an ellipsis.
+            const count = block.querySelector("[data-count=rendered]");
+            const cut = text.endsWith(ELLIPSIS) && text.length >= Number(count.dataset.max);
+            count.textContent = text.length;
+            count.classList.toggle("errcatalog-over", cut);
+            block.querySelector(".errcatalog-cut").textContent = cut ? " (cut at the limit)" : "";
           }
         } else if (available) {
           available = false;

@@ -1,8 +1,8 @@
-"""Every face of every variant of one code, rendered with sample inputs: what a writer sees in admin.
+"""Sample inputs for a code, and every face of every variant rendered with them: the admin's preview.
 
-Pure: no ORM, no I/O. The admin builds the snapshot from the saved rows and passes it in; each face also
-carries the request body of ``POST /api/v1/render/`` that reproduces it, so the browser can re-render a
-draft of the same variant with the same sample inputs.
+Pure: no ORM, no I/O. The admin builds the snapshot from the saved rows and passes it in. Each face also
+carries the body of the ``POST /api/v1/render/`` request that reproduces it (``errcatalog.previews`` serves
+both), so the browser can re-render an unsaved draft of the same variant with the same sample inputs.
 """
 
 from __future__ import annotations
@@ -14,18 +14,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from errcatalog.render import (
-    Failure,
-    ParameterFault,
-    RenderedError,
-    agent_error,
-    anatomy,
-    error_response,
-    provider_result,
-    render,
-    tool_result,
-    user_markdown,
-)
+from errcatalog.previews import FaceOptions, face_output
+from errcatalog.render import Failure, ParameterFault, RenderedError, render
 from errcatalog.safety import template_placeholders
 from errcatalog.snapshot import CatalogSnapshot, CodeEntry, VariantEntry
 
@@ -33,9 +23,11 @@ SAMPLE_TOOL = "send_email"
 # Seed 002's example of an unknown tool and the close names offered instead.
 SAMPLE_UNKNOWN_TOOL = "get_wether"
 SAMPLE_ALTERNATIVES = ("get_weather", "get_forecast")
+# A parameter without a hint in the default catalog, so the preview shows the variant's own question: a hint
+# with a question of its own (send_email.to has one) would replace it.
 SAMPLE_PARAMETER = ParameterFault(
-    name="to",
-    description="the recipient email address",
+    name="reply_to",
+    description="the reply-to email address",
     type="email_address",
     expected_format="user@domain.com",
 )
@@ -43,9 +35,22 @@ SAMPLE_EVENT_ID = "abc123def456"
 SAMPLE_SERVICE = "gmail"
 # A rate-limited call usually carries Retry-After; this stands in when the code sets no default of its own.
 SAMPLE_RETRY_AFTER = 30
-# Seed 002's example call ids.
-SAMPLE_CALL_IDS = {"openai": "call_abc123", "anthropic": "toolu_xyz789", "gemini": ""}
 SAMPLE_REQUEST_ID = 1
+
+# Key (stable, used by the browser), label, face, and the face's options as the render API names them. The
+# call ids are seed 002's examples.
+FACES: tuple[tuple[str, str, str, Mapping[str, Any]], ...] = (
+    ("tool_result_markdown", "MCP tool result · markdown", "tool_result", {"format": "markdown"}),
+    ("tool_result_json", "MCP tool result · json", "tool_result", {"format": "json"}),
+    ("tool_result_both", "MCP tool result · both", "tool_result", {"format": "both"}),
+    ("jsonrpc", "JSON-RPC error", "jsonrpc", {"request_id": SAMPLE_REQUEST_ID}),
+    ("markdown", "Markdown for people", "markdown", {}),
+    ("agent", "Agent-tool wrapper", "agent", {}),
+    ("anatomy", "Anatomy (what, why, next, alternatives)", "anatomy", {}),
+    ("provider_openai", "OpenAI function_call_output", "provider", {"provider": "openai", "call_id": "call_abc123"}),
+    ("provider_anthropic", "Anthropic tool_result", "provider", {"provider": "anthropic", "call_id": "toolu_xyz789"}),
+    ("provider_gemini", "Gemini functionResponse", "provider", {"provider": "gemini"}),
+)
 
 _PARAMETER_PLACEHOLDERS = frozenset(
     {"parameter", "parameters", "parameter_description", "parameter_type", "expected_format", "minimum", "maximum"}
@@ -76,6 +81,7 @@ class Face:
 @dataclass(frozen=True, slots=True)
 class VariantPreview:
     variant: VariantEntry
+    failure: Failure
     rendered: RenderedError
     faces: tuple[Face, ...]
     # Length of the model-facing text before the cap, against the budget (settings MAX_MESSAGE_CHARS).
@@ -112,30 +118,43 @@ def sample_failure(entry: CodeEntry) -> Failure:
     )
 
 
-def code_preview(snapshot: CatalogSnapshot, code: str, *, max_chars: int) -> list[VariantPreview]:
-    """Every variant of ``code`` with all its faces; empty when the snapshot does not have the code."""
+def code_preview(
+    snapshot: CatalogSnapshot, code: str, *, max_chars: int, legacy_codes: bool = False
+) -> list[VariantPreview]:
+    """Every variant of ``code`` with all its faces; empty when the snapshot does not have the code.
+
+    ``max_chars`` and ``legacy_codes`` are the endpoint's settings, so the faces are those a client would get.
+    """
     entry = snapshot.codes.get(code)
     if entry is None:
         return []
-    if not entry.active:
-        # The renderer answers an inactive code with UNKNOWN_ERROR; a writer still wants to see this one.
-        entry = dataclasses.replace(entry, active=True)
-        snapshot = dataclasses.replace(snapshot, codes=MappingProxyType({**snapshot.codes, code: entry}))
     failure = sample_failure(entry)
     previews = []
     for variant in entry.variants:
-        rendered = render(snapshot, failure, variant=variant.name, locale=variant.locale, max_chars=max_chars)
-        uncapped = render(snapshot, failure, variant=variant.name, locale=variant.locale, max_chars=1 << 20)
+        alone = _with_only(snapshot, entry, variant)
+        rendered = render(alone, failure, variant=variant.name, locale=variant.locale, max_chars=max_chars)
+        uncapped = render(alone, failure, variant=variant.name, locale=variant.locale, max_chars=1 << 20)
         previews.append(
             VariantPreview(
                 variant=variant,
+                failure=failure,
                 rendered=rendered,
-                faces=_faces(rendered, _request_base(failure, variant)),
+                faces=_faces(rendered, _request_base(failure, variant), legacy_codes=legacy_codes),
                 full_length=len(uncapped.text),
                 max_chars=max_chars,
             )
         )
     return previews
+
+
+def _with_only(snapshot: CatalogSnapshot, entry: CodeEntry, variant: VariantEntry) -> CatalogSnapshot:
+    """``snapshot`` in which ``entry`` has just ``variant`` and is active.
+
+    A lookup by name may otherwise find a same-named variant of another locale, and the renderer answers an
+    inactive code with UNKNOWN_ERROR, while a writer still wants to see this one.
+    """
+    alone = dataclasses.replace(entry, active=True, variants=(variant,))
+    return dataclasses.replace(snapshot, codes=MappingProxyType({**snapshot.codes, entry.code: alone}))
 
 
 def _templates(variant: VariantEntry) -> tuple[str, ...]:
@@ -163,33 +182,11 @@ def _request_base(failure: Failure, variant: VariantEntry) -> dict[str, Any]:
     return body
 
 
-def _faces(r: RenderedError, base: dict[str, Any]) -> tuple[Face, ...]:
-    def face(key: str, label: str, output: Any, **request: Any) -> Face:
-        return Face(key=key, label=label, output=output, request={**base, **request})
-
-    return (
-        face(
-            "tool_result_markdown",
-            "MCP tool result · markdown",
-            tool_result(r, "markdown"),
-            face="tool_result",
-            format="markdown",
-        ),
-        face("tool_result_json", "MCP tool result · json", tool_result(r, "json"), face="tool_result", format="json"),
-        face("tool_result_both", "MCP tool result · both", tool_result(r, "both"), face="tool_result", format="both"),
-        face("jsonrpc", "JSON-RPC error", error_response(r, SAMPLE_REQUEST_ID), face="jsonrpc"),
-        face("user_markdown", "Markdown for people", user_markdown(r), face="user_markdown"),
-        face("agent", "Agent-tool wrapper", agent_error(r), face="agent"),
-        face("anatomy", "Anatomy", anatomy(r), face="anatomy"),
-        *(
-            face(
-                f"provider_{p}",
-                f"{label} tool result",
-                provider_result(r, p, SAMPLE_CALL_IDS[p]),
-                face="provider",
-                provider=p,
-                call_id=SAMPLE_CALL_IDS[p],
-            )
-            for p, label in (("openai", "OpenAI"), ("anthropic", "Anthropic"), ("gemini", "Gemini"))
-        ),
-    )
+def _faces(rendered: RenderedError, base: dict[str, Any], *, legacy_codes: bool) -> tuple[Face, ...]:
+    faces = []
+    for key, label, face, options in FACES:
+        if face == "jsonrpc":
+            options = {**options, "legacy_codes": legacy_codes}
+        output = face_output(rendered, face, FaceOptions(**options))
+        faces.append(Face(key=key, label=label, output=output, request={**base, "face": face, **options}))
+    return tuple(faces)

@@ -1,0 +1,435 @@
+"""Request and response shapes of the REST API. Validation lives here; writes live in ``errcatalog.services``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from errcatalog.classify import FailureFacts, transport_for
+from errcatalog.models import (
+    CODE_PATTERN,
+    JSONRPC_DEFINED_CODES,
+    JSONRPC_LEGACY_CODES,
+    JSONRPC_RESERVED_MAX,
+    JSONRPC_RESERVED_MIN,
+    ClassificationRule,
+    ErrorCode,
+    Header,
+    ParameterHint,
+    TemplateVariant,
+)
+from errcatalog.previews import FACES, FaceOptions, variant_exists
+from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
+from errcatalog.render.core import NETWORK_FAILURES
+from errcatalog.safety import REDACTED, safe_identifier, template_errors
+
+# Python class names, as classification rules and ``classify/`` compare them (no module path).
+_CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_PROTOCOL_VERSION = r"^\d{4}-\d{2}-\d{2}$"
+# Seed 003 asks for one question per missing parameter; more than this is not a preview anyone needs.
+_MAX_LIST_ITEMS = 20
+
+
+def validate_template(value: str) -> None:
+    problems = template_errors(value)
+    if problems:
+        raise serializers.ValidationError(problems)
+
+
+def validate_identifier(value: str) -> None:
+    if value and safe_identifier(value) == REDACTED:
+        raise serializers.ValidationError(
+            "Use a name as registered: a letter or _ first, then letters, digits, _ . or -, at most 64 characters."
+        )
+
+
+def _blank_to_none(value: str | None) -> str | None:
+    return value or None
+
+
+# --- Catalog rows -----------------------------------------------------------------------------------------
+
+
+class TemplateVariantSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TemplateVariant
+        fields = [
+            "name",
+            "locale",
+            "weight",
+            "header",
+            "message",
+            "cause",
+            "instruction",
+            "question",
+            "active",
+            "updated_at",
+        ]
+        read_only_fields = ["updated_at"]
+        extra_kwargs = {"weight": {"max_value": 1000}}
+
+
+class ErrorCodeSerializer(serializers.ModelSerializer):
+    """A code with its variants.
+
+    Writing ``variants`` matches them by (locale, name): PUT makes the list the complete set (variants left out
+    are deleted), PATCH updates and adds the listed ones and keeps the others. Without ``variants`` they are
+    left alone.
+    """
+
+    http_statuses = serializers.ListField(
+        child=serializers.IntegerField(min_value=100, max_value=599), required=False, max_length=_MAX_LIST_ITEMS
+    )
+    variants = TemplateVariantSerializer(many=True, required=False, allow_empty=False)
+
+    class Meta:
+        model = ErrorCode
+        fields = [
+            "code",
+            "category",
+            "kind",
+            "retryable",
+            "retry_after_seconds",
+            "http_statuses",
+            "jsonrpc_code",
+            "system",
+            "doc_url",
+            "explanation",
+            "active",
+            "updated_at",
+            "variants",
+        ]
+        read_only_fields = ["updated_at"]
+        extra_kwargs = {"retry_after_seconds": {"max_value": 86400}}
+
+    def validate_code(self, value: str) -> str:
+        if not re.fullmatch(CODE_PATTERN, value):
+            raise serializers.ValidationError("Use UPPER_SNAKE_CASE, e.g. MISSING_PARAMETER.")
+        return value
+
+    def validate_jsonrpc_code(self, value: int | None) -> int | None:
+        reserved = value is not None and JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX
+        if reserved and value not in JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES:
+            allowed = ", ".join(str(c) for c in JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES)
+            raise serializers.ValidationError(
+                f"JSON-RPC reserves -32768 to -32000; use a code it or MCP defines ({allowed}) or one outside it."
+            )
+        return value
+
+    def validate_variants(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        seen: set[tuple[str, str]] = set()
+        errors: list[dict[str, list[str]]] = []
+        for variant in value:
+            key = (variant.get("locale", ""), variant.get("name", "default"))
+            errors.append({"name": ["Another variant has this name and locale."]} if key in seen else {})
+            seen.add(key)
+        if any(errors):
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        variants = attrs.get("variants")
+        if self.instance is None and not variants:
+            raise serializers.ValidationError({"variants": ["A code needs at least one variant."]})
+        if self.instance is not None and variants and self.partial:
+            # PATCH merges into existing variants; one that does not exist yet needs its required texts.
+            existing = {(v.locale, v.name) for v in self.instance.variants.all()}
+            errors = []
+            for variant in variants:
+                missing = {}
+                if (variant.get("locale", ""), variant.get("name", "default")) not in existing:
+                    missing = {f: ["This field is required."] for f in ("message", "instruction") if f not in variant}
+                errors.append(missing)
+            if any(errors):
+                raise serializers.ValidationError({"variants": errors})
+        return attrs
+
+
+class ParameterHintSerializer(serializers.ModelSerializer):
+    tool = serializers.CharField(max_length=128, validators=[validate_identifier])
+    parameter = serializers.CharField(max_length=128, validators=[validate_identifier])
+
+    class Meta:
+        model = ParameterHint
+        fields = ["id", "tool", "parameter", "description", "parameter_type", "example", "question", "updated_at"]
+        read_only_fields = ["id", "updated_at"]
+
+
+class ClassificationRuleSerializer(serializers.ModelSerializer):
+    code = serializers.SlugRelatedField(
+        source="error_code", slug_field="code", queryset=ErrorCode.objects.all(), help_text="The code to assign."
+    )
+    upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, validators=[validate_identifier])
+
+    class Meta:
+        model = ClassificationRule
+        fields = [
+            "id",
+            "position",
+            "code",
+            "exception",
+            "status_min",
+            "status_max",
+            "jsonrpc_code",
+            "upstream",
+            "transport",
+            "active",
+            "note",
+        ]
+        read_only_fields = ["id"]
+        extra_kwargs = {
+            "status_min": {"min_value": 100, "max_value": 599},
+            "status_max": {"min_value": 100, "max_value": 599},
+        }
+
+    def validate_exception(self, value: str) -> str:
+        if value and not _CLASS_NAME.fullmatch(value):
+            raise serializers.ValidationError("Give a class name without its module, e.g. TimeoutError.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        def current(name: str) -> Any:
+            if name in attrs:
+                return attrs[name]
+            return getattr(self.instance, name) if self.instance is not None else None
+
+        low, high = current("status_min"), current("status_max")
+        if low is not None and high is not None and low > high:
+            raise serializers.ValidationError({"status_max": ["Must be at least status_min."]})
+        conditions = ("exception", "status_min", "status_max", "jsonrpc_code", "upstream", "transport")
+        if all(current(name) in (None, "") for name in conditions):
+            raise serializers.ValidationError(
+                "Set at least one condition (exception, status, JSON-RPC code, upstream or transport); "
+                "a rule without one never matches."
+            )
+        return attrs
+
+
+# --- Render preview ---------------------------------------------------------------------------------------
+
+
+@extend_schema_field(OpenApiTypes.NUMBER)
+class NumberField(serializers.Field):
+    """An int or a float, kept as given (JSON has one number type, Python two)."""
+
+    default_error_messages = {"invalid": "Give a number."}
+
+    def to_internal_value(self, data: Any) -> int | float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: int | float) -> int | float:
+        return value
+
+
+@extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}], "nullable": True})
+class JsonRpcIdField(serializers.Field):
+    default_error_messages = {"invalid": "Give a JSON-RPC id: a string or an integer."}
+
+    def to_internal_value(self, data: Any) -> int | str:
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: int | str) -> int | str:
+        return value
+
+
+class ParameterFaultSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=128, help_text="The parameter's name in the tool's input schema.")
+    problem = serializers.ChoiceField(choices=["missing", "invalid"], default="missing")
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    type = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    expected_format = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    minimum = NumberField(required=False, allow_null=True, default=None)
+    maximum = NumberField(required=False, allow_null=True, default=None)
+
+
+class TemplateDraftSerializer(serializers.Serializer):
+    """Unsaved variant text to preview; each given field replaces the variant's."""
+
+    message = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    cause = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    instruction = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    question = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    header = serializers.ChoiceField(choices=Header.choices, required=False)
+
+
+def _default_format() -> str:
+    return settings.ERRCATALOG["DEFAULT_FORMAT"]
+
+
+def _default_legacy_codes() -> bool:
+    return settings.ERRCATALOG["LEGACY_JSONRPC_CODES"]
+
+
+class RenderRequestSerializer(serializers.Serializer):
+    """A failure to render and the face to render it in.
+
+    Tool, parameter, service and alternative names are shown only when they look like identifiers;
+    anything else renders as [REDACTED], as it would on the MCP endpoint.
+    """
+
+    code = serializers.CharField(max_length=64)
+    tool_name = serializers.CharField(max_length=128, required=False, allow_blank=True, allow_null=True, default=None)
+    parameters = ParameterFaultSerializer(many=True, required=False, default=list, max_length=_MAX_LIST_ITEMS)
+    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
+    event_id = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
+    retry_after = serializers.IntegerField(min_value=0, max_value=86400, required=False, allow_null=True, default=None)
+    alternatives = serializers.ListField(
+        child=serializers.CharField(max_length=128), required=False, default=list, max_length=_MAX_LIST_ITEMS
+    )
+    network_failure = serializers.ChoiceField(
+        choices=sorted(NETWORK_FAILURES), required=False, allow_null=True, default=None
+    )
+    service = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
+    partial_result = serializers.JSONField(required=False, allow_null=True, default=None)
+    variant = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
+    locale = serializers.CharField(max_length=16, required=False, allow_blank=True, default="")
+    draft = TemplateDraftSerializer(required=False, allow_null=True, default=None)
+    face = serializers.ChoiceField(choices=FACES, default="tool_result")
+    format = serializers.ChoiceField(choices=FORMATS, default=_default_format, help_text="For face=tool_result.")
+    provider = serializers.ChoiceField(choices=PROVIDERS, required=False, help_text="Required for face=provider.")
+    call_id = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    request_id = JsonRpcIdField(required=False, allow_null=True, default=None, help_text="For face=jsonrpc.")
+    protocol_version = serializers.RegexField(
+        _PROTOCOL_VERSION, required=False, allow_blank=True, default="", help_text="MCP protocol, e.g. 2025-11-25."
+    )
+    legacy_codes = serializers.BooleanField(
+        default=_default_legacy_codes, help_text="FastMCP's -32001/-32000 codes (seed 004) on face=jsonrpc."
+    )
+
+    def validate_code(self, value: str) -> str:
+        if value not in self.context["snapshot"].codes:
+            raise serializers.ValidationError("The catalog has no code of this name.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["face"] == "provider" and not attrs.get("provider"):
+            raise serializers.ValidationError({"provider": ["Choose openai, anthropic or gemini for face=provider."]})
+        variant = attrs["variant"]
+        snapshot = self.context["snapshot"]
+        if variant and not attrs["draft"] and not variant_exists(snapshot, attrs["code"], variant, attrs["locale"]):
+            raise serializers.ValidationError({"variant": ["This code has no variant of this name."]})
+        return attrs
+
+    def failure(self) -> Failure:
+        data = self.validated_data
+        return Failure(
+            code=data["code"],
+            tool_name=_blank_to_none(data["tool_name"]),
+            parameters=tuple(ParameterFault(**p) for p in data["parameters"]),
+            status_code=data["status_code"],
+            event_id=_blank_to_none(data["event_id"]),
+            retry_after=data["retry_after"],
+            alternatives=tuple(data["alternatives"]),
+            network_failure=data["network_failure"],
+            service=_blank_to_none(data["service"]),
+            partial_result=data["partial_result"],
+        )
+
+    def face_options(self) -> FaceOptions:
+        data = self.validated_data
+        return FaceOptions(
+            format=data["format"],
+            provider=data.get("provider", PROVIDERS[0]),
+            call_id=data["call_id"],
+            request_id=data["request_id"],
+            protocol_version=data["protocol_version"],
+            legacy_codes=data["legacy_codes"],
+        )
+
+
+class RenderResponseSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="The code rendered.")
+    variant = serializers.CharField(help_text="The variant whose wording was used.")
+    interactive = serializers.BooleanField(help_text="Rendered as a question.")
+    output = serializers.JSONField(help_text="The face: an object, or a string for face=markdown.")
+
+
+# --- Classification ---------------------------------------------------------------------------------------
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": _MAX_LIST_ITEMS}],
+        "description": "An exception class name, or the class and its bases, most specific first.",
+    }
+)
+class ExceptionNamesField(serializers.Field):
+    default_error_messages = {
+        "invalid": "Give a class name or a list of class names, most specific first.",
+        "name": "Give class names without their module, e.g. TimeoutError.",
+        "too_many": f"Give at most {_MAX_LIST_ITEMS} class names.",
+    }
+
+    def to_internal_value(self, data: Any) -> tuple[str, ...]:
+        names = [data] if isinstance(data, str) else data
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            self.fail("invalid")
+        if len(names) > _MAX_LIST_ITEMS:
+            self.fail("too_many")
+        if not all(_CLASS_NAME.fullmatch(n) for n in names):
+            self.fail("name")
+        return tuple(names)
+
+    def to_representation(self, value: tuple[str, ...]) -> list[str]:
+        return list(value)
+
+
+class ClassifyRequestSerializer(serializers.Serializer):
+    """The facts of a raw failure; only its kind, never its text."""
+
+    exception = ExceptionNamesField(required=False, default=tuple)
+    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
+    jsonrpc_code = serializers.IntegerField(required=False, allow_null=True, default=None)
+    upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    transport = serializers.ChoiceField(
+        choices=sorted(NETWORK_FAILURES),
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Implied by timeout and connection exception names when not given.",
+    )
+
+    def facts(self) -> FailureFacts:
+        data = self.validated_data
+        return FailureFacts(
+            exception_types=data["exception"],
+            status_code=data["status_code"],
+            jsonrpc_code=data["jsonrpc_code"],
+            upstream=data["upstream"],
+            transport=data["transport"] or transport_for(data["exception"]),
+        )
+
+
+class ClassifyResponseSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    category = serializers.CharField()
+    kind = serializers.CharField()
+    retryable = serializers.BooleanField()
+    system = serializers.BooleanField()
+
+
+# --- Errors -----------------------------------------------------------------------------------------------
+
+
+class ApiErrorBodySerializer(serializers.Serializer):
+    status = serializers.IntegerField()
+    code = serializers.CharField(help_text="Machine-readable: invalid, not_authenticated, permission_denied, …")
+    message = serializers.CharField()
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text='Validation errors by dotted field path, e.g. "variants.0.message".',
+    )
+
+
+class ApiErrorSerializer(serializers.Serializer):
+    error = ApiErrorBodySerializer()

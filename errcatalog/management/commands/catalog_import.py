@@ -1,0 +1,43 @@
+"""``manage.py catalog_import FILE [--replace] [--dry-run]``: write a catalog document to the database.
+
+An invalid file changes nothing: every problem is listed (file, entry, field) and the command exits non-zero.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, transaction
+
+from errcatalog.catalog_document import CatalogFileError, catalog_import, read_catalog_file
+
+
+class Command(BaseCommand):
+    help = "Import an error catalog from a YAML or JSON file: update changed rows, create missing ones."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("file", metavar="FILE", help="Catalog document (.yaml, .yml or .json).")
+        parser.add_argument(
+            "--replace", action="store_true", help="Also delete codes, variants, hints and rules the file lacks."
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Validate and report what would change, then roll back."
+        )
+
+    def handle(self, *args, file: str, replace: bool, dry_run: bool, **options) -> None:
+        try:
+            doc = read_catalog_file(file)
+            with transaction.atomic():
+                summary = catalog_import(doc, replace=replace)
+                if dry_run:
+                    transaction.set_rollback(True)
+        except CatalogFileError as exc:
+            raise CommandError(str(exc)) from None
+        except DatabaseError as exc:
+            raise CommandError(f"{file}: the database refused the catalog; nothing was changed ({exc}).") from None
+        if dry_run or options["verbosity"] >= 2:
+            for change in summary.changes:
+                self.stdout.write(f"  {change}")
+        if dry_run:
+            self.stdout.write(f"Dry run, nothing saved. {file} would give: {summary}.")
+        else:
+            self.stdout.write(f"Imported {file}: {summary}.")

@@ -1,0 +1,51 @@
+"""``manage.py token_create --user U --name N [--write] [--tool T ...]``: a client token, its key printed once.
+
+The key alone goes to stdout (so ``KEY=$(manage.py token_create ...)`` works); the explanation to stderr.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from errcatalog.models import ClientToken
+from errcatalog.safety import REDACTED, safe_identifier
+from errcatalog.tokens import client_token_create
+
+
+class Command(BaseCommand):
+    help = "Create a client token for the REST API and the MCP endpoint and print its key, which is shown only once."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--user", required=True, help="Username the token acts as.")
+        parser.add_argument("--name", required=True, help="What the token is for, e.g. 'claude-desktop'.")
+        parser.add_argument("--write", action="store_true", help="Allow creating, changing and deleting catalog rows.")
+        parser.add_argument(
+            "--tool",
+            action="append",
+            default=[],
+            metavar="TOOL",
+            help="Limit MCP calls to this tool; repeat for several. Without --tool every tool is allowed.",
+        )
+
+    def handle(self, *args, user: str, name: str, write: bool, tool: list[str], **options) -> None:
+        user_model = get_user_model()
+        try:
+            owner = user_model.objects.get(**{user_model.USERNAME_FIELD: user})
+        except user_model.DoesNotExist:
+            raise CommandError(f"There is no user {user!r}; create one first (manage.py createsuperuser).") from None
+        name = name.strip()
+        max_length = ClientToken._meta.get_field("name").max_length
+        if not name or len(name) > max_length:
+            raise CommandError(f"Give the token a name of 1 to {max_length} characters, e.g. --name claude-desktop.")
+        bad = [t for t in tool if safe_identifier(t) == REDACTED]
+        if bad:
+            raise CommandError(f"Not a tool name: {', '.join(map(repr, bad))}.")
+        token, raw_key = client_token_create(user=owner, name=name, tool_scope=tool, can_write_catalog=write)
+        scope = ", ".join(token.tool_scope) if token.tool_scope else "all tools"
+        rights = "catalog read and write" if write else "catalog read-only"
+        self.stderr.write(
+            f"Created token {token.name!r} ({token.key_prefix}…) for {user}: {rights}, {scope}.\n"
+            "Store the key now; it is not shown again."
+        )
+        self.stdout.write(raw_key)

@@ -1,0 +1,337 @@
+"""Management commands: catalog_load_defaults, catalog_export, catalog_import, bootstrap_admin."""
+
+from __future__ import annotations
+
+import copy
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import yaml
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from errcatalog import models
+from errcatalog.catalog_document import (
+    DEFAULT_CATALOG_PATH,
+    catalog_document_from_db,
+    dump_catalog,
+    read_catalog_file,
+)
+from errcatalog.snapshot import CatalogSnapshot, catalog_snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args, **options) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO(), **options)
+    return out.getvalue()
+
+
+def history_count() -> int:
+    return sum(
+        m.history.count()
+        for m in (models.ErrorCode, models.TemplateVariant, models.ParameterHint, models.ClassificationRule)
+    )
+
+
+def write(path: Path, doc: dict) -> Path:
+    path.write_text(dump_catalog(doc, "json" if path.suffix == ".json" else "yaml"), encoding="utf-8")
+    return path
+
+
+def network_index(doc: dict) -> int:
+    return next(i for i, c in enumerate(doc["codes"]) if c["code"] == "NETWORK_ERROR")
+
+
+# --- catalog_load_defaults --------------------------------------------------------------------------------
+
+
+def test_load_defaults_twice_changes_nothing_the_second_time_and_keeps_a_writers_edit(default_document):
+    first = run("catalog_load_defaults")
+    assert first.startswith("Default catalog loaded missing rows from default_catalog.yaml: ")
+    assert catalog_document_from_db() == default_document
+
+    variant = models.TemplateVariant.objects.get(error_code__code="NETWORK_ERROR", name="default")
+    variant.instruction = "Retry once; then tell the user."
+    variant.save(update_fields=["instruction", "updated_at"])
+    code = models.ErrorCode.objects.get(code="RATE_LIMIT")
+    code.retry_after_seconds = 60
+    code.save(update_fields=["retry_after_seconds", "updated_at"])
+    before = history_count()
+
+    second = run("catalog_load_defaults")
+    assert "0 created, 0 updated, 0 deleted" in second
+    assert history_count() == before
+    variant.refresh_from_db()
+    assert variant.instruction == "Retry once; then tell the user."
+    assert models.ErrorCode.objects.get(code="RATE_LIMIT").retry_after_seconds == 60
+
+
+def test_load_defaults_creates_what_is_missing(default_document):
+    run("catalog_load_defaults")
+    models.ParameterHint.objects.filter(tool="web_search").update(tool="web_search_v2")  # bypasses history
+    output = run("catalog_load_defaults")
+    assert "1 created, 0 updated" in output
+    assert models.ParameterHint.objects.filter(tool="web_search", parameter="query").exists()
+
+
+def test_load_defaults_does_not_bring_back_what_an_editor_deleted_but_reset_does(default_document):
+    run("catalog_load_defaults")
+    models.ClassificationRule.objects.get(position=10).delete()
+    models.ErrorCode.objects.get(code="MISSING_CLIENT_CAPABILITY").delete()
+    models.ParameterHint.objects.get(tool="web_search", parameter="query").delete()
+    timeout = models.ErrorCode.objects.get(code="TIMEOUT")
+    models.TemplateVariant.objects.create(error_code=timeout, name="short", message="Too slow.", instruction="Retry.")
+    models.TemplateVariant.objects.get(error_code=timeout, name="default").delete()
+
+    output = run("catalog_load_defaults")
+    assert "0 created" in output and "5 skipped (deleted by an editor)" in output
+    assert list(timeout.variants.values_list("name", flat=True)) == ["short"]
+    assert not models.ClassificationRule.objects.filter(position=10).exists()
+    assert not models.ErrorCode.objects.filter(code="MISSING_CLIENT_CAPABILITY").exists()
+    assert not models.ParameterHint.objects.filter(tool="web_search").exists()
+
+    output = run("catalog_load_defaults", "--reset")
+    assert output.startswith("Default catalog reset to default_catalog.yaml: 5 created, 0 updated")
+    models.TemplateVariant.objects.filter(name="short").delete()
+    assert catalog_document_from_db() == default_document
+
+
+def test_load_defaults_reset_restores_the_shipped_wording_and_keeps_other_rows(default_document):
+    run("catalog_load_defaults")
+    variant = models.TemplateVariant.objects.get(error_code__code="TIMEOUT")
+    variant.message = "Too slow."
+    variant.save(update_fields=["message", "updated_at"])
+    extra = models.ErrorCode.objects.create(code="TEAM_ERROR", category="unknown")
+
+    output = run("catalog_load_defaults", "--reset", verbosity=2)
+    assert "  update variant TIMEOUT/default: message" in output
+    assert "0 created, 1 updated, 0 deleted" in output
+    variant.refresh_from_db()
+    assert (
+        variant.message
+        == next(c for c in default_document["codes"] if c["code"] == "TIMEOUT")["variants"][0]["message"]
+    )
+    assert models.ErrorCode.objects.filter(pk=extra.pk).exists()
+
+
+def test_snapshot_from_the_database_after_loading_defaults_equals_the_snapshot_from_the_file(
+    django_capture_on_commit_callbacks,
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        run("catalog_load_defaults")
+    from_file = CatalogSnapshot.from_document(read_catalog_file(DEFAULT_CATALOG_PATH))
+    from_db = catalog_snapshot()
+    assert dict(from_db.codes) == dict(from_file.codes)
+    assert dict(from_db.hints) == dict(from_file.hints)
+    assert from_db.rules == from_file.rules
+    assert from_db.version == from_file.version
+
+
+# --- catalog_export and catalog_import --------------------------------------------------------------------
+
+
+def test_export_writes_yaml_to_stdout_by_default(default_document):
+    run("catalog_load_defaults")
+    text = run("catalog_export")
+    assert text == dump_catalog(default_document, "yaml")
+    assert yaml.safe_load(text)["format"] == "errcatalog/v1"
+
+
+def test_export_takes_the_format_from_the_file_suffix(tmp_path, default_document):
+    run("catalog_load_defaults")
+    run("catalog_export", "-o", str(tmp_path / "catalog.json"))
+    assert json.loads((tmp_path / "catalog.json").read_text()) == default_document
+    with pytest.raises(CommandError, match="does not match the file suffix"):
+        run("catalog_export", "-o", str(tmp_path / "catalog.json"), "--format", "yaml")
+    with pytest.raises(CommandError, match="cannot tell the format"):
+        run("catalog_export", "-o", str(tmp_path / "catalog.txt"))
+    run("catalog_export", "-o", str(tmp_path / "catalog.txt"), "--format", "json")
+    assert (tmp_path / "catalog.txt").read_text() == (tmp_path / "catalog.json").read_text()
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_export_import_export_is_byte_identical(tmp_path, suffix):
+    run("catalog_load_defaults")
+    # Text that YAML and JSON writers like to mangle: several lines, quotes, unicode, YAML keywords.
+    code = models.ErrorCode.objects.create(
+        code="TEAM_ERROR",
+        category="tool",
+        http_statuses=[418],
+        explanation="Line one.\nLine two: 'quoted' \"double\" — «unicode» …\n\n  indented\n",
+    )
+    models.TemplateVariant.objects.create(
+        error_code=code, name="b-test", locale="de", weight=0, message="yes", instruction="null", cause="{{braces}}"
+    )
+    models.ParameterHint.objects.create(tool="t", parameter="p", example="1.0", description="# not a comment")
+    first = tmp_path / f"first{suffix}"
+    second = tmp_path / f"second{suffix}"
+    run("catalog_export", "-o", str(first))
+
+    models.ErrorCode.objects.filter(code="TEAM_ERROR").delete()
+    models.TemplateVariant.objects.filter(error_code__code="TIMEOUT").update(message="changed")
+    run("catalog_import", str(first))
+    run("catalog_export", "-o", str(second))
+
+    assert second.read_bytes() == first.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("break_it", "expected"),
+    [
+        pytest.param(None, ["line 4, column 4: invalid YAML"], id="bad YAML syntax"),
+        pytest.param(
+            lambda d, i: d["codes"][i].update(colour="red"),
+            ["codes[{i}] (NETWORK_ERROR) → colour: unknown key"],
+            id="unknown key",
+        ),
+        pytest.param(
+            lambda d, i: d["codes"][i]["variants"][0].pop("instruction"),
+            ["codes[{i}] (NETWORK_ERROR) → variants[0].instruction: missing (required)."],
+            id="missing field",
+        ),
+        pytest.param(
+            lambda d, i: d["codes"][i]["variants"][0].update(message="Network error: {x.__class__}"),
+            ["codes[{i}] (NETWORK_ERROR) → variants[0].message: {x.__class__}: attribute access and indexing"],
+            id="attribute access",
+        ),
+        pytest.param(
+            lambda d, i: d["codes"][i]["variants"][0].update(cause="{0[1]}"),
+            ["codes[{i}] (NETWORK_ERROR) → variants[0].cause: {0[1]}: attribute access and indexing"],
+            id="indexing",
+        ),
+        pytest.param(
+            lambda d, i: d["codes"][i]["variants"][0].update(instruction="Tell {user_name}."),
+            ["codes[{i}] (NETWORK_ERROR) → variants[0].instruction: {user_name} is not a known placeholder."],
+            id="unknown placeholder",
+        ),
+        pytest.param(
+            lambda d, i: d["codes"].append(copy.deepcopy(d["codes"][i])),
+            ["(NETWORK_ERROR) → code: duplicate code; codes[{i}] already defines NETWORK_ERROR."],
+            id="duplicate code",
+        ),
+        pytest.param(
+            lambda d, i: d["rules"][0].update(code="NO_SUCH_CODE"),
+            ["rules[0] (position 10) → code: NO_SUCH_CODE is not a code of this document."],
+            id="rule to a missing code",
+        ),
+        pytest.param(
+            lambda d, i: d["codes"][i].update(jsonrpc_code=-32050),
+            ["codes[{i}] (NETWORK_ERROR) → jsonrpc_code: -32050 is in the range JSON-RPC reserves"],
+            id="reserved JSON-RPC code",
+        ),
+    ],
+)
+def test_import_of_a_malformed_file_names_file_entry_and_field_and_changes_nothing(
+    tmp_path, default_document, break_it, expected
+):
+    run("catalog_load_defaults")
+    before, history_before = catalog_document_from_db(), history_count()
+    path = tmp_path / "catalog.yaml"
+    index = network_index(default_document)
+    if break_it is None:
+        path.write_text("format: errcatalog/v1\ncodes:\n  - code: X\n   category: [\n")
+    else:
+        doc = copy.deepcopy(default_document)
+        # A file with a wanted change too, so "nothing changed" means the whole file was refused.
+        doc["codes"][0]["variants"][0]["message"] = "A change that must not be saved."
+        break_it(doc, index)
+        write(path, doc)
+
+    with pytest.raises(CommandError) as caught:
+        run("catalog_import", str(path))
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ")
+    for fragment in expected:
+        assert fragment.replace("{i}", str(index)) in message
+    assert catalog_document_from_db() == before
+    assert history_count() == history_before
+
+
+def test_import_lists_every_problem_of_a_file(tmp_path, default_document):
+    doc = copy.deepcopy(default_document)
+    index = network_index(doc)
+    doc["codes"][index]["variants"][0]["message"] = "{x.__class__}"
+    doc["codes"][index]["jsonrpc_code"] = -32050
+    doc["rules"][0]["code"] = "NO_SUCH_CODE"
+    with pytest.raises(CommandError) as caught:
+        run("catalog_import", str(write(tmp_path / "catalog.json", doc)))
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 3
+    assert all(line.startswith(f"{tmp_path / 'catalog.json'}: ") for line in lines)
+
+
+def test_import_replace_deletes_what_the_file_does_not_have(tmp_path, default_document):
+    run("catalog_load_defaults")
+    extra = models.ErrorCode.objects.create(code="TEAM_ERROR", category="unknown")
+    models.TemplateVariant.objects.create(error_code=extra, message="m", instruction="i")
+    models.ClassificationRule.objects.create(position=5, error_code=extra, exception="TeamError")
+    models.TemplateVariant.objects.create(
+        error_code=models.ErrorCode.objects.get(code="TIMEOUT"), name="short", message="m", instruction="i"
+    )
+    models.ParameterHint.objects.create(tool="t", parameter="p")
+    path = write(tmp_path / "catalog.yaml", default_document)
+
+    output = run("catalog_import", str(path))
+    assert "0 created, 0 updated, 0 deleted" in output
+    assert models.ErrorCode.objects.filter(code="TEAM_ERROR").exists()
+
+    output = run("catalog_import", str(path), "--replace")
+    assert "0 created, 0 updated, 5 deleted" in output
+    assert catalog_document_from_db() == default_document
+
+
+def test_import_dry_run_reports_what_would_change_and_changes_nothing(tmp_path, default_document):
+    run("catalog_load_defaults")
+    models.ErrorCode.objects.create(code="TEAM_ERROR", category="unknown")
+    doc = copy.deepcopy(default_document)
+    doc["codes"][network_index(doc)]["variants"][0]["cause"] = "The network failed."
+    doc["hints"].append({"tool": "t", "parameter": "p"})
+    before, history_before = catalog_document_from_db(), history_count()
+
+    output = run("catalog_import", str(write(tmp_path / "catalog.yaml", doc)), "--replace", "--dry-run")
+    assert "  update variant NETWORK_ERROR/default: cause" in output
+    assert "  create hint t.p" in output
+    assert "  delete error code TEAM_ERROR" in output
+    assert "Dry run, nothing saved." in output and "1 created, 1 updated, 1 deleted" in output
+    assert catalog_document_from_db() == before
+    assert history_count() == history_before
+
+
+def test_import_of_a_missing_file_fails_cleanly(tmp_path):
+    with pytest.raises(CommandError, match=r"nope\.yaml: no such file\."):
+        run("catalog_import", str(tmp_path / "nope.yaml"))
+
+
+# --- bootstrap_admin --------------------------------------------------------------------------------------
+
+
+def test_bootstrap_admin_creates_an_admin_once_and_prints_its_password(monkeypatch):
+    monkeypatch.delenv("ERRCATALOG_ADMIN_PASSWORD", raising=False)
+    output = run("bootstrap_admin")
+    assert output.startswith("Admin user: admin / ") and output.rstrip().endswith("(shown once; change it in admin)")
+    password = output.split(" / ", 1)[1].split(" ", 1)[0]
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_superuser and admin.is_staff and admin.check_password(password)
+    assert len(password) >= 16
+
+    again = run("bootstrap_admin")
+    assert again.startswith("An admin user exists (admin); nothing changed.")
+    assert get_user_model().objects.count() == 1
+
+
+def test_bootstrap_admin_takes_the_password_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ERRCATALOG_ADMIN_PASSWORD", "scripted-secret-123")
+    output = run("bootstrap_admin")
+    assert "scripted-secret-123" not in output
+    assert output.startswith("Admin user: admin (password from ERRCATALOG_ADMIN_PASSWORD)")
+    assert get_user_model().objects.get(username="admin").check_password("scripted-secret-123")
+
+
+def test_bootstrap_admin_does_nothing_when_a_superuser_exists(staff_user):
+    assert run("bootstrap_admin").startswith("An admin user exists (writer)")
+    assert not get_user_model().objects.filter(username="admin").exists()

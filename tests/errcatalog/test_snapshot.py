@@ -1,0 +1,63 @@
+"""Variant selection and the database-backed snapshot's invalidation."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from errcatalog.models import TemplateVariant
+from errcatalog.render import Failure, render
+from errcatalog.snapshot import CodeEntry, VariantEntry, catalog_snapshot
+
+
+def _entry(*variants: VariantEntry) -> CodeEntry:
+    return CodeEntry(code="X", category="unknown", kind="error", variants=variants)
+
+
+A = VariantEntry("a", "A", "do a", weight=75)
+B = VariantEntry("b", "B", "do b", weight=25)
+PAUSED = VariantEntry("paused", "P", "do p", weight=0)
+GERMAN = VariantEntry("a", "A-de", "mach a", locale="de")
+
+
+def test_weights_split_the_picks():
+    entry = _entry(A, B, PAUSED)
+    picks = [entry.variant(pick=i / 100).name for i in range(100)]
+    assert picks.count("a") == 75
+    assert picks.count("b") == 25
+    assert "paused" not in picks
+
+
+def test_a_paused_variant_is_still_chosen_by_name():
+    assert _entry(A, PAUSED).variant(name="paused") is PAUSED
+
+
+def test_locale_variants_win_and_fall_back_to_the_default_locale():
+    entry = _entry(A, GERMAN)
+    assert entry.variant(locale="de") is GERMAN
+    assert entry.variant(locale="fr") is A
+    assert entry.variant(name="a", locale="de") is GERMAN
+    assert entry.variant(name="a", locale="") is A
+
+
+def test_unknown_variant_name_is_an_error():
+    with pytest.raises(KeyError):
+        _entry(A).variant(name="nope")
+
+
+def test_render_records_the_variant_used(default_snapshot):
+    assert render(default_snapshot, Failure("UNKNOWN_ERROR")).variant == "default"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_reaches_the_cached_snapshot(settings, monkeypatch):
+    call_command("catalog_load_defaults", verbosity=0)
+    monkeypatch.setattr("errcatalog.snapshot.RECHECK_SECONDS", 0.0)
+    before = catalog_snapshot()
+    assert catalog_snapshot() is before  # unchanged catalog: the same frozen snapshot is reused
+    variant = TemplateVariant.objects.get(error_code__code="UNKNOWN_ERROR", name="default", locale="")
+    variant.message = "Something unexpected failed."
+    variant.save(update_fields=["message"])
+    after = catalog_snapshot()
+    assert after is not before
+    assert render(after, Failure("UNKNOWN_ERROR")).message == "Something unexpected failed."
