@@ -3,8 +3,10 @@
     ./dev bench            # or: .venv/bin/python bench/render_bench.py [--repeat 7] [--number 2000]
 
 Each face is timed end to end (render the failure with the catalog, then build the face), as the MCP endpoint
-does per failed call. The figure is the median over ``--repeat`` runs of ``--number`` calls each, in µs per
-call. The reference is ``json.dumps`` of that failure's ``toolError:v1`` envelope, timed in the same run.
+does per failed call: once for a failure this snapshot has rendered before (the render cache hit that most calls
+get) and once for a first render (the cache emptied before each call). The figure is the median over
+``--repeat`` runs of ``--number`` calls each, in µs per call. The reference is ``json.dumps`` of that failure's
+``toolError:v1`` envelope, timed in the same run.
 """
 
 from __future__ import annotations
@@ -73,13 +75,21 @@ def main() -> int:
         reference_envelope = envelope(render(snapshot, failure))
         ref = median_us(lambda e=reference_envelope: json.dumps(e), number=args.number, repeat=args.repeat)
         print(f"\n{label}: json.dumps(envelope) reference {ref:7.2f} µs")
+        print(f"  {'face':22s} {'repeated':>10s}        {'first render':>12s}")
         for face, build in FACES.items():
+            # Repeated: the failure was rendered before with this snapshot, as for most calls in production.
             cost = median_us(lambda f=failure, b=build: b(render(snapshot, f)), number=args.number, repeat=args.repeat)
-            ratio = cost / ref
+            # First render: the snapshot's render cache is emptied before every call.
+            cold = median_us(
+                lambda f=failure, b=build: (snapshot.render_cache.clear(), b(render(snapshot, f))),
+                number=args.number,
+                repeat=args.repeat,
+            )
+            ratio, cold_ratio = cost / ref, cold / ref
             worst = max(worst, ratio)
             flag = "" if ratio <= args.goal else "  over goal"
-            print(f"  {face:22s} {cost:7.2f} µs  {ratio:4.1f}x{flag}")
-    print(f"\nworst ratio {worst:.1f}x (goal <= {args.goal:.0f}x)")
+            print(f"  {face:22s} {cost:7.2f} µs {ratio:4.1f}x   {cold:7.2f} µs {cold_ratio:4.1f}x{flag}")
+    print(f"\nworst ratio, repeated renders: {worst:.1f}x (goal <= {args.goal:.0f}x)")
     return 0
 
 

@@ -123,6 +123,15 @@ def _sentences(template: str) -> tuple[tuple[tuple[Piece, ...], frozenset[str]],
     return tuple(sentences)
 
 
+@lru_cache(maxsize=4096)
+def _static_text(template: str) -> str | None:
+    """The rendered text of a template that uses no placeholder (most instructions), else None."""
+    sentences = _sentences(template)
+    if any(names for _pieces, names in sentences) or any(f for p, _ in sentences for _, f in p):
+        return None
+    return "".join(lit for pieces, _names in sentences for lit, _ in pieces).rstrip()
+
+
 def _kept_pieces(template: str, values: Mapping[str, str]) -> list[Piece]:
     """The pieces to render: a sentence that uses a placeholder without a value is left out, so optional facts
     ("the closest matches are: {alternatives}.") disappear cleanly; if that would leave nothing, all is kept."""
@@ -148,6 +157,9 @@ def fill(template: str, values: Mapping[str, str]) -> list[Segment]:
 
 def fill_capped(template: str, values: Mapping[str, str], limit: int) -> str:
     """``cap(fill(template, values), limit)``, without building segments when the text fits (the usual case)."""
+    static = _static_text(template)
+    if static is not None and len(static) <= limit:
+        return static
     text = "".join(lit + (values.get(field, "") if field else "") for lit, field in _kept_pieces(template, values))
     text = text.rstrip()
     return text if len(text) <= limit else cap(fill(template, values), limit)

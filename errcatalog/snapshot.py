@@ -102,6 +102,8 @@ class CatalogSnapshot:
     hints: Mapping[tuple[str, str], HintEntry] = field(default_factory=dict)
     rules: tuple[RuleEntry, ...] = ()
     version: str = ""
+    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render).
+    render_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def entry(self, code: str) -> CodeEntry:
         """The entry for ``code``; an unknown or inactive code falls back to UNKNOWN_ERROR."""

@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from types import MappingProxyType
 from typing import Any
 
 from errcatalog.safety import REDACTED, compose_capped, fill_capped, safe_identifier
 from errcatalog.snapshot import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
 
 DEFAULT_MAX_CHARS = 500
+# Distinct failures kept per snapshot; past this the cache starts over, which bounds its memory.
+RENDER_CACHE_SIZE = 4096
 NETWORK_FAILURES = {"timeout": "Request timeout", "connection": "Connection failed"}
 KIND_ENVELOPES = {"error": "toolError:v1", "needs_input": "needsInput:v1"}
 
@@ -49,8 +52,7 @@ class Failure:
     partial_result: Any = None
 
 
-# Not frozen: a frozen dataclass pays for object.__setattr__ on each of these fields at every render.
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RenderedError:
     """One failure rendered from one catalog variant; faces only arrange these fields."""
 
@@ -74,7 +76,8 @@ class RenderedError:
     alternatives: tuple[str, ...] = ()
     parameters: tuple[ParameterFault, ...] = ()
     partial_result: Any = None
-    data: Mapping[str, Any] = field(default_factory=dict)  # seed 003 data fields
+    # Seed 003 data fields. Shared by every face of a cached render: faces copy it, never change it.
+    data: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def envelope_kind(self) -> str:
@@ -107,6 +110,24 @@ def render(
     """
     entry = snapshot.entry(failure.code)
     chosen = entry.variant(name=variant, locale=locale, pick=pick)
+    # The same failure recurs (one tool, one missing parameter), and a snapshot never changes, so its renders
+    # are cached with it. Failures carrying an unhashable partial result are rendered each time.
+    key = (failure, chosen.name, chosen.locale, max_chars)
+    try:
+        cached = snapshot.render_cache.get(key)
+    except TypeError:
+        return _render(snapshot, failure, entry, chosen, max_chars)
+    if cached is None:
+        cached = _render(snapshot, failure, entry, chosen, max_chars)
+        if len(snapshot.render_cache) >= RENDER_CACHE_SIZE:
+            snapshot.render_cache.clear()
+        snapshot.render_cache[key] = cached
+    return cached
+
+
+def _render(
+    snapshot: CatalogSnapshot, failure: Failure, entry: CodeEntry, chosen: VariantEntry, max_chars: int
+) -> RenderedError:
     tool = safe_identifier(failure.tool_name) if failure.tool_name is not None else None
     params = tuple(_screen(p) for p in failure.parameters)
     hint = snapshot.hint(tool, params[0].name) if params else None
@@ -145,7 +166,7 @@ def render(
         alternatives=tuple(a for a in map(safe_identifier, failure.alternatives) if a != REDACTED),
         parameters=params,
         partial_result=failure.partial_result,
-        data=_data(entry, tool, params, hint, failure, bool(question)),
+        data=MappingProxyType(_data(entry, tool, params, hint, failure, bool(question))),
     )
 
 

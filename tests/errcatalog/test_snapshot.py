@@ -61,3 +61,27 @@ def test_an_edit_reaches_the_cached_snapshot(settings, monkeypatch):
     after = catalog_snapshot()
     assert after is not before
     assert render(after, Failure("UNKNOWN_ERROR")).message == "Something unexpected failed."
+
+
+def test_a_repeated_failure_is_rendered_once_per_snapshot(default_snapshot):
+    import dataclasses
+
+    failure = Failure("MISSING_PARAMETER", tool_name="send_email")
+    first = render(default_snapshot, failure)
+    assert render(default_snapshot, failure) is first
+    assert render(default_snapshot, failure, max_chars=100) is not first
+    copy = dataclasses.replace(default_snapshot)
+    assert copy.render_cache == {}  # a changed snapshot never sees another snapshot's renders
+    assert render(copy, failure) == first
+
+
+def test_an_unhashable_partial_result_is_rendered_every_time(default_snapshot):
+    failure = Failure("TIMEOUT", tool_name="search_documents", partial_result=[{"id": 1}])
+    assert render(default_snapshot, failure).partial_result == [{"id": 1}]
+    assert render(default_snapshot, failure) is not render(default_snapshot, failure)
+
+
+def test_rendered_data_cannot_be_changed_by_a_face(default_snapshot):
+    rendered = render(default_snapshot, Failure("MISSING_PARAMETER", tool_name="send_email"))
+    with pytest.raises(TypeError):
+        rendered.data["tool_name"] = "other"
