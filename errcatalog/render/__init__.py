@@ -1,6 +1,6 @@
 """The renderer: one failure, one catalog entry, many faces (DESIGN §4). Pure: no ORM, no I/O."""
 
-from errcatalog.render.core import DEFAULT_MAX_CHARS, Failure, ParameterFault, RenderedError, render
+from errcatalog.render.core import DEFAULT_MAX_CHARS, Failure, ParameterFault, RenderedError, did_you_mean, render
 from errcatalog.render.jsonrpc import error_object, error_response, jsonrpc_code
 from errcatalog.render.mcp import FORMATS, envelope, envelope_json, tool_result
 from errcatalog.render.people import agent_error, agent_result, user_markdown, user_message
@@ -16,6 +16,7 @@ __all__ = [
     "agent_error",
     "agent_result",
     "anatomy",
+    "did_you_mean",
     "envelope",
     "envelope_json",
     "error_object",

@@ -6,7 +6,8 @@ or the database has no way in; the names it does carry are screened by ``safe_id
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import MappingProxyType
@@ -168,6 +169,24 @@ def _render(
         partial_result=failure.partial_result,
         data=MappingProxyType(_data(entry, tool, params, hint, failure, bool(question))),
     )
+
+
+def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[str, ...]:
+    """The known names closest to ``name``, best first, for "did you mean" alternatives (seed 002).
+
+    Similar spellings come first (``get_wether`` → ``get_weather``); names that share the part after a
+    namespace prefix (``weather.get_forecast`` for ``get_forecast``) are added after them.
+    """
+    candidates = list(dict.fromkeys(known))
+    close = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.6)
+    lowered = name.lower()
+    for candidate in candidates:
+        if len(close) >= limit:
+            break
+        tail = candidate.rsplit(".", 1)[-1].lower()
+        if candidate not in close and lowered and (tail == lowered.rsplit(".", 1)[-1] or lowered in candidate.lower()):
+            close.append(candidate)
+    return tuple(close)
 
 
 def _screen(p: ParameterFault) -> ParameterFault:

@@ -432,3 +432,18 @@ def test_default_agent_wrapper_uses_seed_001_sentences(default_snapshot):
     provider = agent_error(render(default_snapshot, Failure("LLM_PROVIDER_ERROR")))["error"]
     assert provider.startswith("AI Provider Error: ")
     assert provider.endswith("This is a service availability issue that cannot be resolved by retrying.")
+
+
+def test_unknown_tool_gets_did_you_mean_alternatives(default_snapshot):
+    from errcatalog.render import did_you_mean
+
+    known = ["get_weather", "get_forecast", "send_email", "weather.get_alerts"]
+    assert did_you_mean("get_wether", known) == ("get_weather",)
+    assert did_you_mean("get_alerts", known)[0] == "weather.get_alerts"
+    assert did_you_mean("completely_unrelated", known) == ()
+    alternatives = did_you_mean("get_wether", known)
+    payload = anatomy(
+        render(default_snapshot, Failure("FUNCTION_NOT_FOUND", tool_name="get_wether", alternatives=alternatives))
+    )
+    assert payload["alternatives"] == ["get_weather"]
+    assert "get_weather" in payload["instruction"]
