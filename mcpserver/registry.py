@@ -1,0 +1,155 @@
+"""The tool registry: every tool the MCP endpoint serves, whoever declared it.
+
+A tool is a plain Python function plus a description written for a model and a JSON Schema for its input.
+Declare one with the ``tool`` decorator in a module named ``mcp_tools`` of any installed Django app (found by
+``autodiscover``), or in ``mcpserver/tools/``::
+
+    from mcpserver.registry import tool
+
+    @tool(
+        description="Send an email through the site's mail backend.",
+        input_schema={
+            "type": "object",
+            "properties": {"to": {"type": "string", "format": "email", "description": "Recipient address"}},
+            "required": ["to"],
+        },
+    )
+    def send_email(to: str) -> str:
+        ...
+
+The function receives the validated arguments as keyword arguments (plus ``context`` if it declares a
+parameter of that name). Sync functions run in a worker thread, so the ORM is fine; async functions are awaited.
+It returns a string (text content), a dict or list (JSON content, and structured content for a dict), or a
+``ToolOutput``. To fail, it raises one of ``errcatalog.errors`` (or anything else): the failure is classified and
+rendered from the catalog; exception text never reaches the model.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# MCP tool names (SEP-986): 1 to 128 characters of letters, digits, underscore, hyphen and dot.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+class ToolContext(Protocol):
+    """What a running tool may ask of the call it serves."""
+
+    client: str | None  # the name of the client token, when auth is on
+    session_id: str | None  # the 2025-11-25 session, if any
+
+    async def log(self, level: str, data: Any) -> None: ...
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A result with full control: MCP content blocks as dicts, and optional structured content."""
+
+    content: list[dict[str, Any]]
+    structured: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    function: Callable[..., Any]
+    toolset: str = "default"
+    title: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+    # The tool accepts a `format` argument (markdown/json/both) that also shapes its errors (seed 000).
+    formats: bool = False
+    # Missing input may be asked for with an MCP elicitation when the client supports it.
+    elicit: bool = False
+    # Per-parameter hint for the catalog when the schema's own words are not enough.
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.function)
+
+    @property
+    def wants_context(self) -> bool:
+        return "context" in inspect.signature(self.function).parameters
+
+
+class ToolRegistry:
+    """Tools by name, grouped in toolsets that settings switch on and off."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolSpec] = {}
+
+    def add(self, spec: ToolSpec) -> ToolSpec:
+        if not TOOL_NAME.fullmatch(spec.name):
+            raise ValueError(f"Tool name {spec.name!r} must be 1-128 letters, digits, '_', '-' or '.'.")
+        if spec.input_schema.get("type") != "object":
+            raise ValueError(f"Tool {spec.name}: input_schema must be a JSON Schema with type 'object'.")
+        existing = self._tools.get(spec.name)
+        if existing is not None and existing.function is not spec.function:
+            raise ValueError(f"Tool {spec.name} is declared twice ({existing.toolset} and {spec.toolset}).")
+        self._tools[spec.name] = spec
+        return spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._tools.get(name)
+
+    def enabled(self, toolsets: Iterator[str] | set[str] | frozenset[str]) -> list[ToolSpec]:
+        wanted = set(toolsets)
+        return [t for t in self._tools.values() if t.toolset in wanted]
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._tools.values())
+
+
+registry = ToolRegistry()
+
+
+def tool(
+    *,
+    description: str,
+    input_schema: Mapping[str, Any],
+    name: str | None = None,
+    toolset: str = "default",
+    title: str | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: Mapping[str, Any] | None = None,
+    formats: bool = False,
+    elicit: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as an MCP tool (see the module docstring)."""
+
+    def register(function: Callable[..., Any]) -> Callable[..., Any]:
+        registry.add(
+            ToolSpec(
+                name=name or function.__name__,
+                description=inspect.cleandoc(description),
+                input_schema=input_schema,
+                function=function,
+                toolset=toolset,
+                title=title,
+                output_schema=output_schema,
+                annotations=annotations,
+                formats=formats,
+                elicit=elicit,
+            )
+        )
+        return function
+
+    return register
+
+
+def autodiscover() -> None:
+    """Import ``mcp_tools`` of every installed app, and the built-in tool modules."""
+    from django.utils.module_loading import autodiscover_modules
+
+    import mcpserver.tools  # noqa: F401  (built-in toolsets register on import)
+
+    autodiscover_modules("mcp_tools")
