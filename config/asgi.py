@@ -1,11 +1,57 @@
-"""ASGI entry point. The MCP endpoint joins here in a later step; for now everything is Django."""
+"""ASGI entry point: ``/mcp`` to the MCP endpoint, everything else to Django, and the lifespan for both.
+
+Django's ASGI handler refuses lifespan events, while the MCP session managers need their task groups entered
+once per process; so this outer app owns lifespan and routes the exact path ``/mcp`` (no prefix mount, which
+would also catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-application = get_asgi_application()
+django_application = get_asgi_application()  # sets Django up before anything imports models
+
+from mcpserver.server import McpApp  # noqa: E402  (needs the app registry loaded above)
+
+MCP_PATH = "/mcp"
+
+
+class Application:
+    def __init__(self) -> None:
+        self.django = django_application
+        self.mcp = McpApp()
+        self._exit_stack: contextlib.AsyncExitStack | None = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http" and scope["path"] == MCP_PATH:
+            await self.mcp(scope, receive, send)
+        else:
+            await self.django(scope, receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    stack = contextlib.AsyncExitStack()
+                    await stack.enter_async_context(self.mcp.run())
+                    self._exit_stack = stack
+                except Exception as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._exit_stack is not None:
+                    await self._exit_stack.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+application = Application()

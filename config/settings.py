@@ -6,6 +6,7 @@ Production sets ``ERRCATALOG_DEBUG=0``, which makes ``SECRET_KEY`` mandatory.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import dj_database_url
@@ -107,6 +108,46 @@ SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
 
+# --- Email -------------------------------------------------------------------------------------------------
+
+# Django's mailers. Debug runs write each message as a file under DATA_DIR/mail instead of sending it; production
+# sends over SMTP. EMAIL_BACKEND names another backend class (its options then come from nowhere but defaults).
+_MAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.filebased.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+if _MAIL_BACKEND == "django.core.mail.backends.smtp.EmailBackend":
+    _MAIL_OPTIONS = {
+        "host": env_str("EMAIL_HOST", "localhost"),
+        "port": env_int("EMAIL_PORT", 25, minimum=1),
+        "username": env_str("EMAIL_HOST_USER", ""),
+        "password": env_str("EMAIL_HOST_PASSWORD", ""),
+        "use_tls": env_bool("EMAIL_USE_TLS", False),
+        "use_ssl": env_bool("EMAIL_USE_SSL", False),
+        "timeout": env_int("EMAIL_TIMEOUT", 10, minimum=1),
+    }
+elif _MAIL_BACKEND == "django.core.mail.backends.filebased.EmailBackend":
+    _MAIL_OPTIONS = {"file_path": str(DATA_DIR / "mail")}
+else:
+    _MAIL_OPTIONS = {}
+MAILERS = {"default": {"BACKEND": _MAIL_BACKEND, "OPTIONS": _MAIL_OPTIONS}}
+# An address, not a secret: production should set its own, but the default keeps a deployment without mail working.
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "errcatalog@localhost")
+SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+
+# --- Demo tools -------------------------------------------------------------------------------------------
+
+# Backends of the demo tool set (mcpserver/tools/demo.py). Unset values are deliberate: they produce the seeds'
+# failures (an unreachable weather service, an unconfigured search service).
+# Port 9 (discard) serves nothing on a normal machine, so get_weather's connection is refused: NETWORK_ERROR.
+DEMO_WEATHER_URL = env_str("DEMO_WEATHER_URL", "http://127.0.0.1:9/")
+# Seconds get_weather and web_search wait for their upstream before the call is a timeout.
+DEMO_UPSTREAM_TIMEOUT_SECONDS = env_int("DEMO_UPSTREAM_TIMEOUT_SECONDS", 5, minimum=1)
+DEMO_SEARCH_URL = env_str("DEMO_SEARCH_URL", "")
+DEMO_SEARCH_API_KEY = env_str("DEMO_SEARCH_API_KEY", "")
+# Seconds search_documents may spend before it answers TIMEOUT with the documents found so far.
+DEMO_DOCUMENT_SEARCH_SECONDS = env_int("DEMO_DOCUMENT_SEARCH_SECONDS", 2, minimum=0)
+
 # --- REST API ---------------------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
@@ -146,6 +187,50 @@ ERRCATALOG = {
     # Reproduce FastMCP's legacy -32001/-32000 codes on the JSON-RPC channel (seed 004), off by default.
     "LEGACY_JSONRPC_CODES": env_bool("ERRCATALOG_LEGACY_JSONRPC_CODES", False),
 }
+
+# --- MCP endpoint ---------------------------------------------------------------------------------------
+
+MCP = {
+    # Toolsets served at /mcp: "catalog" (explain_error, list_error_codes), "demo" (the seed scenarios, for the
+    # embedded setup), "conformance" (fixtures of the official conformance suite), plus any an app declares.
+    "TOOLSETS": frozenset(env_list("ERRCATALOG_MCP_TOOLSETS", ["catalog", "demo"] if DEBUG else ["catalog"])),
+    # Bearer tokens (admin "Client tokens") are required unless this is explicitly switched off.
+    "AUTH": env_bool("ERRCATALOG_MCP_AUTH", True),
+    # tools/call per token per minute; over it the call gets the catalog's RATE_LIMIT result. 0 turns it off.
+    "RATE_LIMIT_PER_MINUTE": env_int("ERRCATALOG_MCP_RATE_LIMIT", 120, minimum=0),
+    # Larger request bodies are refused with 413 before they are parsed (1 MiB).
+    "MAX_BODY_BYTES": env_int("ERRCATALOG_MCP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024),
+    # DNS-rebinding protection: Host and Origin values accepted on /mcp (":*" allows any port).
+    "ALLOWED_HOSTS": env_list("ERRCATALOG_MCP_ALLOWED_HOSTS", ["127.0.0.1:*", "localhost:*", "[::1]:*"]),
+    "ALLOWED_ORIGINS": env_list(
+        "ERRCATALOG_MCP_ALLOWED_ORIGINS", ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    ),
+    # Ask for missing input with a real MCP elicitation when the client supports it and the tool allows it.
+    "ELICITATION": env_bool("ERRCATALOG_MCP_ELICITATION", True),
+    # The 2026-07-28 requestState is sealed with this key, the same in every process (derived from SECRET_KEY).
+    "REQUEST_STATE_KEY": env_str(
+        "ERRCATALOG_MCP_REQUEST_STATE_KEY",
+        hashlib.sha256(b"errcatalog-mcp-request-state:" + SECRET_KEY.encode()).hexdigest(),
+    ),
+}
+
+# --- Sentry -----------------------------------------------------------------------------------------------
+
+SENTRY_DSN = env_str("SENTRY_DSN", "")
+if SENTRY_DSN:
+    import sentry_sdk
+    from sentry_sdk.integrations.mcp import MCPIntegration
+
+    sentry_sdk.init(
+        dsn=SENTRY_DSN,
+        environment=env_str("SENTRY_ENVIRONMENT", "development" if DEBUG else "production"),
+        # No personal data: no user details, no request bodies (send_default_pii's successor).
+        data_collection={"user_info": False, "http_bodies": []},
+        traces_sample_rate=0.0,
+        # The automatic MCP integration records spans, not our 4xx/5xx rule: the pipeline decides what is
+        # captured (system errors only), so the integration stays off.
+        disabled_integrations=[MCPIntegration()],
+    )
 
 # --- Logging ----------------------------------------------------------------------------------------------
 

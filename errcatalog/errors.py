@@ -7,6 +7,8 @@ structured attributes.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ErrcatalogError(Exception):
     """Base class. ``code`` names the catalog entry when the raiser already knows it."""
@@ -88,6 +90,20 @@ class LLMProviderError(ErrcatalogError):
     """An LLM provider refused or is unavailable in a way retrying will not fix."""
 
     code = "LLM_PROVIDER_ERROR"
+
+
+class ToolTimeout(ErrcatalogError):
+    """A tool ran out of its time budget and stopped (catalog code TIMEOUT).
+
+    ``partial_result`` is what the tool had produced by then, JSON-ready, or None; it is the tool's own output,
+    passed along to the caller like a successful result would be (seed 002), never text from an exception.
+    """
+
+    code = "TIMEOUT"
+
+    def __init__(self, log_message: str = "", *, code: str | None = None, partial_result: Any = None) -> None:
+        super().__init__(log_message, code=code)
+        self.partial_result = partial_result
 
 
 _BY_STATUS: dict[int, type[ApiClientError]] = {

@@ -193,3 +193,24 @@ def catalog_changed() -> None:
 
     cache.set(VERSION_CACHE_KEY, str(time.time_ns()), timeout=None)
     _cached = None
+
+
+async def acatalog_snapshot() -> CatalogSnapshot:
+    """``catalog_snapshot`` for async code: no thread hop while this process's snapshot is fresh."""
+    cached = _cached
+    if cached is not None and time.monotonic() - cached[1] < RECHECK_SECONDS:
+        return cached[2]
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(_catalog_snapshot_in_thread, thread_sensitive=False)()
+
+
+def _catalog_snapshot_in_thread() -> CatalogSnapshot:
+    # Outside Django's request cycle nobody else tidies this worker thread's connection.
+    from django.db import close_old_connections
+
+    close_old_connections()
+    try:
+        return catalog_snapshot()
+    finally:
+        close_old_connections()

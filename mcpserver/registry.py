@@ -30,7 +30,15 @@ import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
+
+# The ``format`` argument of tools declared with ``formats=True`` (seed 000: markdown by default).
+FORMAT_PROPERTY: Mapping[str, Any] = {
+    "type": "string",
+    "enum": ["markdown", "json", "both"],
+    "description": "How to return the result and any error: markdown text, a JSON block, or both.",
+}
 
 # MCP tool names (SEP-986): 1 to 128 characters of letters, digits, underscore, hyphen and dot.
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -71,6 +79,23 @@ class ToolSpec:
     elicit: bool = False
     # Per-parameter hint for the catalog when the schema's own words are not enough.
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def listed_input_schema(self) -> Mapping[str, Any]:
+        """The input schema as clients see it: with the optional ``format`` argument when ``formats`` is set."""
+        if not self.formats:
+            return self.input_schema
+        properties = dict(self.input_schema.get("properties", {}))
+        properties.setdefault("format", FORMAT_PROPERTY)
+        return {**self.input_schema, "properties": properties}
+
+    @cached_property
+    def accepted_arguments(self) -> frozenset[str] | None:
+        """The keyword arguments the function takes, or None when it takes any (``**kwargs``)."""
+        parameters = inspect.signature(self.function).parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            return None
+        return frozenset(p.name for p in parameters if p.name != "context")
 
     @property
     def is_async(self) -> bool:

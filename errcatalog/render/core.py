@@ -7,6 +7,7 @@ or the database has no way in; the names it does carry are screened by ``safe_id
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -253,9 +254,15 @@ def _status_text(status: int | None) -> str:
     return _STATUS_PHRASES.get(status, "") if status else ""
 
 
+# Sentry event IDs are 32 hex digits, which may start with a digit (so they are not identifier-shaped).
+_HEX_EVENT_ID = re.compile(r"[0-9a-fA-F]{8,64}")
+
+
 def _event_id(event_id: str | None) -> str | None:
     if not event_id:
         return None
+    if isinstance(event_id, str) and _HEX_EVENT_ID.fullmatch(event_id):
+        return event_id
     screened = safe_identifier(event_id)
     return None if screened == REDACTED else screened
 

@@ -1,1 +1,12 @@
-"""Built-in toolsets: ``catalog`` (always on), ``demo`` (embedded default) and ``conformance`` (test fixtures)."""
+"""Built-in toolsets: ``catalog`` (always on), ``demo`` (embedded default) and ``conformance`` (test fixtures).
+
+Every module in this package registers its tools on import; settings decide which toolsets are served.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -1,0 +1,71 @@
+"""``manage.py bootstrap_mcp_token``: a first MCP client token for the admin, printed once with client configs.
+
+Run by ``./dev up``. The key is shown only when the token is created (the database keeps its hash); on later
+runs the command says that the "quickstart" token exists and how to create another one.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from errcatalog.models import ClientToken
+from errcatalog.tokens import client_token_create
+
+TOKEN_NAME = "quickstart"  # noqa: S105 (the token's display name, not a secret)
+KEY_PLACEHOLDER = "<your token>"
+
+
+def client_configs(url: str, key: str) -> str:
+    """Ready-to-paste configuration for MCP Inspector, VS Code and Claude Desktop (through mcp-remote)."""
+    vscode = {"servers": {"errcatalog": {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {key}"}}}}
+    claude = {
+        "mcpServers": {
+            "errcatalog": {
+                "command": "npx",
+                "args": ["mcp-remote", url, "--header", f"Authorization: Bearer {key}"],
+            }
+        }
+    }
+    return "\n".join(
+        [
+            "MCP Inspector:",
+            f"  npx @modelcontextprotocol/inspector   (Transport: Streamable HTTP, URL: {url},",
+            f"  Authentication header: Authorization = Bearer {key})",
+            "",
+            "VS Code (.vscode/mcp.json):",
+            json.dumps(vscode, indent=2),
+            "",
+            "Claude Desktop (claude_desktop_config.json, through mcp-remote):",
+            json.dumps(claude, indent=2),
+            f'  or on the command line: npx mcp-remote {url} --header "Authorization: Bearer {key}"',
+        ]
+    )
+
+
+class Command(BaseCommand):
+    help = "Create the 'quickstart' MCP client token for the first admin (once) and print client configs."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--url", default="http://127.0.0.1:8000/mcp", help="The MCP endpoint's URL.")
+
+    def handle(self, *args, url: str, **options) -> None:
+        admin = get_user_model().objects.filter(is_superuser=True, is_active=True).order_by("pk").first()
+        if admin is None:
+            raise CommandError("There is no admin user yet; run ./dev manage bootstrap_admin first.")
+        existing = ClientToken.objects.filter(name=TOKEN_NAME, user=admin, revoked_at__isnull=True).first()
+        if existing is not None:
+            username = admin.get_username()
+            self.stdout.write(
+                f"MCP client token {TOKEN_NAME!r} ({existing.key_prefix}…) exists; its key was shown once when it "
+                "was created and is not stored.\n"
+                f"Create another with: ./dev manage token_create --user {username} --name my-client\n"
+                "or in admin under Client tokens, then use it in place of <your token> below.\n"
+            )
+            key = KEY_PLACEHOLDER
+        else:
+            _token, key = client_token_create(user=admin, name=TOKEN_NAME)
+            self.stdout.write(f"MCP client token {TOKEN_NAME!r} for {admin.get_username()} (shown once): {key}\n")
+        self.stdout.write(client_configs(url, key))

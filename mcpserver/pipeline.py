@@ -1,0 +1,323 @@
+"""One tool call, from the request to the result: the spine of the MCP endpoint.
+
+``call_tool`` reads top to bottom: scope → rate limit → known tool → argument validation → elicitation of
+missing input → run → result. Every failure on the way becomes a ``Failure`` rendered from the catalog
+(``errcatalog.render``), so what reaches the model is catalog text and server-controlled values only.
+Each call ends in one ``CallOutcome`` handed to ``record_outcome``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+import sentry_sdk
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from mcp.shared.exceptions import MCPError
+from sentry_sdk.integrations.logging import ignore_logger
+
+from errcatalog.classify import classify, facts_from_exception
+from errcatalog.errors import ErrcatalogError
+from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, error_object, render, tool_result
+from errcatalog.safety import safe_identifier
+from errcatalog.snapshot import CatalogSnapshot, acatalog_snapshot
+from mcpserver import elicitation
+from mcpserver.auth import ClientIdentity
+from mcpserver.ratelimit import rate_limit_retry_after
+from mcpserver.registry import ToolOutput, ToolSpec, registry
+from mcpserver.validation import validate_arguments
+
+logger = logging.getLogger("mcpserver.pipeline")
+# Sentry's logging integration would turn the ERROR line of a system failure into a second event: the pipeline
+# captures exactly one event per system failure itself, and user errors never.
+ignore_logger(logger.name)
+
+# Alternatives offered for an unknown tool when no name is close (seed 002: "what is available").
+FALLBACK_ALTERNATIVES = 3
+# Codes that are the caller's input problem: these may go out on the JSON-RPC channel (seed 003).
+INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """What happened to one call, for outcome recording (issue 4). No arguments, no free text."""
+
+    tool: str
+    client: str | None
+    session: str | None
+    outcome: str  # "ok", "error" or "input_required" (a 2026-07-28 elicitation round trip is under way)
+    code: str | None = None
+    variant: str | None = None
+    interactive: bool = False
+    latency_ms: float = 0.0
+    elicitation: str | None = None  # "accept", "decline", "cancel" or "requested" when one was made
+    event_id: str | None = None
+
+
+def record_outcome(outcome: CallOutcome) -> None:
+    """Hook for outcome recording; issue 4 turns this into an enqueue. Must stay cheap: it runs on every call."""
+
+
+@dataclass
+class ToolCall:
+    """One ``tools/call`` as the pipeline sees it, built by ``mcpserver.server`` from the SDK's request."""
+
+    name: str
+    arguments: dict[str, Any]
+    client: ClientIdentity | None
+    session_id: str | None
+    protocol_version: str
+    # The client declared form elicitation (per connection on 2025-11-25, per request on 2026-07-28).
+    can_elicit: bool = False
+    # 2025-11-25: sends elicitation/create on the session; None when there is no back channel.
+    elicit_form: Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]] | None = None
+    # 2026-07-28: the answers of an InputRequiredResult round trip and our (already unsealed) state.
+    modern: bool = False
+    input_responses: Mapping[str, Any] | None = None
+    request_state: str | None = None
+    context: Any = None  # the ToolContext handed to tools that ask for one
+    started: float = field(default_factory=time.perf_counter)
+
+
+async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:
+    """Serve one tool call. Raises ``MCPError`` only when input errors go out on the JSON-RPC channel."""
+    mcp = settings.MCP
+    enabled = {spec.name: spec for spec in registry.enabled(mcp["TOOLSETS"])}
+    spec = enabled.get(call.name)
+    fmt = _format(spec, call.arguments)
+
+    if spec is not None and call.client is not None and not call.client.allows_tool(spec.name):
+        return await _fail(call, Failure("PERMISSION_DENIED", tool_name=call.name), fmt)
+
+    if call.client is not None:
+        retry_after = await rate_limit_retry_after(call.client.key, per_minute=mcp["RATE_LIMIT_PER_MINUTE"])
+        if retry_after is not None:
+            return await _fail(call, Failure("RATE_LIMIT", tool_name=call.name, retry_after=retry_after), fmt)
+
+    if spec is None:
+        visible = [name for name in enabled if call.client is None or call.client.allows_tool(name)]
+        alternatives = did_you_mean(call.name, visible) or tuple(sorted(visible)[:FALLBACK_ALTERNATIVES])
+        return await _fail(call, Failure("FUNCTION_NOT_FOUND", tool_name=call.name, alternatives=alternatives), fmt)
+
+    arguments = dict(call.arguments)
+    problems = validate_arguments(spec.listed_input_schema, arguments)
+    elicited = None
+    if problems.missing and not problems.invalid and _may_elicit(spec, call):
+        answer = await elicitation.ask(spec, call, problems.missing, await _question(spec, problems.missing))
+        if isinstance(answer, types.InputRequiredResult):
+            _record(call, None, elicited="requested", outcome="input_required")
+            return answer
+        if answer is not None:
+            elicited = answer.action
+            if answer.action != "accept":
+                # Declined or dismissed: the model gets the question, to put to the user in its own words.
+                return await _fail(call, _missing_failure(spec, problems.missing), fmt, elicited=elicited)
+            arguments.update(answer.content)
+            problems = validate_arguments(spec.listed_input_schema, arguments)
+    if problems.missing:
+        return await _fail(call, _missing_failure(spec, problems.missing), fmt, elicited=elicited)
+    if problems.invalid:
+        return await _fail(
+            call, Failure("INVALID_PARAMETER", tool_name=spec.name, parameters=problems.invalid[:1]), fmt
+        )
+    if problems.structural:
+        return await _fail(call, Failure("INVALID_ARGUMENTS", tool_name=spec.name), fmt)
+
+    try:
+        output = await _run(spec, arguments, call)
+        result = _success(output)
+    except Exception as exc:
+        return await _fail_with_exception(call, spec, exc, fmt, elicited=elicited)
+    _record(call, None, elicited=elicited)
+    return result
+
+
+# --- Steps ---------------------------------------------------------------------------------------------------
+
+
+def _format(spec: ToolSpec | None, arguments: Mapping[str, Any]) -> str:
+    default = settings.ERRCATALOG["DEFAULT_FORMAT"]
+    if spec is None or not spec.formats:
+        return default
+    requested = arguments.get("format")
+    return requested if requested in ("markdown", "json", "both") else default
+
+
+def _may_elicit(spec: ToolSpec, call: ToolCall) -> bool:
+    if not (spec.elicit and call.can_elicit and settings.MCP["ELICITATION"]):
+        return False
+    return call.modern or call.elicit_form is not None
+
+
+def _missing_failure(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> Failure:
+    return Failure("MISSING_PARAMETER", tool_name=spec.name, parameters=missing)
+
+
+async def _question(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> str:
+    """The catalog's question for the missing parameters: also the message of an elicitation."""
+    return _render(await acatalog_snapshot(), _missing_failure(spec, missing)).text
+
+
+async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any:
+    # Arguments the schema lets through but the function does not take (``format``, or extra properties when
+    # the schema allows them) are dropped: a TypeError here would be our bug reported as the caller's failure.
+    accepted = spec.accepted_arguments
+    kwargs = {k: v for k, v in arguments.items() if accepted is None or k in accepted}
+    if spec.wants_context:
+        kwargs["context"] = call.context
+    if spec.is_async:
+        return await spec.function(**kwargs)
+    return await _run_sync(spec.function, kwargs)
+
+
+def _call_in_thread(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    # Tool calls do not pass through Django's request cycle, so the worker thread tidies its connection
+    # the way Django does around each request.
+    close_old_connections()
+    try:
+        return function(**kwargs)
+    finally:
+        close_old_connections()
+
+
+_run_sync = sync_to_async(_call_in_thread, thread_sensitive=False)
+
+
+class InvalidToolOutput(ErrcatalogError):
+    """A tool returned content blocks that are not valid MCP content: a bug in the tool, not the caller's fault."""
+
+    code = "EXECUTION_FAILURE"
+
+
+def _success(output: Any) -> types.CallToolResult:
+    if isinstance(output, ToolOutput):
+        try:
+            return types.CallToolResult.model_validate(
+                {"content": output.content, "structuredContent": output.structured}, by_name=False
+            )
+        except ValueError as exc:  # pydantic's ValidationError; its text names the tool's own output only
+            raise InvalidToolOutput("tool returned invalid MCP content") from exc
+    if isinstance(output, str):
+        return types.CallToolResult(content=[types.TextContent(type="text", text=output)])
+    if isinstance(output, dict | list):
+        text = json.dumps(output, ensure_ascii=False, default=str)
+        structured = output if isinstance(output, dict) else None
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
+    if output is None:
+        return types.CallToolResult(content=[])
+    return types.CallToolResult(content=[types.TextContent(type="text", text=str(output))])
+
+
+async def _fail_with_exception(
+    call: ToolCall, spec: ToolSpec, exc: Exception, fmt: str, *, elicited: str | None
+) -> types.CallToolResult:
+    snapshot = await acatalog_snapshot()
+    code = classify(snapshot, facts_from_exception(exc))
+    entry = snapshot.entry(code)
+    event_id = None
+    if entry.system:
+        # The exception (message, traceback) goes to Sentry, never to the model; the model gets the event ID.
+        event_id = sentry_sdk.capture_exception(
+            exc, fingerprint=["errcatalog", entry.code], tags={"tool": spec.name, "code": entry.code}
+        )
+        logger.error("Tool %s failed with %s (event %s)", spec.name, entry.code, event_id, exc_info=exc)
+    failure = Failure(
+        entry.code,
+        tool_name=spec.name,
+        status_code=getattr(exc, "status_code", None) if isinstance(getattr(exc, "status_code", None), int) else None,
+        event_id=event_id,
+        retry_after=_int_or_none(getattr(exc, "retry_after", None)),
+        service=getattr(exc, "service", None) if isinstance(getattr(exc, "service", None), str) else None,
+        parameters=_exception_parameters(exc),
+        alternatives=tuple(a for a in getattr(exc, "alternatives", ()) if isinstance(a, str)),
+        network_failure=facts_from_exception(exc).transport or None,
+        # The tool's own partial output (seed 002's timeout), never text taken from the exception.
+        partial_result=getattr(exc, "partial_result", None) if isinstance(exc, ErrcatalogError) else None,
+    )
+    return await _fail(call, failure, fmt, elicited=elicited, snapshot=snapshot)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _exception_parameters(exc: Exception) -> tuple[ParameterFault, ...]:
+    name = getattr(exc, "parameter", None)
+    if not isinstance(name, str):
+        return ()
+    expected = getattr(exc, "expected_format", None)
+    # A tool that finds a required value blank raises MISSING_PARAMETER: the parameter is then missing, so the
+    # catalog's question for it (the parameter hint) is asked, rather than a question about its format.
+    problem = "missing" if getattr(exc, "code", None) == "MISSING_PARAMETER" else "invalid"
+    return (ParameterFault(name, problem=problem, expected_format=expected if isinstance(expected, str) else ""),)
+
+
+def _render(snapshot: CatalogSnapshot, failure: Failure) -> RenderedError:
+    # The variant is picked by weight for each rendered error, which is what the A/B metrics compare.
+    return render(
+        snapshot,
+        failure,
+        pick=random.random(),  # noqa: S311 (choosing a wording, not a secret)
+        max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
+    )
+
+
+async def _fail(
+    call: ToolCall,
+    failure: Failure,
+    fmt: str,
+    *,
+    elicited: str | None = None,
+    snapshot: CatalogSnapshot | None = None,
+) -> types.CallToolResult:
+    rendered = _render(snapshot or await acatalog_snapshot(), failure)
+    if not rendered.system:
+        # User-correctable: logged for people, never sent to Sentry.
+        logger.warning("Tool call %s answered with %s", safe_identifier(call.name), rendered.code)
+    _record(call, rendered, elicited=elicited)
+    if _goes_out_as_jsonrpc(rendered):
+        error = error_object(
+            rendered,
+            protocol_version=call.protocol_version,
+            legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"],
+        )
+        raise MCPError(error["code"], error["message"], error["data"])
+    result = tool_result(rendered, fmt)
+    if rendered.event_id and fmt != "json" and rendered.event_id not in rendered.text:
+        # The model quotes the event ID to people, as in seed 001's "Event ID: …" line.
+        first = result["content"][0]
+        result["content"][0] = {**first, "text": f"{first['text']}\n\nEvent ID: {rendered.event_id}"}
+    return types.CallToolResult.model_validate(result, by_name=False)
+
+
+def _goes_out_as_jsonrpc(rendered: RenderedError) -> bool:
+    if settings.ERRCATALOG["INPUT_ERROR_CHANNEL"] != "jsonrpc":
+        return False
+    return rendered.kind == "needs_input" or rendered.code in INPUT_ERROR_CODES
+
+
+def _record(
+    call: ToolCall, rendered: RenderedError | None, *, elicited: str | None, outcome: str | None = None
+) -> None:
+    record_outcome(
+        CallOutcome(
+            tool=safe_identifier(call.name),  # an unknown name is the caller's text: kept only if name-shaped
+            client=call.client.key if call.client else None,
+            session=call.session_id,
+            outcome=outcome or ("ok" if rendered is None else "error"),
+            code=rendered.code if rendered else None,
+            variant=rendered.variant if rendered else None,
+            interactive=bool(rendered and rendered.interactive) or elicited is not None,
+            latency_ms=(time.perf_counter() - call.started) * 1000,
+            elicitation=elicited,
+            event_id=rendered.event_id if rendered else None,
+        )
+    )

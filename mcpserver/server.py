@@ -1,0 +1,199 @@
+"""The one place the MCP SDK is wired: the low-level ``Server``, its two session managers and the ASGI app.
+
+Two session managers share one ``Server`` (see ``shared/notes/PLATFORM.md``): requests that name a 2026-07-28
+(or any non-handshake) ``MCP-Protocol-Version`` go to a JSON-response manager, where a stateless call costs
+least; everything else (2025-11-25: ``initialize``, ``Mcp-Session-Id``, server-to-client requests over SSE)
+goes to the stateful SSE manager, which is what elicitation, progress and logging need. The SDK's manager
+makes the same split itself (``StreamableHTTPSessionManager._handle_request`` sends non-handshake versions to
+its modern entry), so routing by the same header never sends a request where it would not have gone anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import mcp_types as types
+import sentry_sdk
+from django.conf import settings
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import INTERNAL_ERROR
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.types import Receive, Scope, Send
+
+from errcatalog.safety import safe_identifier
+from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
+from mcpserver.pipeline import ToolCall, call_tool
+from mcpserver.registry import ToolSpec, autodiscover, registry
+
+logger = logging.getLogger("mcpserver.server")
+SERVER_NAME = "errcatalog"
+INSTRUCTIONS = (
+    "errcatalog's tools. Failed calls return structured errors (toolError:v1 / needsInput:v1) that say what "
+    "happened, why and what to do next; a needsInput result carries a question to put to the user."
+)
+# ToolContext.log is logging on 2025-11-25 sessions (and opted-in 2026 requests); the SDK marks the feature
+# deprecated for 2026-07-28 and would warn on every call.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
+_PROTOCOL_HEADER = b"mcp-protocol-version"
+_HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
+
+
+def _enabled_tools() -> dict[str, ToolSpec]:
+    return {spec.name: spec for spec in registry.enabled(settings.MCP["TOOLSETS"])}
+
+
+def _client(ctx: ServerRequestContext[Any, Any]) -> ClientIdentity | None:
+    request = ctx.request
+    scope = getattr(request, "scope", None)
+    return scope.get(CLIENT_SCOPE_KEY) if isinstance(scope, Mapping) else None
+
+
+def _tool(spec: ToolSpec) -> types.Tool:
+    annotations = types.ToolAnnotations.model_validate(spec.annotations, by_name=False) if spec.annotations else None
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=dict(spec.listed_input_schema),
+        output_schema=dict(spec.output_schema) if spec.output_schema else None,
+        annotations=annotations,
+    )
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    """The enabled tools this caller's token may use."""
+    client = _client(ctx)
+    return types.ListToolsResult(
+        tools=[_tool(spec) for spec in _enabled_tools().values() if client is None or client.allows_tool(spec.name)]
+    )
+
+
+def tool_input_schema(name: str) -> Mapping[str, Any] | None:
+    """For the SDK's 2026-07-28 header validation, so it does not re-run tools/list on every call."""
+    spec = _enabled_tools().get(name)
+    return spec.listed_input_schema if spec is not None else None
+
+
+class _ToolContext:
+    """What a running tool may ask of its call (``mcpserver.registry.ToolContext``)."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], client: ClientIdentity | None, session_id: str | None):
+        self._ctx = ctx
+        self.client = client.name if client else None
+        self.session_id = session_id
+
+    async def log(self, level: str, data: Any) -> None:
+        await self._ctx.session.send_log_message(level, data, related_request_id=self._ctx.request_id)  # type: ignore[arg-type]
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)
+
+
+def _can_elicit_form(capabilities: types.ClientCapabilities | None) -> bool:
+    elicitation = capabilities.elicitation if capabilities else None
+    # An empty elicitation capability means form mode (the spec's backwards-compatible reading).
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+async def handle_call_tool(
+    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
+    session = ctx.session
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    headers = getattr(ctx.request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None and not modern else None
+    client = _client(ctx)
+
+    async def elicit_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+        return await session.elicit_form(message, schema, related_request_id=ctx.request_id)  # type: ignore[arg-type]
+
+    call = ToolCall(
+        name=params.name,
+        arguments=dict(params.arguments or {}),
+        client=client,
+        session_id=session_id,
+        protocol_version=ctx.protocol_version,
+        can_elicit=_can_elicit_form(session.client_capabilities),
+        elicit_form=elicit_form if not modern and session.can_send_request else None,
+        modern=modern,
+        input_responses=params.input_responses,
+        request_state=params.request_state,
+        context=_ToolContext(ctx, client, session_id),
+    )
+    try:
+        return await call_tool(call)
+    except MCPError:
+        raise
+    except Exception as exc:
+        # A bug in the pipeline itself. The 2025 path of the low-level server would put the exception's text on
+        # the wire (code 0), so it becomes a plain internal error here and the details go to logs and Sentry.
+        logger.exception("The pipeline failed on a call of %s", safe_identifier(params.name))
+        sentry_sdk.capture_exception(exc, fingerprint=["errcatalog", "pipeline"])
+        raise MCPError(INTERNAL_ERROR, "Internal error") from None
+
+
+def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """Bind 2026-07-28 request state to the client token that asked, so another token cannot replay it."""
+    client = _client(ctx)
+    return client.key if client is not None else None
+
+
+def build_server() -> Server[Any]:
+    autodiscover()
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version="1",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=handle_call_tool,
+        get_tool_input_schema=tool_input_schema,
+    )
+    security = RequestStateSecurity(
+        keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
+    )
+    server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
+    return server
+
+
+class McpApp:
+    """The ASGI app behind ``/mcp``: the HTTP guard, then the session manager for the request's generation."""
+
+    def __init__(self) -> None:
+        mcp = settings.MCP
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(mcp["ALLOWED_HOSTS"]),
+            allowed_origins=list(mcp["ALLOWED_ORIGINS"]),
+        )
+        self.server = build_server()
+        common = {"security_settings": security, "max_request_body_size": mcp["MAX_BODY_BYTES"]}
+        self.modern = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True, **common)
+        self.legacy = StreamableHTTPSessionManager(self.server, **common)
+        self.guard = McpHttpGuard(
+            self._route, auth_required=mcp["AUTH"], max_body_bytes=mcp["MAX_BODY_BYTES"], security=security
+        )
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Both managers' task groups, entered once per process by the outer app's lifespan."""
+        async with self.modern.run(), self.legacy.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.guard(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        version = next((value for key, value in scope["headers"] if key == _PROTOCOL_HEADER), None)
+        manager = self.modern if version is not None and version not in _HANDSHAKE_VERSIONS else self.legacy
+        await manager.handle_request(scope, receive, send)

@@ -1,0 +1,113 @@
+"""Argument validation: a tool's input schema (JSON Schema 2020-12) against the arguments of one call.
+
+The result names the parameters at fault and what the schema expects of them, never the rejected values, so it
+can go straight into a catalog ``Failure`` (seed 003: the rejected value is never echoed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from errcatalog.render import ParameterFault
+
+# Keywords about a value's shape that a model can act on, in the order they are described.
+_FORMAT_WORDS = {
+    "email": "an email address such as user@domain.com",
+    "date": "a date such as 2026-01-31",
+    "date-time": "a date and time such as 2026-01-31T09:30:00Z",
+    "uri": "a full URL such as https://example.com/page",
+    "uuid": "a UUID such as 123e4567-e89b-12d3-a456-426614174000",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentProblems:
+    """What is wrong with the arguments of one call: missing required parameters, then invalid ones."""
+
+    missing: tuple[ParameterFault, ...] = ()
+    invalid: tuple[ParameterFault, ...] = ()
+    # Arguments the schema does not know, or problems not tied to one property (the model can fix these).
+    structural: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.missing or self.invalid or self.structural)
+
+
+# Validators by schema identity: tool schemas live as long as the process, and building a validator per call
+# would cost more than the validation itself.
+_validators: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+
+
+def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
+    cached = _validators.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER))
+        _validators[id(schema)] = cached
+    return cached[1]
+
+
+def expected_format(prop: Mapping[str, Any]) -> str:
+    """Describe what a property accepts, from its schema only (format, pattern, enum, bounds)."""
+    parts: list[str] = []
+    if "enum" in prop:
+        parts.append("one of " + ", ".join(str(v) for v in prop["enum"]))
+    fmt = prop.get("format")
+    if isinstance(fmt, str):
+        parts.append(_FORMAT_WORDS.get(fmt, f"the {fmt} format"))
+    if "pattern" in prop:
+        parts.append(f"the pattern {prop['pattern']}")
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None:
+        parts.append(f"a number from {_num(low)} to {_num(high)}")
+    elif low is not None:
+        parts.append(f"a number of at least {_num(low)}")
+    elif high is not None:
+        parts.append(f"a number of at most {_num(high)}")
+    if "minLength" in prop or "maxLength" in prop:
+        parts.append(f"{prop.get('minLength', 0)} to {prop.get('maxLength', 'any number of')} characters")
+    if not parts and isinstance(prop.get("type"), str):
+        parts.append(f"a {prop['type']}")
+    return "; ".join(parts)
+
+
+def _num(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def parameter_fault(name: str, prop: Mapping[str, Any], problem: str) -> ParameterFault:
+    """A fault described from the property's schema (the catalog's parameter hint may override the words)."""
+    prop_type = prop.get("type")
+    return ParameterFault(
+        name=name,
+        problem=problem,
+        description=str(prop.get("description", "")),
+        type=str(prop.get("format") or (prop_type if isinstance(prop_type, str) else "")),
+        expected_format=expected_format(prop),
+        minimum=prop.get("minimum"),
+        maximum=prop.get("maximum"),
+    )
+
+
+def validate_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> ArgumentProblems:
+    """Check ``arguments`` against ``schema``; every missing required property and every invalid one is named."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    missing: dict[str, ParameterFault] = {}
+    invalid: dict[str, ParameterFault] = {}
+    structural = False
+    for error in validator_for(schema).iter_errors(dict(arguments)):
+        if error.validator == "required" and not error.absolute_path:
+            for name in schema.get("required", ()):
+                if name not in arguments and name not in missing:
+                    missing[name] = parameter_fault(name, properties.get(name, {}), "missing")
+            continue
+        path = list(error.absolute_path)
+        name = path[0] if path and isinstance(path[0], str) else None
+        if name is None or name not in properties:
+            structural = True
+            continue
+        invalid.setdefault(name, parameter_fault(name, properties[name], "invalid"))
+    return ArgumentProblems(missing=tuple(missing.values()), invalid=tuple(invalid.values()), structural=structural)

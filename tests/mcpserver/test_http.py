@@ -1,0 +1,156 @@
+"""The HTTP edge of /mcp: auth, Host/Origin, size limit, bad requests, rate limit, routing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx2
+import pytest
+
+from errcatalog.tokens import client_token_create, client_token_revoke
+from mcpserver.auth import UNAUTHORIZED_MESSAGE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+
+
+def auth(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer ec_wrong"}, {"Authorization": "Basic abc"}])
+def test_missing_or_wrong_token_is_401_with_one_message(mcp, headers):
+    response = mcp.raw(body=json.dumps(INITIALIZE).encode(), headers=headers)
+    assert response.status_code == 401
+    assert response.json() == {"error": UNAUTHORIZED_MESSAGE}
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_revoked_token_is_401(mcp, token_owner):
+    token, key = client_token_create(user=token_owner, name="soon-revoked")
+    assert mcp.raw(body=json.dumps(INITIALIZE).encode(), headers=auth(key)).status_code == 200
+    client_token_revoke(token=token)
+    response = mcp.raw(body=json.dumps(INITIALIZE).encode(), headers=auth(key))
+    assert response.status_code == 401
+    assert response.json() == {"error": UNAUTHORIZED_MESSAGE}
+
+
+def test_scoped_token_sees_and_calls_only_its_tools(mcp, token_owner):
+    _token, key = client_token_create(user=token_owner, name="scoped", tool_scope=["explain_error"])
+
+    async def scenario(client):
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        denied = await client.call_tool("list_error_codes", {})
+        allowed = await client.call_tool("explain_error", {"code": "NOT_FOUND"})
+        return names, denied, allowed
+
+    for names, denied, allowed in mcp.run(scenario, key=key).values():
+        assert names == ["explain_error"]
+        assert denied.structured_content["code"] == "PERMISSION_DENIED"
+        assert not allowed.is_error
+
+
+def test_foreign_host_is_refused(mcp):
+    response = mcp.raw(body=json.dumps(INITIALIZE).encode(), headers={"Host": "evil.example.com", **auth(mcp.key)})
+    assert response.status_code == 421
+
+
+def test_foreign_origin_is_refused(mcp):
+    response = mcp.raw(
+        body=json.dumps(INITIALIZE).encode(), headers={"Origin": "http://evil.example.com", **auth(mcp.key)}
+    )
+    assert response.status_code == 403
+
+
+def test_oversize_body_is_413_json(mcp, settings):
+    body = json.dumps({**INITIALIZE, "padding": "x" * (settings.MCP["MAX_BODY_BYTES"] + 1)}).encode()
+    response = mcp.raw(body=body, headers=auth(mcp.key))
+    assert response.status_code == 413
+    assert "larger" in response.json()["error"]
+
+
+@pytest.mark.parametrize("version", [None, "2026-07-28"])
+def test_malformed_json_is_a_parse_error(mcp, version):
+    headers = auth(mcp.key) | ({"MCP-Protocol-Version": version} if version else {})
+    response = mcp.raw(body=b'{"jsonrpc": "2.0", "id": 1, "method": ', headers=headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+
+
+@pytest.mark.parametrize("version", [None, "2026-07-28"])
+def test_wrong_content_type_is_refused_cleanly(mcp, version):
+    headers = auth(mcp.key) | {"Content-Type": "text/plain"} | ({"MCP-Protocol-Version": version} if version else {})
+    response = mcp.raw(body=json.dumps(INITIALIZE).encode(), headers=headers)
+    assert response.status_code in (400, 415)
+    assert "Traceback" not in response.text
+
+
+def test_unknown_method_is_method_not_found(mcp):
+    headers = auth(mcp.key) | {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/frobnicate"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/frobnicate",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    }
+    response = mcp.raw(body=json.dumps(body).encode(), headers=headers)
+    assert response.status_code in (200, 400, 404)
+    assert response.json()["error"]["code"] == -32601
+
+
+def test_get_without_session_is_not_a_server_error(mcp):
+    response = mcp.raw("GET", headers=auth(mcp.key))
+    assert 400 <= response.status_code < 500
+    assert "Traceback" not in response.text
+
+
+def test_other_paths_go_to_django(mcp):
+    response = httpx2.get(mcp.url.replace("/mcp", "/mcpx"), timeout=5)
+    assert response.status_code == 404
+    assert "json" not in response.headers.get("content-type", "") or "error" not in response.text
+
+
+def test_rate_limit_is_a_catalog_result_with_retry_after(mcp, settings):
+    settings.MCP = {**settings.MCP, "RATE_LIMIT_PER_MINUTE": 2}
+
+    async def scenario():
+        async with mcp.client(mode="auto") as client:
+            return [await client.call_tool("explain_error", {"code": "NOT_FOUND"}) for _ in range(3)]
+
+    first, second, third = asyncio.run(scenario())
+    assert not first.is_error and not second.is_error
+    envelope = third.structured_content
+    assert envelope["code"] == "RATE_LIMIT"
+    assert envelope["retryable"] is True
+    assert 1 <= envelope["details"]["retryAfterSeconds"] <= 60
+    assert str(envelope["details"]["retryAfterSeconds"]) in third.content[0].text
+
+
+def test_jsonrpc_channel_sends_input_errors_as_invalid_params(mcp, settings):
+    settings.ERRCATALOG = {**settings.ERRCATALOG, "INPUT_ERROR_CHANNEL": "jsonrpc"}
+    from mcp.shared.exceptions import MCPError
+
+    async def scenario(client):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("book_table", {"guest": "Ada", "people": 2})
+        return caught.value
+
+    for error in mcp.run(scenario).values():
+        assert error.code == -32602
+        assert error.message.startswith("Question: ")
+        assert error.data["error_category"] == "missing_parameter"
+        assert error.data["required_parameter"] == "email"
+        assert error.data["tool_name"] == "book_table"
+        assert error.data["retry_capable"] is True
