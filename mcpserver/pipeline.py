@@ -225,10 +225,15 @@ async def _fail_with_exception(
     event_id = None
     if entry.system:
         # The exception (message, traceback) goes to Sentry, never to the model; the model gets the event ID.
-        event_id = sentry_sdk.capture_exception(
-            exc, fingerprint=["errcatalog", entry.code], tags={"tool": spec.name, "code": entry.code}
-        )
-        logger.error("Tool %s failed with %s (event %s)", spec.name, entry.code, event_id, exc_info=exc)
+        if sentry_sdk.get_client().is_active():
+            event_id = sentry_sdk.capture_exception(
+                exc, fingerprint=["errcatalog", entry.code], tags={"tool": spec.name, "code": entry.code}
+            )
+            # Sentry keeps the traceback; formatting it again for the log would double the cost of a failure.
+            logger.error("Tool %s failed with %s (Sentry event %s)", spec.name, entry.code, event_id)
+        else:
+            # Without Sentry (capture_exception would still build a whole event), the log keeps the traceback.
+            logger.error("Tool %s failed with %s", spec.name, entry.code, exc_info=exc)
     failure = Failure(
         entry.code,
         tool_name=spec.name,

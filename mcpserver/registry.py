@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
+from errcatalog.errors import ErrcatalogError
+
 # The ``format`` argument of tools declared with ``formats=True`` (seed 000: markdown by default).
 FORMAT_PROPERTY: Mapping[str, Any] = {
     "type": "string",
@@ -44,8 +46,30 @@ FORMAT_PROPERTY: Mapping[str, Any] = {
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
+@dataclass(frozen=True, slots=True)
+class UserAnswer:
+    """The user's answer to ``ToolContext.elicit``: "accept" (with ``content``), "decline" or "cancel"."""
+
+    action: str
+    content: dict[str, Any] = field(default_factory=dict)
+
+
+class ClientCannotAnswer(ErrcatalogError):
+    """The client cannot take a request from the server (no sampling or elicitation, or no back channel).
+
+    Raised by ``ToolContext.sample`` and ``ToolContext.elicit``; rendered from the catalog like any failure.
+    """
+
+    code = "CLIENT_ERROR"
+
+
 class ToolContext(Protocol):
-    """What a running tool may ask of the call it serves."""
+    """What a running tool may ask of the call it serves.
+
+    ``sample`` and ``elicit`` send a request to the client and wait for its answer, so they need a client that
+    declared the capability and a connection that can carry the request (a 2025-11-25 session); otherwise they
+    raise ``ClientCannotAnswer``.
+    """
 
     client: str | None  # the name of the client token, when auth is on
     session_id: str | None  # the 2025-11-25 session, if any
@@ -53,6 +77,22 @@ class ToolContext(Protocol):
     async def log(self, level: str, data: Any) -> None: ...
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None: ...
+
+    async def sample(self, prompt: str, *, max_tokens: int) -> str:
+        """Ask the client's model (``sampling/createMessage``) to answer ``prompt``; its text reply."""
+        ...
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> UserAnswer:
+        """Ask the user for the fields of ``schema`` (a form-mode ``elicitation/create``)."""
+        ...
+
+    async def close_stream(self) -> None:
+        """Close this call's SSE stream so the client reconnects and resumes (SEP-1699 polling).
+
+        A no-op unless the transport can replay what the client missed (an event store, see
+        ``mcpserver.server``); the call goes on either way.
+        """
+        ...
 
 
 @dataclass(frozen=True)

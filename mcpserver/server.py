@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import warnings
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -22,17 +24,19 @@ from django.conf import settings
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import INTERNAL_ERROR
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
 from errcatalog.safety import safe_identifier
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
 from mcpserver.pipeline import ToolCall, call_tool
-from mcpserver.registry import ToolSpec, autodiscover, registry
+from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
+from mcpserver.tools import conformance
 
 logger = logging.getLogger("mcpserver.server")
 SERVER_NAME = "errcatalog"
@@ -43,6 +47,10 @@ INSTRUCTIONS = (
 # ToolContext.log is logging on 2025-11-25 sessions (and opted-in 2026 requests); the SDK marks the feature
 # deprecated for 2026-07-28 and would warn on every call.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
+# With the conformance fixtures only (see ReplayBuffer): the SSE events kept for resumption, and the reconnection
+# delay suggested to clients, shorter than test_reconnection's wait so the client is back before its result.
+REPLAY_BUFFER_EVENTS = 1000
+RETRY_MS = 100
 _PROTOCOL_HEADER = b"mcp-protocol-version"
 _HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 
@@ -88,8 +96,16 @@ def tool_input_schema(name: str) -> Mapping[str, Any] | None:
 class _ToolContext:
     """What a running tool may ask of its call (``mcpserver.registry.ToolContext``)."""
 
-    def __init__(self, ctx: ServerRequestContext[Any, Any], client: ClientIdentity | None, session_id: str | None):
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        client: ClientIdentity | None,
+        session_id: str | None,
+        *,
+        back_channel: bool,
+    ):
         self._ctx = ctx
+        self._back_channel = back_channel
         self.client = client.name if client else None
         self.session_id = session_id
 
@@ -98,6 +114,30 @@ class _ToolContext:
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         await self._ctx.session.report_progress(progress, total, message)
+
+    async def sample(self, prompt: str, *, max_tokens: int) -> str:
+        session = self._ctx.session
+        capabilities = session.client_capabilities
+        if not (self._back_channel and capabilities is not None and capabilities.sampling is not None):
+            raise ClientCannotAnswer("the client cannot answer sampling/createMessage on this call")
+        result = await session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+            max_tokens=max_tokens,
+            related_request_id=self._ctx.request_id,
+        )
+        return result.content.text if isinstance(result.content, types.TextContent) else ""
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> UserAnswer:
+        session = self._ctx.session
+        if not (self._back_channel and _can_elicit_form(session.client_capabilities)):
+            raise ClientCannotAnswer("the client cannot answer elicitation/create on this call")
+        result = await session.elicit_form(message, dict(schema), related_request_id=self._ctx.request_id)
+        return UserAnswer(result.action, dict(result.content or {}))
+
+    async def close_stream(self) -> None:
+        # The SDK offers the callback only when an event store can replay what the client misses meanwhile.
+        if self._ctx.close_sse_stream is not None:
+            await self._ctx.close_sse_stream()
 
 
 def _can_elicit_form(capabilities: types.ClientCapabilities | None) -> bool:
@@ -118,6 +158,7 @@ async def handle_call_tool(
     async def elicit_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
         return await session.elicit_form(message, schema, related_request_id=ctx.request_id)  # type: ignore[arg-type]
 
+    back_channel = not modern and session.can_send_request
     call = ToolCall(
         name=params.name,
         arguments=dict(params.arguments or {}),
@@ -125,11 +166,11 @@ async def handle_call_tool(
         session_id=session_id,
         protocol_version=ctx.protocol_version,
         can_elicit=_can_elicit_form(session.client_capabilities),
-        elicit_form=elicit_form if not modern and session.can_send_request else None,
+        elicit_form=elicit_form if back_channel else None,
         modern=modern,
         input_responses=params.input_responses,
         request_state=params.request_state,
-        context=_ToolContext(ctx, client, session_id),
+        context=_ToolContext(ctx, client, session_id, back_channel=back_channel),
     )
     try:
         return await call_tool(call)
@@ -149,6 +190,135 @@ def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return client.key if client is not None else None
 
 
+# --- Conformance fixtures: resources, prompts, completion, logging level ----------------------------------------
+#
+# errcatalog serves tools only. The official conformance suite also reads resources, gets prompts, asks for
+# completions and sets the log level, so these handlers exist only while the "conformance" toolset is on; without
+# it the server declares no resources, prompts, completions or logging capability at all.
+
+
+def conformance_enabled() -> bool:
+    return conformance.TOOLSET in settings.MCP["TOOLSETS"]
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    return types.ListResourcesResult.model_validate({"resources": list(conformance.RESOURCES)}, by_name=False)
+
+
+async def list_resource_templates(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    templates = list(conformance.RESOURCE_TEMPLATES)
+    return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates}, by_name=False)
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    contents = conformance.resource_contents(str(params.uri))
+    if contents is None:
+        raise MCPError(INVALID_PARAMS, "Unknown resource")
+    return types.ReadResourceResult.model_validate({"contents": contents}, by_name=False)
+
+
+async def subscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+) -> types.EmptyResult:
+    uri = str(params.uri)
+    if not conformance.is_resource(uri):
+        raise MCPError(INVALID_PARAMS, "Unknown resource")
+    conformance.subscriptions.add(uri)
+    return types.EmptyResult()
+
+
+async def unsubscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+) -> types.EmptyResult:
+    conformance.subscriptions.discard(str(params.uri))
+    return types.EmptyResult()
+
+
+async def list_prompts(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult.model_validate({"prompts": list(conformance.PROMPTS)}, by_name=False)
+
+
+async def get_prompt(
+    ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+) -> types.GetPromptResult:
+    try:
+        messages = conformance.prompt_messages(params.name, params.arguments or {})
+    except conformance.MissingPromptArgument as exc:
+        # The argument name is the fixture's own, never the caller's text.
+        raise MCPError(INVALID_PARAMS, f"Missing required argument: {exc.name}") from None
+    if messages is None:
+        raise MCPError(INVALID_PARAMS, "Unknown prompt")
+    return types.GetPromptResult.model_validate({"messages": messages}, by_name=False)
+
+
+async def complete(ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams) -> types.CompleteResult:
+    values: list[str] = []
+    if isinstance(params.ref, types.PromptReference):
+        values = conformance.complete_prompt_argument(params.ref.name, params.argument.name, params.argument.value)
+    return types.CompleteResult(completion=types.Completion(values=values, total=len(values), has_more=False))
+
+
+async def set_logging_level(
+    ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    # Acknowledged, as the suite requires, but not applied: only the fixtures log, always at info.
+    return types.EmptyResult()
+
+
+def _conformance_handlers() -> dict[str, Any]:
+    if not conformance_enabled():
+        return {}
+    return {
+        "on_list_resources": list_resources,
+        "on_list_resource_templates": list_resource_templates,
+        "on_read_resource": read_resource,
+        "on_subscribe_resource": subscribe_resource,
+        "on_unsubscribe_resource": unsubscribe_resource,
+        "on_list_prompts": list_prompts,
+        "on_get_prompt": get_prompt,
+        "on_completion": complete,
+        "on_set_logging_level": set_logging_level,
+    }
+
+
+class ReplayBuffer(EventStore):
+    """The last SSE events of this process in memory, so a client that reconnects with Last-Event-ID resumes.
+
+    Only with the conformance fixtures (``test_reconnection``, SEP-1699), never in production: the buffer lives
+    in one process (a reconnection that lands on another worker finds nothing), and the SDK's ``EventStore``
+    interface names a stream by its JSON-RPC request id only, so two sessions whose requests share an id share a
+    stream here. Event ids are random, so a client can only resume from an event it was sent.
+    """
+
+    def __init__(self, size: int = REPLAY_BUFFER_EVENTS) -> None:
+        self._events: deque[tuple[str, str, types.JSONRPCMessage | None]] = deque(maxlen=size)
+
+    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
+        event_id = secrets.token_urlsafe(12)
+        self._events.append((stream_id, event_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        events = list(self._events)
+        start = next((i for i, (_, event_id, _) in enumerate(events) if event_id == last_event_id), None)
+        if start is None:
+            return None
+        stream = events[start][0]
+        for stream_id, event_id, message in events[start + 1 :]:
+            # Priming events (no message) only mark a position; they are not replayed.
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
 def build_server() -> Server[Any]:
     autodiscover()
     server: Server[Any] = Server(
@@ -158,6 +328,7 @@ def build_server() -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=handle_call_tool,
         get_tool_input_schema=tool_input_schema,
+        **_conformance_handlers(),
     )
     security = RequestStateSecurity(
         keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
@@ -179,7 +350,8 @@ class McpApp:
         self.server = build_server()
         common = {"security_settings": security, "max_request_body_size": mcp["MAX_BODY_BYTES"]}
         self.modern = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True, **common)
-        self.legacy = StreamableHTTPSessionManager(self.server, **common)
+        resumable = {"event_store": ReplayBuffer(), "retry_interval": RETRY_MS} if conformance_enabled() else {}
+        self.legacy = StreamableHTTPSessionManager(self.server, **common, **resumable)
         self.guard = McpHttpGuard(
             self._route, auth_required=mcp["AUTH"], max_body_bytes=mcp["MAX_BODY_BYTES"], security=security
         )

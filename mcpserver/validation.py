@@ -95,19 +95,31 @@ def parameter_fault(name: str, prop: Mapping[str, Any], problem: str) -> Paramet
 def validate_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> ArgumentProblems:
     """Check ``arguments`` against ``schema``; every missing required property and every invalid one is named."""
     properties: Mapping[str, Any] = schema.get("properties", {})
-    missing: dict[str, ParameterFault] = {}
+    required = tuple(name for name in schema.get("required", ()) if isinstance(name, str))
+    missing: set[str] = set()
     invalid: dict[str, ParameterFault] = {}
     structural = False
     for error in validator_for(schema).iter_errors(dict(arguments)):
         if error.validator == "required" and not error.absolute_path:
-            for name in schema.get("required", ()):
-                if name not in arguments and name not in missing:
-                    missing[name] = parameter_fault(name, properties.get(name, {}), "missing")
+            missing.update(name for name in required if name not in arguments)
             continue
         path = list(error.absolute_path)
         name = path[0] if path and isinstance(path[0], str) else None
         if name is None or name not in properties:
             structural = True
             continue
+        if name in required and _blank(arguments.get(name)):
+            # A required string the schema rejects for being empty ("" against minLength, an email format…) is
+            # missing input: the catalog asks its question for it (seed 003), as tools do for whitespace.
+            missing.add(name)
+            continue
         invalid.setdefault(name, parameter_fault(name, properties[name], "invalid"))
-    return ArgumentProblems(missing=tuple(missing.values()), invalid=tuple(invalid.values()), structural=structural)
+    return ArgumentProblems(
+        missing=tuple(parameter_fault(n, properties.get(n, {}), "missing") for n in required if n in missing),
+        invalid=tuple(invalid.values()),
+        structural=structural,
+    )
+
+
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and not value.strip()

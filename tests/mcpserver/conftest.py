@@ -3,7 +3,8 @@
 The server runs in a thread of the test process for the whole session. Tests that call it use
 ``@pytest.mark.django_db(transaction=True)``: their rows are committed, so the server thread's own database
 connection sees them (an in-memory SQLite test database is shared between threads; PostgreSQL just works).
-Tools that fail or elicit on purpose are registered here in the toolset "test", switched on for the session.
+Tools that fail or elicit on purpose are registered here in the toolset "test", switched on for the session
+with the demo tool set (mcpserver/tools/demo.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from errcatalog.errors import ApiNotFoundError, ApiServerError
 from mcpserver.registry import ToolOutput, tool
 
-SERVED_TOOLSETS = frozenset({"catalog", "test"})
+SERVED_TOOLSETS = frozenset({"catalog", "demo", "test"})
 
 
 # --- Test-only tools (toolset "test") ------------------------------------------------------------------------

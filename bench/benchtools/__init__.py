@@ -1,0 +1,1 @@
+"""The benchmark's tool set (toolset ``bench``), enabled only through ``bench.settings``."""
