@@ -137,11 +137,12 @@ class ToolSpec:
             return None
         return frozenset(p.name for p in parameters if p.name != "context")
 
-    @property
+    # Cached: read on every call, and inspecting a signature costs more than the rest of dispatching.
+    @cached_property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.function)
 
-    @property
+    @cached_property
     def wants_context(self) -> bool:
         return "context" in inspect.signature(self.function).parameters
 

@@ -32,3 +32,20 @@ def test_the_call_over_the_limit_gets_the_rest_of_the_window(settings, backend):
 
 def test_zero_turns_the_limit_off():
     assert asyncio.run(rate_limit_retry_after("token:x", per_minute=0)) is None
+
+
+@pytest.mark.parametrize("backend", ["locmem", "redis"])
+def test_a_new_window_starts_a_new_count(settings, monkeypatch, backend):
+    if backend == "redis":
+        settings.CACHES = {"default": REDIS}
+    client = f"token:{uuid.uuid4().hex}"
+    now = [1_000_000_040.0]  # windows start at multiples of 60 s: this is 20 s into one
+    monkeypatch.setattr("mcpserver.ratelimit.time.time", lambda: now[0])
+
+    async def call():
+        return await rate_limit_retry_after(client, per_minute=1)
+
+    assert asyncio.run(call()) is None
+    assert asyncio.run(call()) == 40  # 20 s into the window: 40 s left
+    now[0] += 60
+    assert asyncio.run(call()) is None
