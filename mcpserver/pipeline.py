@@ -231,9 +231,15 @@ async def _fail_with_exception(
             )
             # Sentry keeps the traceback; formatting it again for the log would double the cost of a failure.
             logger.error("Tool %s failed with %s (Sentry event %s)", spec.name, entry.code, event_id)
-        else:
+        elif _traceback_due(spec.name, entry.code):
             # Without Sentry (capture_exception would still build a whole event), the log keeps the traceback.
             logger.error("Tool %s failed with %s", spec.name, entry.code, exc_info=exc)
+        else:
+            logger.error(
+                "Tool %s failed with %s again (traceback logged at most once a minute per tool and code)",
+                spec.name,
+                entry.code,
+            )
     failure = Failure(
         entry.code,
         tool_name=spec.name,
@@ -248,6 +254,21 @@ async def _fail_with_exception(
         partial_result=getattr(exc, "partial_result", None) if isinstance(exc, ErrcatalogError) else None,
     )
     return await _fail(call, failure, fmt, elicited=elicited, snapshot=snapshot)
+
+
+# A failing tool can fail thousands of times a minute; one traceback per tool and code and minute tells an
+# operator as much as all of them, and formatting each costs more than the rest of the call.
+TRACEBACK_INTERVAL_SECONDS = 60.0
+_last_traceback: dict[tuple[str, str], float] = {}
+
+
+def _traceback_due(tool: str, code: str) -> bool:
+    now = time.monotonic()
+    last = _last_traceback.get((tool, code))
+    if last is not None and now - last < TRACEBACK_INTERVAL_SECONDS:
+        return False
+    _last_traceback[(tool, code)] = now
+    return True
 
 
 def _int_or_none(value: Any) -> int | None:
