@@ -90,7 +90,7 @@ class ToolCall:
 async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:
     """Serve one tool call. Raises ``MCPError`` only when input errors go out on the JSON-RPC channel."""
     mcp = settings.MCP
-    enabled = {spec.name: spec for spec in registry.enabled(mcp["TOOLSETS"])}
+    enabled = registry.enabled_by_name(mcp["TOOLSETS"])
     spec = enabled.get(call.name)
     fmt = _format(spec, call.arguments)
 

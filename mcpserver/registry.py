@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from errcatalog.errors import ErrcatalogError
@@ -152,6 +153,7 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolSpec] = {}
+        self._enabled: dict[frozenset[str], Mapping[str, ToolSpec]] = {}
 
     def add(self, spec: ToolSpec) -> ToolSpec:
         if not TOOL_NAME.fullmatch(spec.name):
@@ -162,14 +164,23 @@ class ToolRegistry:
         if existing is not None and existing.function is not spec.function:
             raise ValueError(f"Tool {spec.name} is declared twice ({existing.toolset} and {spec.toolset}).")
         self._tools[spec.name] = spec
+        self._enabled.clear()
         return spec
 
     def get(self, name: str) -> ToolSpec | None:
         return self._tools.get(name)
 
     def enabled(self, toolsets: Iterator[str] | set[str] | frozenset[str]) -> list[ToolSpec]:
-        wanted = set(toolsets)
-        return [t for t in self._tools.values() if t.toolset in wanted]
+        return list(self.enabled_by_name(toolsets).values())
+
+    def enabled_by_name(self, toolsets: Iterator[str] | set[str] | frozenset[str]) -> Mapping[str, ToolSpec]:
+        """The tools of ``toolsets`` by name; built once per set of toolsets (it is read on every call)."""
+        wanted = frozenset(toolsets)
+        found = self._enabled.get(wanted)
+        if found is None:
+            found = MappingProxyType({t.name: t for t in self._tools.values() if t.toolset in wanted})
+            self._enabled[wanted] = found
+        return found
 
     def __iter__(self) -> Iterator[ToolSpec]:
         return iter(self._tools.values())

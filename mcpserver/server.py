@@ -55,8 +55,8 @@ _PROTOCOL_HEADER = b"mcp-protocol-version"
 _HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 
 
-def _enabled_tools() -> dict[str, ToolSpec]:
-    return {spec.name: spec for spec in registry.enabled(settings.MCP["TOOLSETS"])}
+def _enabled_tools() -> Mapping[str, ToolSpec]:
+    return registry.enabled_by_name(settings.MCP["TOOLSETS"])
 
 
 def _client(ctx: ServerRequestContext[Any, Any]) -> ClientIdentity | None:
