@@ -214,6 +214,59 @@ MCP = {
     ),
 }
 
+# --- Outcomes, retries and metrics (issue 4) ----------------------------------------------------------
+
+OUTCOMES = {
+    # Record every tool call's outcome (off: nothing is buffered, the dashboard stays empty).
+    "ENABLED": env_bool("ERRCATALOG_OUTCOMES", True),
+    # Events wait in process memory at most this long (or until a batch is full) before they go to the buffer.
+    "FLUSH_INTERVAL_MS": env_int("ERRCATALOG_OUTCOMES_FLUSH_MS", 100, minimum=1),
+    # Events a process holds while the buffer is unreachable; older ones are dropped (and counted) beyond it.
+    "LOCAL_BUFFER_MAX": env_int("ERRCATALOG_OUTCOMES_LOCAL_BUFFER", 50_000, minimum=100),
+    # The Redis stream that buffers events for ingestion, its consumer group and its bound (approximate).
+    "STREAM_KEY": env_str("ERRCATALOG_OUTCOMES_STREAM", "errcatalog:outcomes"),
+    "STREAM_GROUP": "ingest",
+    "STREAM_MAXLEN": env_int("ERRCATALOG_OUTCOMES_STREAM_MAXLEN", 1_000_000, minimum=1000),
+    # Events an ingest worker takes at once.
+    "BATCH_SIZE": env_int("ERRCATALOG_OUTCOMES_BATCH", 2000, minimum=1),
+    # A batch a worker took but did not acknowledge for this long (the worker died) is taken over by another.
+    "CLAIM_IDLE_SECONDS": env_int("ERRCATALOG_OUTCOMES_CLAIM_IDLE_SECONDS", 60, minimum=1),
+    # A call of the same tool by the same client/session within this window after an error is a retry.
+    "RETRY_WINDOW_SECONDS": env_int("ERRCATALOG_RETRY_WINDOW_SECONDS", 600, minimum=1),
+    # More retries than this end an episode as exhausted (seed 003: at most 3 retry attempts).
+    "MAX_ATTEMPTS": env_int("ERRCATALOG_RETRY_MAX_ATTEMPTS", 3, minimum=1),
+    # Rollup bucket length; the dashboard's time series has one point per bucket.
+    "BUCKET_SECONDS": env_int("ERRCATALOG_ROLLUP_BUCKET_SECONDS", 3600, minimum=60),
+    # Link to a Sentry event from the dashboard: "{event_id}" is replaced (blank: no links).
+    "SENTRY_EVENT_URL": env_str("ERRCATALOG_SENTRY_EVENT_URL", ""),
+}
+
+# --- Celery -----------------------------------------------------------------------------------------------
+
+# With Redis, Redis is the broker; the embedded setup uses Celery's filesystem broker in DATA_DIR/celery.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+if CELERY_BROKER_URL == "filesystem://":
+    _CELERY_QUEUE_DIR = DATA_DIR / "celery" / "queue"
+    _CELERY_QUEUE_DIR.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_CELERY_QUEUE_DIR),
+        "data_folder_out": str(_CELERY_QUEUE_DIR),
+        "store_processed": False,
+    }
+CELERY_TASK_IGNORE_RESULT = True
+# A task is acknowledged after it ran, and given back when its worker dies: nothing is lost with a worker.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    # Read the Redis buffer into the database (without Redis, the recorder sends batches as tasks itself).
+    "drain-outcomes": {"task": "errcatalog.drain_outcomes", "schedule": 1.0},
+    "close-abandoned-episodes": {"task": "errcatalog.close_abandoned_episodes", "schedule": 30.0},
+    "compute-rollups": {"task": "errcatalog.compute_rollups", "schedule": 30.0},
+}
+
 # --- Sentry -----------------------------------------------------------------------------------------------
 
 SENTRY_DSN = env_str("SENTRY_DSN", "")

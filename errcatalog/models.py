@@ -239,3 +239,7 @@ class ClientToken(models.Model):
 
     def allows_tool(self, tool_name: str) -> bool:
         return not self.tool_scope or tool_name in self.tool_scope
+
+
+# Outcome storage lives with the rest of the outcome code; importing it here registers it with this app.
+from errcatalog.outcomes.models import Episode, Outcome, OutcomeEvent, Rollup  # noqa: E402, F401

@@ -3,7 +3,7 @@
 ``call_tool`` reads top to bottom: scope → rate limit → known tool → argument validation → elicitation of
 missing input → run → result. Every failure on the way becomes a ``Failure`` rendered from the catalog
 (``errcatalog.render``), so what reaches the model is catalog text and server-controlled values only.
-Each call ends in one ``CallOutcome`` handed to ``record_outcome``.
+Each call ends in one ``OutcomeEvent`` handed to the outcome recorder (``errcatalog.outcomes``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from sentry_sdk.integrations.logging import ignore_logger
 
 from errcatalog.classify import classify, facts_from_exception
 from errcatalog.errors import ErrcatalogError
+from errcatalog.outcomes import recorder
+from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, error_object, render, tool_result
 from errcatalog.safety import safe_identifier
 from errcatalog.snapshot import CatalogSnapshot, acatalog_snapshot
@@ -44,26 +46,6 @@ ignore_logger(logger.name)
 FALLBACK_ALTERNATIVES = 3
 # Codes that are the caller's input problem: these may go out on the JSON-RPC channel (seed 003).
 INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
-
-
-@dataclass(frozen=True, slots=True)
-class CallOutcome:
-    """What happened to one call, for outcome recording (issue 4). No arguments, no free text."""
-
-    tool: str
-    client: str | None
-    session: str | None
-    outcome: str  # "ok", "error" or "input_required" (a 2026-07-28 elicitation round trip is under way)
-    code: str | None = None
-    variant: str | None = None
-    interactive: bool = False
-    latency_ms: float = 0.0
-    elicitation: str | None = None  # "accept", "decline", "cancel" or "requested" when one was made
-    event_id: str | None = None
-
-
-def record_outcome(outcome: CallOutcome) -> None:
-    """Hook for outcome recording; issue 4 turns this into an enqueue. Must stay cheap: it runs on every call."""
 
 
 @dataclass
@@ -333,8 +315,8 @@ def _goes_out_as_jsonrpc(rendered: RenderedError) -> bool:
 def _record(
     call: ToolCall, rendered: RenderedError | None, *, elicited: str | None, outcome: str | None = None
 ) -> None:
-    record_outcome(
-        CallOutcome(
+    recorder.record(
+        OutcomeEvent(
             tool=safe_identifier(call.name),  # an unknown name is the caller's text: kept only if name-shaped
             client=call.client.key if call.client else None,
             session=call.session_id,
@@ -344,6 +326,6 @@ def _record(
             interactive=bool(rendered and rendered.interactive) or elicited is not None,
             latency_ms=(time.perf_counter() - call.started) * 1000,
             elicitation=elicited,
-            event_id=rendered.event_id if rendered else None,
+            sentry_event_id=rendered.event_id if rendered else None,
         )
     )

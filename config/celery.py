@@ -1,0 +1,13 @@
+"""The Celery app: workers ingest outcome events, close abandoned episodes and compute rollups."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("errcatalog")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,116 @@
+"""The outcome event: what happened to one tool call, with no arguments and no free text.
+
+One event per call, made by the MCP pipeline (or reported by an external MCP server through the REST API). Its
+wire form is a small JSON object; the same form travels through the Redis stream, the Celery fallback task and the
+REST batch endpoint, and ``from_wire`` is the one place it is checked on the way in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+OUTCOMES = ("ok", "error", "input_required")
+ELICITATION_ACTIONS = ("accept", "decline", "cancel", "requested")
+# Names that reach storage and the dashboard: tools, codes, variants, clients and sessions are identifier-shaped.
+_NAME = re.compile(r"^[A-Za-z0-9_.:@/+-]{1,128}$")
+_HEX_ID = re.compile(r"^[0-9a-f]{32}$")
+# Clocks differ between machines and a reporter may batch late, but not by more than this.
+MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
+MAX_EVENT_FUTURE_SECONDS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeEvent:
+    """What happened to one call. ``id`` is the event ID that makes ingestion idempotent."""
+
+    tool: str
+    outcome: str  # "ok", "error" or "input_required" (a 2026-07-28 elicitation round trip is under way)
+    client: str | None = None  # "token:<id>", "ip:<address>", or a reporter's own client name under its token
+    session: str | None = None
+    code: str | None = None  # catalog code of an error
+    variant: str | None = None  # the template variant the error was rendered with
+    interactive: bool = False  # rendered as a question or asked through an elicitation
+    latency_ms: float = 0.0
+    elicitation: str | None = None  # "accept", "decline", "cancel" or "requested" when one was made
+    sentry_event_id: str | None = None
+    ts: float = field(default_factory=time.time)  # Unix time the call ended
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def to_wire(self) -> dict[str, Any]:
+        wire = {"id": self.id, "ts": self.ts, "tool": self.tool, "outcome": self.outcome}
+        for name in ("client", "session", "code", "variant", "elicitation", "sentry_event_id"):
+            value = getattr(self, name)
+            if value is not None:
+                wire[name] = value
+        if self.interactive:
+            wire["interactive"] = True
+        wire["latency_ms"] = round(self.latency_ms, 3)
+        return wire
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_wire(), separators=(",", ":")).encode()
+
+
+class InvalidEvent(ValueError):
+    """A wire event that cannot be stored; the message names the field, never echoes its value."""
+
+
+def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
+    """Check one wire event and build it. Raises ``InvalidEvent`` naming the first bad field."""
+    if not isinstance(wire, dict):
+        raise InvalidEvent("an event must be a JSON object")
+    unknown = sorted(str(name) for name in set(wire) - _WIRE_FIELDS)
+    if unknown:
+        # A field name is the reporter's text: named only when it is identifier-shaped.
+        raise InvalidEvent(f"unknown field {unknown[0]!r}" if _NAME.match(unknown[0]) else "unknown field")
+    event_id = wire.get("id")
+    if not isinstance(event_id, str) or not _HEX_ID.match(event_id.replace("-", "").lower()):
+        raise InvalidEvent("id: must be a UUID")
+    ts = wire.get("ts")
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
+        raise InvalidEvent("ts: must be a Unix time in seconds")
+    now = time.time() if now is None else now
+    if not now - MAX_EVENT_AGE_SECONDS <= ts <= now + MAX_EVENT_FUTURE_SECONDS:
+        raise InvalidEvent("ts: must be within the last 7 days")
+    outcome = wire.get("outcome")
+    if outcome not in OUTCOMES:
+        raise InvalidEvent(f"outcome: must be one of {', '.join(OUTCOMES)}")
+    names = {}
+    for name in ("tool", "client", "session", "code", "variant", "sentry_event_id"):
+        value = wire.get(name)
+        if value is None and name != "tool":
+            continue
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise InvalidEvent(f"{name}: must be 1-128 letters, digits or _.:@/+-")
+        names[name] = value
+    if outcome == "error" and "code" not in names:
+        raise InvalidEvent("code: an error needs its catalog code")
+    elicitation = wire.get("elicitation")
+    if elicitation is not None and elicitation not in ELICITATION_ACTIONS:
+        raise InvalidEvent(f"elicitation: must be one of {', '.join(ELICITATION_ACTIONS)}")
+    interactive = wire.get("interactive", False)
+    if not isinstance(interactive, bool):
+        raise InvalidEvent("interactive: must be true or false")
+    latency = wire.get("latency_ms", 0.0)
+    if not isinstance(latency, int | float) or isinstance(latency, bool) or not 0 <= latency <= 86_400_000:
+        raise InvalidEvent("latency_ms: must be a number of milliseconds, at least 0")
+    return OutcomeEvent(
+        id=uuid.UUID(event_id).hex,
+        ts=float(ts),
+        outcome=outcome,
+        interactive=interactive,
+        latency_ms=float(latency),
+        elicitation=elicitation,
+        **names,
+    )
+
+
+_WIRE_FIELDS = frozenset(
+    {"id", "ts", "tool", "outcome", "client", "session", "code", "variant", "interactive", "latency_ms"}
+    | {"elicitation", "sentry_event_id"}
+)

@@ -1,0 +1,134 @@
+"""Stored outcomes: one row per call, one per error episode, and the rollups the dashboard reads.
+
+Imported by ``errcatalog.models`` so Django registers them with the ``errcatalog`` app.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class Outcome(models.TextChoices):
+    OK = "ok", "Succeeded"
+    ERROR = "error", "Error"
+    INPUT_REQUIRED = "input_required", "Waiting for input"
+
+
+class Episode(models.Model):
+    """An error and the retries that followed it: same tool, same client (and session), within the window."""
+
+    class Ending(models.TextChoices):
+        OPEN = "open", "Open"
+        RECOVERED = "recovered", "Recovered"  # a retry succeeded
+        EXHAUSTED = "exhausted", "Exhausted"  # more than MAX_ATTEMPTS retries failed
+        ABANDONED = "abandoned", "Abandoned"  # the window passed without a success
+
+    tool = models.CharField(max_length=128)
+    client = models.CharField(max_length=128, blank=True)
+    session = models.CharField(max_length=128, blank=True)
+    # The error that opened the episode: its code and wording are what the episode's ending is credited to.
+    code = models.CharField(max_length=64)
+    variant = models.CharField(max_length=40, blank=True)
+    interactive = models.BooleanField(default=False)
+    sentry_event_id = models.CharField(max_length=32, blank=True)
+    started_at = models.DateTimeField()
+    last_at = models.DateTimeField(help_text="Time of the episode's latest call.")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    retries = models.PositiveSmallIntegerField(default=0, help_text="Calls after the first error.")
+    recovered_at_attempt = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Which retry succeeded (1 = the first retry)."
+    )
+    ending = models.CharField(max_length=16, choices=Ending.choices, default=Ending.OPEN)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["ending", "last_at"], name="episode_ending_last"),
+            models.Index(fields=["started_at"], name="episode_started"),
+            models.Index(fields=["tool", "client", "session", "ending"], name="episode_caller"),
+        ]
+        constraints = [
+            # Several ingest workers must agree: a caller has at most one open episode per tool.
+            models.UniqueConstraint(
+                fields=["tool", "client", "session"], condition=Q(ending="open"), name="episode_one_open_per_caller"
+            ),
+            models.CheckConstraint(
+                condition=Q(recovered_at_attempt__isnull=True) | Q(ending="recovered"),
+                name="episode_recovered_attempt_only_when_recovered",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.code} ({self.ending})"
+
+
+class OutcomeEvent(models.Model):
+    """One tool call's outcome. The primary key is the event ID: inserting the same event twice is a no-op."""
+
+    class Source(models.TextChoices):
+        MCP = "mcp", "This endpoint"
+        API = "api", "Reported through the API"
+
+    id = models.UUIDField(primary_key=True)
+    occurred_at = models.DateTimeField()
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.MCP)
+    tool = models.CharField(max_length=128)
+    client = models.CharField(max_length=128, blank=True)
+    session = models.CharField(max_length=128, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    code = models.CharField(max_length=64, blank=True)
+    variant = models.CharField(max_length=40, blank=True)
+    interactive = models.BooleanField(default=False)
+    elicitation = models.CharField(max_length=16, blank=True)
+    # 0: not a retry; n: the n-th call after the error that opened ``episode``.
+    attempt = models.PositiveSmallIntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    sentry_event_id = models.CharField(max_length=32, blank=True)
+    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    ingested_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["occurred_at"], name="outcome_occurred")]
+        constraints = [
+            models.CheckConstraint(condition=Q(outcome__in=Outcome.values), name="outcome_known"),
+            models.CheckConstraint(condition=~Q(outcome="error") | ~Q(code=""), name="outcome_error_has_code"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.outcome} {self.code}".strip()
+
+
+class Rollup(models.Model):
+    """Counts for one time bucket, tool, code, variant and client, recomputed whole (idempotently) by beat.
+
+    Calls are counted in the bucket they happened in; an episode's ending is credited to the bucket, code and
+    variant of the error that opened it.
+    """
+
+    bucket = models.DateTimeField(help_text="Start of the bucket (UTC).")
+    tool = models.CharField(max_length=128)
+    code = models.CharField(max_length=64, blank=True, help_text="Blank for successful calls.")
+    variant = models.CharField(max_length=40, blank=True)
+    client = models.CharField(max_length=128, blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    interactive_errors = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0, help_text="Calls that were retries (attempt 1 or more).")
+    episodes = models.PositiveIntegerField(default=0, help_text="Error episodes opened.")
+    recovered = models.PositiveIntegerField(default=0)
+    first_retry_recovered = models.PositiveIntegerField(default=0)
+    exhausted = models.PositiveIntegerField(default=0)
+    abandoned = models.PositiveIntegerField(default=0)
+    abandoned_without_retry = models.PositiveIntegerField(default=0)
+    latency_sum_ms = models.FloatField(default=0.0)
+    # Counts per latency bin (errcatalog.outcomes.rollups.LATENCY_BOUNDS_MS): percentiles over any window.
+    latency_histogram = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [models.Index(fields=["bucket"], name="rollup_bucket")]
+        constraints = [
+            models.UniqueConstraint(fields=["bucket", "tool", "code", "variant", "client"], name="rollup_unique_cell")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.bucket:%Y-%m-%d %H:%M} {self.tool} {self.code or 'ok'}"
