@@ -1,8 +1,11 @@
-"""Shared fixtures: the default catalog as a snapshot, and users for admin and API tests."""
+"""Shared fixtures: the default catalog as a snapshot, users for admin and API tests, an empty Redis database."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+import redis
 
 from errcatalog.snapshot import CatalogSnapshot
 
@@ -35,3 +38,18 @@ def staff_user(django_user_model):
 @pytest.fixture
 def plain_user(django_user_model):
     return django_user_model.objects.create_user(username="reader", password="pw-reader")
+
+
+@pytest.fixture
+def redis_url():
+    """A Redis database of the machine's server, emptied before and after the test.
+
+    ``ERRCATALOG_TEST_REDIS_URL`` chooses it (default: database 15 of 127.0.0.1:6379), so that parallel runs
+    can each have their own. A test that needs Redis fails, never skips, when Redis is not running.
+    """
+    url = os.environ.get("ERRCATALOG_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
