@@ -2,11 +2,13 @@
 
 Django's ASGI handler refuses lifespan events, while the MCP session managers need their task groups entered
 once per process; so this outer app owns lifespan and routes the exact path ``/mcp`` (no prefix mount, which
-would also catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``).
+would also catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``). At shutdown it also sends the outcome events
+this process still holds (``errcatalog.outcomes.recorder``), before the server stops.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 
@@ -16,9 +18,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 django_application = get_asgi_application()  # sets Django up before anything imports models
 
+from errcatalog.outcomes import recorder  # noqa: E402
 from mcpserver.server import McpApp  # noqa: E402  (needs the app registry loaded above)
 
 MCP_PATH = "/mcp"
+# Held outcome events get this long to reach their buffer at shutdown (a Redis timeout is 1 s).
+RECORDER_FLUSH_SECONDS = 5.0
 
 
 class Application:
@@ -50,6 +55,8 @@ class Application:
             elif message["type"] == "lifespan.shutdown":
                 if self._exit_stack is not None:
                     await self._exit_stack.aclose()
+                # In a thread: a flush may wait on Redis, and the loop still has connections to close.
+                await asyncio.to_thread(recorder.flush, RECORDER_FLUSH_SECONDS)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

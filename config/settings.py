@@ -252,6 +252,8 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_in": str(_CELERY_QUEUE_DIR),
         "data_folder_out": str(_CELERY_QUEUE_DIR),
         "store_processed": False,
+        # Broadcast state (worker pings, remote control), which would otherwise land in the working directory.
+        "control_folder": str(DATA_DIR / "celery" / "control"),
     }
 CELERY_TASK_IGNORE_RESULT = True
 # A task is acknowledged after it ran, and given back when its worker dies: nothing is lost with a worker.
@@ -261,11 +263,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
-    # Read the Redis buffer into the database (without Redis, the recorder sends batches as tasks itself).
-    "drain-outcomes": {"task": "errcatalog.drain_outcomes", "schedule": 1.0},
     "close-abandoned-episodes": {"task": "errcatalog.close_abandoned_episodes", "schedule": 30.0},
     "compute-rollups": {"task": "errcatalog.compute_rollups", "schedule": 30.0},
 }
+if REDIS_URL:
+    # Read the Redis buffer into the database; without Redis the recorder sends its batches as tasks itself.
+    CELERY_BEAT_SCHEDULE["drain-outcomes"] = {"task": "errcatalog.drain_outcomes", "schedule": 1.0}
 
 # --- Sentry -----------------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.catalog_document import catalog_document_from_db, dump_catalog
 from errcatalog.models import ClassificationRule, ClientToken, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.outcomes.metrics import variant_retry_annotations
 from errcatalog.preview_samples import code_preview
 from errcatalog.safety import PLACEHOLDERS
 from errcatalog.snapshot import CatalogSnapshot
@@ -185,7 +186,7 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
 
 @admin.register(TemplateVariant)
 class TemplateVariantAdmin(SimpleHistoryAdmin):
-    list_display = ("code", "name", "locale", "weight", "header", "active", "updated_at")
+    list_display = ("code", "name", "locale", "weight", "header", "active", "retry_success", "updated_at")
     list_filter = ("header", "active", "locale", "error_code__category", "error_code__kind")
     search_fields = ("error_code__code", "name", "message", "cause", "instruction", "question")
     list_select_related = ("error_code",)
@@ -209,6 +210,20 @@ class TemplateVariantAdmin(SimpleHistoryAdmin):
     @admin.display(description="Code", ordering="error_code__code")
     def code(self, obj: TemplateVariant) -> str:
         return obj.error_code.code
+
+    def get_queryset(self, request):
+        # The live retry success rate, from the daily rollups, in the page's own query (no query per row).
+        annotations = variant_retry_annotations(code_ref="error_code__code", variant_ref="name")
+        return super().get_queryset(request).annotate(**annotations)
+
+    @admin.display(description="Retry success (30 d)")
+    def retry_success(self, obj: TemplateVariant) -> str:
+        """Recovered / retried-and-ended episodes over 30 days (errcatalog.outcomes.metrics); "—" without any."""
+        retried = getattr(obj, "retry_episodes_30d", None) or 0
+        if retried <= 0:
+            return "—"
+        recovered = getattr(obj, "retry_recovered_30d", None) or 0
+        return f"{round(100 * recovered / retried)}% of {retried}"
 
     @admin.display(description="Length")
     def budget(self, obj: TemplateVariant) -> str:

@@ -27,9 +27,27 @@ class FailureFacts:
     code: str | None = None  # set when the raiser named the catalog code itself
 
 
+# Distinct facts seen per snapshot are few (one per exception type and status); the bound only guards memory.
+CLASSIFY_CACHE_SIZE = 1024
+# Exception classes live as long as the process; their names and transport kind are read once per class.
+_TYPE_FACTS_SIZE = 1024
+_type_facts: dict[type, tuple[tuple[str, ...], str]] = {}
+
+
 def classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
     """The catalog code for ``facts``: the raiser's own code if the catalog has it, else the first rule that
     matches, else UNKNOWN_ERROR."""
+    cache = snapshot.classify_cache
+    code = cache.get(facts)
+    if code is None:
+        code = _classify(snapshot, facts)
+        if len(cache) >= CLASSIFY_CACHE_SIZE:
+            cache.clear()
+        cache[facts] = code
+    return code
+
+
+def _classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
     if facts.code and facts.code in snapshot.codes and snapshot.codes[facts.code].active:
         return facts.code
     for rule in snapshot.rules:
@@ -72,8 +90,15 @@ def transport_for(exception_types: tuple[str, ...]) -> str:
 
 def facts_from_exception(exc: BaseException, *, upstream: str = "") -> FailureFacts:
     """Read the classifiable facts of an exception: its type names, status code and transport kind."""
-    names = tuple(cls.__name__ for cls in type(exc).__mro__ if cls not in (object, BaseException))
-    transport = transport_for(names)
+    kind = type(exc)
+    known = _type_facts.get(kind)
+    if known is None:
+        names = tuple(cls.__name__ for cls in kind.__mro__ if cls not in (object, BaseException))
+        known = (names, transport_for(names))
+        if len(_type_facts) >= _TYPE_FACTS_SIZE:
+            _type_facts.clear()
+        _type_facts[kind] = known
+    names, transport = known
     status = getattr(exc, "status_code", None)
     jsonrpc = getattr(exc, "jsonrpc_code", None)
     code = getattr(exc, "code", None)

@@ -242,4 +242,12 @@ class ClientToken(models.Model):
 
 
 # Outcome storage lives with the rest of the outcome code; importing it here registers it with this app.
-from errcatalog.outcomes.models import Episode, Outcome, OutcomeEvent, Rollup  # noqa: E402, F401
+from errcatalog.outcomes.models import (  # noqa: E402, F401
+    DailyRollup,
+    Episode,
+    Outcome,
+    OutcomeEvent,
+    Rollup,
+    RollupState,
+    RollupSummary,
+)

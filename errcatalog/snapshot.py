@@ -104,6 +104,8 @@ class CatalogSnapshot:
     version: str = ""
     # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render).
     render_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Codes by failure facts (see errcatalog.classify.classify): the rules are this snapshot's, so is the answer.
+    classify_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def entry(self, code: str) -> CodeEntry:
         """The entry for ``code``; an unknown or inactive code falls back to UNKNOWN_ERROR."""

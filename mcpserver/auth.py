@@ -20,7 +20,6 @@ from django.dispatch import receiver
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -65,7 +64,7 @@ _authenticate_async = sync_to_async(_authenticate, thread_sensitive=False)
 # once; a revocation made in another process takes effect here within this many seconds.
 AUTH_CACHE_SECONDS = 5.0
 _AUTH_CACHE_MAX = 10_000
-_accepted: dict[str, tuple[float, ClientIdentity]] = {}
+_accepted: dict[str, tuple[float, ClientIdentity, AuthenticatedUser]] = {}
 
 
 @receiver([post_save, post_delete], sender=ClientToken, dispatch_uid="mcpserver.auth.forget_accepted_keys")
@@ -75,19 +74,26 @@ def _forget_accepted_keys(**kwargs) -> None:
 
 async def authenticate_key(raw_key: str) -> ClientIdentity | None:
     """The caller behind ``raw_key``, or None; a recently accepted key is answered without the database."""
+    accepted = await _accepted_key(raw_key)
+    return accepted[0] if accepted is not None else None
+
+
+async def _accepted_key(raw_key: str) -> tuple[ClientIdentity, AuthenticatedUser] | None:
+    """The caller behind ``raw_key`` and the SDK user bound to it, both built once per accepted key and period."""
     digest = key_hash(raw_key)
     now = time.monotonic()
     hit = _accepted.get(digest)
     if hit is not None and hit[0] > now:
-        return hit[1]
+        return hit[1], hit[2]
     identity = await _authenticate_async(raw_key)
-    if identity is not None:
-        if len(_accepted) >= _AUTH_CACHE_MAX:
-            _accepted.clear()
-        _accepted[digest] = (now + AUTH_CACHE_SECONDS, identity)
-    else:
+    if identity is None:
         _accepted.pop(digest, None)
-    return identity
+        return None
+    user = AuthenticatedUser(AccessToken(token=identity.key, client_id=identity.key, scopes=[]))
+    if len(_accepted) >= _AUTH_CACHE_MAX:
+        _accepted.clear()
+    _accepted[digest] = (now + AUTH_CACHE_SECONDS, identity, user)
+    return identity, user
 
 
 async def _json_response(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
@@ -106,8 +112,21 @@ async def _json_response(send: Send, status: int, body: dict, headers: list[tupl
     await send({"type": "http.response.body", "body": payload})
 
 
+def _allowed(value: str, allowed: tuple[str, ...]) -> bool:
+    """``value`` is listed, or matches a listed ``base:*`` pattern with some port (the SDK's own rule)."""
+    if value in allowed:
+        return True
+    return any(pattern.endswith(":*") and value.startswith(pattern[:-1]) for pattern in allowed)
+
+
 class McpHttpGuard:
-    """ASGI middleware: Host/Origin → declared size → bearer token → buffered body within the limit → the app."""
+    """ASGI middleware: Host/Origin → declared size → bearer token → buffered body within the limit → the app.
+
+    This is the only Host/Origin check of the endpoint: the session managers behind it get DNS-rebinding
+    protection switched off (``mcpserver.server.McpApp``), so each request is checked once. The check follows
+    the SDK's ``TransportSecurityMiddleware`` rule, and a refused request is answered by that middleware itself,
+    so refusals stay exactly the SDK's.
+    """
 
     def __init__(
         self,
@@ -121,34 +140,56 @@ class McpHttpGuard:
         self.auth_required = auth_required
         self.max_body_bytes = max_body_bytes
         self.security = TransportSecurityMiddleware(security)
+        self._check_hosts = security.enable_dns_rebinding_protection
+        self._allowed_hosts = tuple(security.allowed_hosts)
+        self._allowed_origins = tuple(security.allowed_origins)
+
+    def _host_and_origin_allowed(self, host: bytes | None, origin: bytes | None) -> bool:
+        if not self._check_hosts:
+            return True
+        if not host or not _allowed(host.decode("latin-1"), self._allowed_hosts):
+            return False
+        # Origin can be absent (same-origin requests, non-browser clients).
+        return not origin or _allowed(origin.decode("latin-1"), self._allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # One pass over the raw headers (ASGI names are lower-case); the first value of each wins, as with
+        # starlette's Headers.get.
+        host = origin = declared = authorization = None
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value if host is None else host
+            elif name == b"origin":
+                origin = value if origin is None else origin
+            elif name == b"content-length":
+                declared = value if declared is None else declared
+            elif name == b"authorization":
+                authorization = value if authorization is None else authorization
         # Host/Origin first, so a rebinding page learns nothing else (not even whether auth is on).
-        refused = await self.security.validate_request(Request(scope), is_post=False)
-        if refused is not None:
-            await refused(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        declared = headers.get("content-length")
+        if not self._host_and_origin_allowed(host, origin):
+            refused = await self.security.validate_request(Request(scope), is_post=False)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await _json_response(send, 413, {"error": TOO_LARGE_MESSAGE})
             return
 
+        # The scope is this request's own (the server builds one per request), so the caller is added in place.
         if self.auth_required:
-            identity = await self._identity(headers)
-            if identity is None:
+            accepted = await self._identity(authorization)
+            if accepted is None:
                 await _json_response(
                     send, 401, {"error": UNAUTHORIZED_MESSAGE}, [(b"www-authenticate", b'Bearer realm="errcatalog"')]
                 )
                 return
-            user = AuthenticatedUser(AccessToken(token=identity.key, client_id=identity.key, scopes=[]))
-            scope = {**scope, "user": user, CLIENT_SCOPE_KEY: identity}
+            scope[CLIENT_SCOPE_KEY], scope["user"] = accepted
         else:
             client = scope.get("client") or ("unknown", 0)
-            scope = {**scope, CLIENT_SCOPE_KEY: ClientIdentity(key=f"ip:{client[0]}", name="anonymous")}
+            scope[CLIENT_SCOPE_KEY] = ClientIdentity(key=f"ip:{client[0]}", name="anonymous")
 
         body = await self._read_body(receive)
         if body is None:
@@ -156,11 +197,11 @@ class McpHttpGuard:
             return
         await self.app(scope, body, send)
 
-    async def _identity(self, headers: Headers) -> ClientIdentity | None:
-        scheme, _, raw_key = headers.get("authorization", "").partition(" ")
+    async def _identity(self, authorization: bytes | None) -> tuple[ClientIdentity, AuthenticatedUser] | None:
+        scheme, _, raw_key = (authorization or b"").decode("latin-1").partition(" ")
         if scheme.lower() != "bearer" or not raw_key.strip():
             return None
-        return await authenticate_key(raw_key.strip())
+        return await _accepted_key(raw_key.strip())
 
     async def _read_body(self, receive: Receive) -> Receive | None:
         """Read the whole body within the limit and return a ``receive`` that replays it, or None if too large."""

@@ -92,8 +92,103 @@ def parameter_fault(name: str, prop: Mapping[str, Any], problem: str) -> Paramet
     )
 
 
+# --- A shortcut for plain schemas -----------------------------------------------------------------------
+#
+# Most tool schemas are an object of typed properties and a required list. For those, a handful of dict and
+# isinstance checks decide whether the arguments are valid or only lack required properties; jsonschema is
+# asked only when there is more to say (a wrong type, an unknown key, any keyword beyond these), and its
+# answer is then the whole answer, so both paths name the same problems.
+
+# The checks of JSON Schema's simple types; booleans are not numbers, and an integral float is an integer.
+_SIMPLE_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
+    "number": lambda v: not isinstance(v, bool) and isinstance(v, int | float),
+}
+# Keywords that only annotate (they never make a value invalid).
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "$comment"})
+_PLAIN_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
+
+
+@dataclass(frozen=True, slots=True)
+class _PlainSchema:
+    checks: Mapping[str, Any]  # property name -> type check
+    required: tuple[str, ...]
+    # The answer for each set of missing properties, built once (faults are plain frozen data).
+    missing_answers: dict[frozenset[str], ArgumentProblems]
+
+
+_plain: dict[int, tuple[Mapping[str, Any], _PlainSchema | None]] = {}
+
+
+def _plain_schema(schema: Mapping[str, Any]) -> _PlainSchema | None:
+    """The shortcut's view of ``schema``, or None when the schema uses anything beyond typed properties."""
+    cached = _plain.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, _build_plain_schema(schema))
+        _plain[id(schema)] = cached
+    return cached[1]
+
+
+def _build_plain_schema(schema: Mapping[str, Any]) -> _PlainSchema | None:
+    properties = schema.get("properties", {})
+    required = schema.get("required", ())
+    if schema.get("type") != "object" or not set(schema) <= _PLAIN_OBJECT_KEYWORDS:
+        return None
+    # Unknown keys always go to jsonschema, so either answer about them is its answer.
+    if not isinstance(schema.get("additionalProperties", True), bool):
+        return None
+    if not isinstance(properties, Mapping) or not isinstance(required, list | tuple):
+        return None
+    if not all(isinstance(name, str) and name in properties for name in required):
+        return None
+    checks = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, Mapping) or not set(prop) <= _ANNOTATIONS | {"type"}:
+            return None
+        prop_type = prop.get("type")
+        check = _SIMPLE_TYPES.get(prop_type) if isinstance(prop_type, str) else None
+        if check is None:
+            return None
+        checks[name] = check
+    return _PlainSchema(checks=checks, required=tuple(required), missing_answers={})
+
+
+def _plain_answer(
+    plain: _PlainSchema, schema: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> ArgumentProblems | None:
+    """The problems of ``arguments`` when they are at most missing required properties; None otherwise."""
+    checks = plain.checks
+    for name, value in arguments.items():
+        check = checks.get(name)
+        if check is None or not check(value):
+            return None
+    missing = frozenset(name for name in plain.required if name not in arguments)
+    if not missing:
+        return _VALID
+    answer = plain.missing_answers.get(missing)
+    if answer is None:
+        properties = schema["properties"]
+        faults = tuple(parameter_fault(n, properties[n], "missing") for n in plain.required if n in missing)
+        answer = plain.missing_answers[missing] = ArgumentProblems(missing=faults)
+    return answer
+
+
+_VALID = ArgumentProblems()
+
+
 def validate_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> ArgumentProblems:
     """Check ``arguments`` against ``schema``; every missing required property and every invalid one is named."""
+    plain = _plain_schema(schema)
+    if plain is not None:
+        answer = _plain_answer(plain, schema, arguments)
+        if answer is not None:
+            return answer
+    return _validate_with_jsonschema(schema, arguments)
+
+
+def _validate_with_jsonschema(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> ArgumentProblems:
     properties: Mapping[str, Any] = schema.get("properties", {})
     required = tuple(name for name in schema.get("required", ()) if isinstance(name, str))
     missing: set[str] = set()

@@ -16,6 +16,12 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _outcome_recording_off(settings):
+    """The MCP pipeline records every call; tests about recording switch it on themselves."""
+    settings.OUTCOMES = {**settings.OUTCOMES, "ENABLED": False}
+
+
 @pytest.fixture(scope="session")
 def default_document() -> dict:
     from errcatalog.catalog_document import DEFAULT_CATALOG_PATH, read_catalog_file

@@ -433,3 +433,147 @@ class ApiErrorBodySerializer(serializers.Serializer):
 
 class ApiErrorSerializer(serializers.Serializer):
     error = ApiErrorBodySerializer()
+
+
+# --- Metrics and outcomes ---------------------------------------------------------------------------------
+
+
+def _rate(help_text: str) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, help_text=f"{help_text} Null when the denominator is 0.")
+
+
+class MetricsQuerySerializer(serializers.Serializer):
+    """The query string of ``GET /api/v1/metrics/``: a window and optional filters, each an exact match."""
+
+    window = serializers.ChoiceField(choices=["1h", "24h", "7d", "30d"], required=False, default="24h")
+    tool = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    client = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    variant = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
+
+    def filters(self) -> dict[str, str | None]:
+        """The filters given, blank ones (``tool=``) meaning no filter."""
+        return {name: self.validated_data[name] or None for name in ("tool", "code", "client", "variant")}
+
+
+class MetricsWindowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    bucket_seconds = serializers.IntegerField()
+
+
+class MetricsFiltersSerializer(serializers.Serializer):
+    tool = serializers.CharField(allow_null=True)
+    code = serializers.CharField(allow_null=True)
+    client = serializers.CharField(allow_null=True)
+    variant = serializers.CharField(allow_null=True)
+
+
+class MetricsTargetsSerializer(serializers.Serializer):
+    retry_success_rate = serializers.FloatField()
+    interactive_error_rate = serializers.FloatField()
+
+
+class MetricsRowSerializer(serializers.Serializer):
+    calls = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    error_rate = _rate("errors / calls.")
+    interactive_errors = serializers.IntegerField()
+    interactive_error_rate = _rate("interactive_errors / errors.")
+    retries = serializers.IntegerField(help_text="Calls that were retries.")
+    episodes = serializers.IntegerField(help_text="Error episodes opened.")
+    recovered = serializers.IntegerField()
+    first_retry_recovered = serializers.IntegerField()
+    exhausted = serializers.IntegerField()
+    abandoned = serializers.IntegerField()
+    abandoned_without_retry = serializers.IntegerField()
+    retried_episodes = serializers.IntegerField(help_text="recovered + exhausted + abandoned - abandoned_without_retry")
+    retry_success_rate = _rate("recovered / retried_episodes.")
+    first_retry_success_rate = _rate("first_retry_recovered / retried_episodes.")
+    latency_p50_ms = serializers.FloatField(allow_null=True)
+    latency_p95_ms = serializers.FloatField(allow_null=True)
+
+
+class MetricsSeriesPointSerializer(MetricsRowSerializer):
+    bucket = serializers.DateTimeField()
+
+
+class MetricsBreakdownRowSerializer(MetricsRowSerializer):
+    key = serializers.CharField()
+
+
+class MetricsVariantRowSerializer(MetricsBreakdownRowSerializer):
+    code = serializers.CharField()
+    variant = serializers.CharField()
+
+
+class MetricsBreakdownsSerializer(serializers.Serializer):
+    code = MetricsBreakdownRowSerializer(many=True)
+    tool = MetricsBreakdownRowSerializer(many=True)
+    client = MetricsBreakdownRowSerializer(many=True)
+    variant = MetricsVariantRowSerializer(many=True)
+
+
+class VariantResultSerializer(serializers.Serializer):
+    variant = serializers.CharField()
+    episodes = serializers.IntegerField(help_text="Retried episodes that ended.")
+    recovered = serializers.IntegerField()
+    first_retry_recovered = serializers.IntegerField()
+    retry_success_rate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(help_text="Wilson 95 % interval, lower end.")
+    ci_high = serializers.FloatField(help_text="Wilson 95 % interval, upper end.")
+
+
+class VariantComparisonSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    variants = VariantResultSerializer(many=True)
+    best = serializers.CharField(allow_null=True)
+    runner_up = serializers.CharField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+    significant = serializers.BooleanField()
+    verdict = serializers.CharField()
+
+
+class RecentEpisodeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    tool = serializers.CharField()
+    code = serializers.CharField()
+    variant = serializers.CharField()
+    client = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    ending = serializers.ChoiceField(choices=["open", "recovered", "exhausted", "abandoned"])
+    retries = serializers.IntegerField()
+    recovered_at_attempt = serializers.IntegerField(allow_null=True)
+    sentry_event_id = serializers.CharField()
+    sentry_url = serializers.URLField(allow_null=True)
+
+
+class MetricsSerializer(serializers.Serializer):
+    """The answer of ``GET /api/v1/metrics/`` (documentation: the view returns the selector's data as is)."""
+
+    window = MetricsWindowSerializer()
+    filters = MetricsFiltersSerializer()
+    targets = MetricsTargetsSerializer()
+    totals = MetricsRowSerializer()
+    series = MetricsSeriesPointSerializer(many=True)
+    breakdowns = MetricsBreakdownsSerializer()
+    variant_comparison = VariantComparisonSerializer(many=True)
+    recent_episodes = RecentEpisodeSerializer(many=True)
+
+
+class OutcomeBatchSerializer(serializers.Serializer):
+    """Documentation of ``POST /api/v1/outcomes/``; the view checks each event with ``events.from_wire``."""
+
+    events = serializers.ListField(
+        child=serializers.DictField(),
+        max_length=1000,
+        help_text="Wire events: id (UUID), ts (Unix seconds, last 7 days), tool, outcome (ok|error|input_required), "
+        "and optionally client, session, code (required for errors), variant, interactive, latency_ms, "
+        "elicitation, sentry_event_id. Names are 1-128 letters, digits or _.:@/+-.",
+    )
+
+
+class OutcomeBatchAcceptedSerializer(serializers.Serializer):
+    accepted = serializers.IntegerField(help_text="Events taken for recording; stored once each, by event ID.")

@@ -16,4 +16,6 @@ urlpatterns = [
     *router.urls,
     path("render/", views.RenderView.as_view(), name="api-render"),
     path("classify/", views.ClassifyView.as_view(), name="api-classify"),
+    path("metrics/", views.MetricsView.as_view(), name="api-metrics"),
+    path("outcomes/", views.OutcomeBatchView.as_view(), name="api-outcomes"),
 ]

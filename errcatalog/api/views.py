@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import exceptions, viewsets
+from rest_framework import exceptions, permissions, status, viewsets
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -20,12 +25,19 @@ from errcatalog.api.serializers import (
     ClassifyRequestSerializer,
     ClassifyResponseSerializer,
     ErrorCodeSerializer,
+    MetricsQuerySerializer,
+    MetricsSerializer,
+    OutcomeBatchAcceptedSerializer,
+    OutcomeBatchSerializer,
     ParameterHintSerializer,
     RenderRequestSerializer,
     RenderResponseSerializer,
 )
 from errcatalog.classify import classify
-from errcatalog.models import Category, Kind
+from errcatalog.models import Category, ClientToken, Kind
+from errcatalog.outcomes import recorder
+from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
+from errcatalog.outcomes.metrics import WINDOWS, compute_metrics
 from errcatalog.previews import render_preview
 from errcatalog.snapshot import catalog_snapshot
 
@@ -183,6 +195,162 @@ class ClassifyView(APIView):
                 "system": entry.system,
             }
         )
+
+
+# --- Metrics and outcomes ---------------------------------------------------------------------------------
+
+# A reporter sends at most this many events per request: 1,000 wire events are about 300 KB of JSON.
+MAX_EVENTS_PER_BATCH = 1000
+# Listing every problem of a 1,000-event batch helps nobody; the first ones show what to fix.
+MAX_LISTED_PROBLEMS = 50
+# How long a reporter should wait before sending again when the outcome buffer is unavailable.
+RETRY_AFTER_SECONDS = 5
+# ``InvalidEvent`` messages start with the field they are about ("ts: must be ..."), always one of ours.
+_FIELD_PROBLEM = re.compile(r"^([a-z_]{1,32}): (.+)$", re.DOTALL)
+_CLIENT_MAX_LENGTH = 128  # OutcomeEvent.client and Episode.client
+
+
+class MetricsReadAccess(permissions.BasePermission):
+    """Any client token, or a staff session: the same people who may see the dashboard."""
+
+    message = "Metrics are for staff accounts and client tokens."
+
+    def has_permission(self, request, view) -> bool:
+        if isinstance(request.auth, ClientToken):
+            return True
+        user = request.user
+        return bool(user and user.is_authenticated and user.is_staff)
+
+
+class ReporterTokenAccess(permissions.BasePermission):
+    """Outcomes are reported with a client token: the token names the reporter, whose clients it namespaces."""
+
+    message = "Report outcomes with a client token (Authorization: Bearer <key>)."
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, ClientToken)
+
+
+class OutcomeBufferUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "outcomes_unavailable"
+    default_detail = "Outcome recording is unavailable right now; send the batch again later."
+    # DRF's exception handler turns ``wait`` into a Retry-After header.
+    wait = RETRY_AFTER_SECONDS
+
+
+class OutcomeBatchTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+    default_detail = f"The request body is too large; send at most {MAX_EVENTS_PER_BATCH} events per request."
+
+
+class MetricsView(APIView):
+    permission_classes = [MetricsReadAccess]
+
+    @extend_schema(
+        tags=["metrics"],
+        summary="Outcome metrics",
+        description=(
+            "Calls, errors, retry and interactive-error rates, latency percentiles, their time series, breakdowns "
+            "by code, tool, client and variant, the variant comparison and recent episodes over a window, read "
+            "from rollups. Filters are exact matches; an empty filter is no filter. Rate definitions: "
+            "error_rate = errors / calls; interactive_error_rate = interactive_errors / errors; "
+            "retry_success_rate = recovered / retried_episodes; first_retry_success_rate = "
+            "first_retry_recovered / retried_episodes. For staff sessions and client tokens."
+        ),
+        parameters=[MetricsQuerySerializer],
+        responses={200: MetricsSerializer, 400: ApiErrorSerializer, **_READ_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        query = MetricsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        try:
+            metrics = compute_metrics(query.validated_data["window"], **query.filters())
+        except ValueError:
+            raise exceptions.ValidationError({"window": [f"Use one of {', '.join(WINDOWS)}."]}) from None
+        return Response(metrics)
+
+
+class OutcomeBatchView(APIView):
+    permission_classes = [ReporterTokenAccess]
+
+    @extend_schema(
+        tags=["outcomes"],
+        summary="Report outcomes of an external MCP server",
+        description=(
+            f"Takes up to {MAX_EVENTS_PER_BATCH} outcome events for recording, all or none: one invalid event "
+            "refuses the batch, naming each problem by its path (events.3.ts). Clients are namespaced by the "
+            "token: client `ide` is stored as `token:<token id>/ide`, no client as `token:<token id>`. Events "
+            "are stored once each by their id, so a batch may be sent again after a failure. Answers 503 with "
+            "Retry-After while the outcome buffer is unavailable."
+        ),
+        request=OutcomeBatchSerializer,
+        responses={
+            202: OutcomeBatchAcceptedSerializer,
+            400: ApiErrorSerializer,
+            401: ApiErrorSerializer,
+            403: ApiErrorSerializer,
+            413: ApiErrorSerializer,
+            503: ApiErrorSerializer,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            payload = request.data
+        except RequestDataTooBig:
+            # Django refuses bodies over DATA_UPLOAD_MAX_MEMORY_SIZE; answered in the API's shape, not as HTML.
+            raise OutcomeBatchTooLarge() from None
+        events = _outcome_batch(payload, token=request.auth)
+        if events:
+            try:
+                recorder.submit(events)
+            except recorder.BufferUnavailable:
+                raise OutcomeBufferUnavailable() from None
+        return Response({"accepted": len(events)}, status=status.HTTP_202_ACCEPTED)
+
+
+def _outcome_batch(payload: Any, *, token: ClientToken) -> list[OutcomeEvent]:
+    """Every event of the batch checked and namespaced by ``token``; ValidationError listing the problems."""
+    if not isinstance(payload, dict):
+        raise exceptions.ValidationError({"non_field_errors": ['Send an object: {"events": [...]}.']})
+    if set(payload) - {"events"}:
+        raise exceptions.ValidationError({"non_field_errors": ['The only field is "events".']})
+    wire_events = payload.get("events")
+    if not isinstance(wire_events, list):
+        raise exceptions.ValidationError({"events": ["Send a list of events."]})
+    if len(wire_events) > MAX_EVENTS_PER_BATCH:
+        raise exceptions.ValidationError({"events": [f"Send at most {MAX_EVENTS_PER_BATCH} events per request."]})
+    events: list[OutcomeEvent] = []
+    problems: dict[str, list[str]] = {}
+    for index, wire in enumerate(wire_events):
+        try:
+            events.append(_namespaced(from_wire(wire), token=token))
+        except InvalidEvent as problem:
+            if len(problems) < MAX_LISTED_PROBLEMS:
+                path, message = _problem_path(index, str(problem))
+                problems.setdefault(path, []).append(message)
+            else:
+                problems.setdefault("events", ["More events have problems; fix the ones listed and send again."])
+    if problems:
+        raise exceptions.ValidationError(problems)
+    return events
+
+
+def _namespaced(event: OutcomeEvent, *, token: ClientToken) -> OutcomeEvent:
+    """The event with its client under the reporter's token, so no reporter can pose as another's client."""
+    prefix = f"token:{token.pk}"
+    client = f"{prefix}/{event.client}" if event.client else prefix
+    if len(client) > _CLIENT_MAX_LENGTH:
+        raise InvalidEvent(f"client: must be at most {_CLIENT_MAX_LENGTH - len(prefix) - 1} characters")
+    return dataclasses.replace(event, client=client, source="api")
+
+
+def _problem_path(index: int, message: str) -> tuple[str, str]:
+    match = _FIELD_PROBLEM.match(message)
+    if match:
+        return f"events.{index}.{match.group(1)}", match.group(2)
+    return f"events.{index}", message
 
 
 @extend_schema(exclude=True)

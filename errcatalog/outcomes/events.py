@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 OUTCOMES = ("ok", "error", "input_required")
+# Where an event comes from: this endpoint's pipeline, or an external MCP server reporting through the REST API.
+SOURCES = ("mcp", "api")
 ELICITATION_ACTIONS = ("accept", "decline", "cancel", "requested")
 # Names that reach storage and the dashboard: tools, codes, variants, clients and sessions are identifier-shaped.
 _NAME = re.compile(r"^[A-Za-z0-9_.:@/+-]{1,128}$")
@@ -38,6 +40,7 @@ class OutcomeEvent:
     latency_ms: float = 0.0
     elicitation: str | None = None  # "accept", "decline", "cancel" or "requested" when one was made
     sentry_event_id: str | None = None
+    source: str = "mcp"  # "api" for events reported through the REST API (set by the API, never by the reporter)
     ts: float = field(default_factory=time.time)  # Unix time the call ended
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -49,6 +52,8 @@ class OutcomeEvent:
                 wire[name] = value
         if self.interactive:
             wire["interactive"] = True
+        if self.source != "mcp":
+            wire["source"] = self.source
         wire["latency_ms"] = round(self.latency_ms, 3)
         return wire
 
@@ -93,6 +98,9 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
     elicitation = wire.get("elicitation")
     if elicitation is not None and elicitation not in ELICITATION_ACTIONS:
         raise InvalidEvent(f"elicitation: must be one of {', '.join(ELICITATION_ACTIONS)}")
+    source = wire.get("source", "mcp")
+    if source not in SOURCES:
+        raise InvalidEvent(f"source: must be one of {', '.join(SOURCES)}")
     interactive = wire.get("interactive", False)
     if not isinstance(interactive, bool):
         raise InvalidEvent("interactive: must be true or false")
@@ -106,11 +114,12 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
         interactive=interactive,
         latency_ms=float(latency),
         elicitation=elicitation,
+        source=source,
         **names,
     )
 
 
 _WIRE_FIELDS = frozenset(
     {"id", "ts", "tool", "outcome", "client", "session", "code", "variant", "interactive", "latency_ms"}
-    | {"elicitation", "sentry_event_id"}
+    | {"elicitation", "sentry_event_id", "source"}
 )

@@ -1,4 +1,4 @@
-"""The numbers the dashboard and ``GET /api/v1/metrics/`` show, read from rollups (stub: a helper implements it).
+"""The numbers the dashboard and ``GET /api/v1/metrics/`` show, read from rollups only.
 
 Interface (fixed): ``compute_metrics(window="24h", *, tool=None, code=None, client=None, variant=None, now=None)``
 returns plain JSON-ready data:
@@ -22,9 +22,305 @@ returns plain JSON-ready data:
 
 ROW = {"calls", "errors", "error_rate", "interactive_errors", "interactive_error_rate", "retries", "episodes",
 "recovered", "exhausted", "abandoned", "retry_success_rate", "first_retry_success_rate", "latency_p50_ms",
-"latency_p95_ms"}; a rate is None when its denominator is 0.
+"latency_p95_ms"}; a rate is None when its denominator is 0. Added fields: ROW also has "first_retry_recovered",
+"abandoned_without_retry" and "retried_episodes" (the denominator of both retry rates); a variant in
+"variant_comparison" also has "first_retry_recovered"; the comparison also names its "runner_up".
+
+Definitions (the dashboard, the API and the admin's variant column all use these):
+
+- ``error_rate`` = errors / calls.
+- ``interactive_error_rate`` = interactive_errors / errors: the share of errors rendered as a question or asked
+  through an elicitation (target > 80 %).
+- ``retried_episodes`` = recovered + exhausted + abandoned - abandoned_without_retry: episodes that were retried
+  at least once and have ended. Open episodes and errors nobody retried say nothing about the wording's effect.
+- ``retry_success_rate`` = recovered / retried_episodes (target > 60 %).
+- ``first_retry_success_rate`` = first_retry_recovered / retried_episodes.
+- ``latency_p50_ms``/``latency_p95_ms``: read from the summed latency histograms (log-spaced bins, interpolated
+  within a bin), so they are accurate to a fraction of a bin; None without calls.
+
+Episodes count in the bucket (and under the code, variant, tool and client) of the error that opened them.
+A window ends with the current bucket: "24h" is the current hourly bucket and the 23 before it. The 7- and 30-day
+windows read the daily summaries and have one series point per UTC day ("bucket_seconds": 86400): the current day
+and the 6 or 29 before it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Sum
+from django.utils import timezone
+
+from errcatalog.outcomes import stats
+from errcatalog.outcomes.models import Episode, RollupSummary
+from errcatalog.outcomes.rollups import (
+    COUNTERS,
+    LATENCY_BOUNDS_MS,
+    bucket_seconds,
+    bucket_start,
+    day_start,
+    generation,
+    summed_rows,
+)
+
 WINDOWS = {"1h": 3600, "24h": 24 * 3600, "7d": 7 * 24 * 3600, "30d": 30 * 24 * 3600}
+# Windows at least this long read the daily rollups.
+DAILY_FROM_SECONDS = 7 * 24 * 3600
+# The issue's targets: more than 60 % of retried episodes recover; more than 80 % of errors are interactive.
+TARGETS = {"retry_success_rate": 0.6, "interactive_error_rate": 0.8}
+RECENT_EPISODES = 20
+# Entries of an older rollup generation are never read again (the key names the generation); they expire.
+CACHE_SECONDS = 600
+FILTERS = ("tool", "code", "client", "variant")
+
+Totals = dict[str, Any]
+
+
+def compute_metrics(
+    window: str = "24h",
+    *,
+    tool: str | None = None,
+    code: str | None = None,
+    client: str | None = None,
+    variant: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The metrics of ``window`` (one of ``WINDOWS``; anything else raises ValueError), optionally filtered."""
+    if window not in WINDOWS:
+        raise ValueError(f"window must be one of {', '.join(WINDOWS)}")
+    now = now or timezone.now()
+    if WINDOWS[window] >= DAILY_FROM_SECONDS:
+        span, step, end = RollupSummary.Span.DAY, 86400, day_start(now) + timedelta(days=1)
+    else:
+        step = bucket_seconds()
+        span, end = RollupSummary.Span.BUCKET, bucket_start(now) + timedelta(seconds=step)
+    start = end - timedelta(seconds=WINDOWS[window])
+    filters = {"tool": tool, "code": code, "client": client, "variant": variant}
+    window_info = {"name": window, "start": start.isoformat(), "end": end.isoformat(), "bucket_seconds": step}
+    # What is read from rollups is the same until they change: computed once per rollup generation (and
+    # window and filters), shared by the web processes through the cache. Episodes are read fresh.
+    current = generation()
+    key = _cache_key(window_info, filters, current)
+    from_rollups = cache.get(key) if current else None
+    if from_rollups is None:
+        rows = RollupSummary.objects.filter(
+            span=span, bucket__gte=start, bucket__lt=end, **{k: v for k, v in filters.items() if v}
+        )
+        from_rollups = _from_rollups(rows, start, end, step)
+        if current:
+            cache.set(key, from_rollups, CACHE_SECONDS)
+    return {
+        "window": window_info,
+        "filters": filters,
+        "targets": dict(TARGETS),
+        **from_rollups,
+        "recent_episodes": _recent_episodes(start, end, filters),
+    }
+
+
+def _from_rollups(rows: QuerySet, start: datetime, end: datetime, step: int) -> dict[str, Any]:
+    """Two GROUP BY queries (per cell, per bucket); totals and breakdowns are sums of the cells."""
+    cells = list(summed_rows(rows, ("tool", "code", "variant", "client")))
+    by_bucket = {row["bucket"]: row for row in summed_rows(rows, ("bucket",))}
+    return {
+        "totals": metric_row(_merge(cells)),
+        "series": _series(by_bucket, start, end, step),
+        "breakdowns": _breakdowns(cells),
+        "variant_comparison": _variant_comparison(cells),
+    }
+
+
+def _cache_key(window: Mapping[str, Any], filters: Mapping[str, str | None], current: str | None) -> str:
+    identity = json.dumps([connection.settings_dict["NAME"], window, filters, current], sort_keys=True, default=str)
+    return "errcatalog:metrics:" + hashlib.sha256(identity.encode()).hexdigest()
+
+
+def metric_row(sums: Mapping[str, Any]) -> dict[str, Any]:
+    """Counters with the rates and percentiles derived from them (definitions in the module docstring)."""
+    row = {name: int(sums.get(name) or 0) for name in COUNTERS}
+    retried = row["recovered"] + row["exhausted"] + row["abandoned"] - row["abandoned_without_retry"]
+    row["retried_episodes"] = retried
+    row["error_rate"] = _ratio(row["errors"], row["calls"])
+    row["interactive_error_rate"] = _ratio(row["interactive_errors"], row["errors"])
+    row["retry_success_rate"] = _ratio(row["recovered"], retried)
+    row["first_retry_success_rate"] = _ratio(row["first_retry_recovered"], retried)
+    histogram = sums.get("latency_histogram") or []
+    row["latency_p50_ms"] = percentile(histogram, 0.50)
+    row["latency_p95_ms"] = percentile(histogram, 0.95)
+    return row
+
+
+def percentile(histogram: list[int], quantile: float) -> float | None:
+    """The ``quantile`` of a latency histogram over ``LATENCY_BOUNDS_MS``; None when it is empty.
+
+    Within a bin the value is interpolated geometrically (the bins are log-spaced); a quantile in the overflow
+    bin is reported as the last bound.
+    """
+    total = sum(histogram)
+    if total <= 0:
+        return None
+    target = quantile * total
+    seen = 0
+    for index, count in enumerate(histogram):
+        if count and seen + count >= target:
+            if index >= len(LATENCY_BOUNDS_MS):
+                return LATENCY_BOUNDS_MS[-1]
+            high = LATENCY_BOUNDS_MS[index]
+            if index == 0:
+                return high
+            low = LATENCY_BOUNDS_MS[index - 1]
+            return round(low * (high / low) ** ((target - seen) / count), 3)
+        seen += count
+    return LATENCY_BOUNDS_MS[-1]
+
+
+def variant_retry_annotations(
+    *, code_ref: str, variant_ref: str, days: int = 30, now: datetime | None = None
+) -> dict[str, Subquery]:
+    """Annotations giving each row of a variant queryset its recovered and retried episodes over ``days`` days.
+
+    Correlated subqueries over the daily rollups, so a whole admin page of variants costs one query. The window
+    is the same as the ``"30d"`` metrics window's (the current UTC day and the 29 before it); the variant is
+    matched by code and name, so same-named variants of different locales share their numbers.
+    """
+    since = day_start(now or timezone.now()) - timedelta(days=days - 1)
+    rows = RollupSummary.objects.filter(
+        span=RollupSummary.Span.DAY, code=OuterRef(code_ref), variant=OuterRef(variant_ref), bucket__gte=since
+    )
+    grouped = rows.order_by().values("code", "variant")
+    retried = F("recovered") + F("exhausted") + F("abandoned") - F("abandoned_without_retry")
+    return {
+        "retry_recovered_30d": Subquery(grouped.annotate(n=Sum("recovered")).values("n")[:1]),
+        "retry_episodes_30d": Subquery(grouped.annotate(n=Sum(retried)).values("n")[:1]),
+    }
+
+
+def sentry_url(event_id: str) -> str | None:
+    """The Sentry page of an event from ``OUTCOMES["SENTRY_EVENT_URL"]``; None when unset or without an event."""
+    template = settings.OUTCOMES.get("SENTRY_EVENT_URL") or ""
+    if not template or not event_id:
+        return None
+    return template.replace("{event_id}", event_id)
+
+
+def _merge(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Sums of the cells' counters and histograms (column-wise ``sum(zip(...))``: no per-bin Python loop)."""
+    rows = list(rows)
+    total: dict[str, Any] = {name: sum(row[name] for row in rows) for name in COUNTERS}
+    histograms = [row["latency_histogram"] for row in rows]
+    total["latency_histogram"] = [sum(column) for column in zip(*histograms, strict=True)] if histograms else []
+    return total
+
+
+def _series(by_bucket: Mapping[datetime, Mapping[str, Any]], start: datetime, end: datetime, step: int) -> list:
+    series = []
+    current = start
+    while current < end:
+        series.append({"bucket": current.isoformat(), **metric_row(by_bucket.get(current, {}))})
+        current += timedelta(seconds=step)
+    return series
+
+
+def _breakdowns(cells: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows per code, tool, client and code/variant, most calls first (then most errors, then by name)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for dimension in ("code", "tool", "client"):
+        groups: dict[str, list] = defaultdict(list)
+        for cell in cells:
+            groups[cell[dimension]].append(cell)
+        out[dimension] = _sorted([{"key": key, **metric_row(_merge(rows))} for key, rows in groups.items()])
+    variants: dict[tuple[str, str], list] = defaultdict(list)
+    for cell in cells:
+        if cell["code"]:  # successful calls have no code and no wording to compare
+            variants[(cell["code"], cell["variant"])].append(cell)
+    out["variant"] = _sorted(
+        [
+            {"key": f"{code}/{name}", "code": code, "variant": name, **metric_row(_merge(rows))}
+            for (code, name), rows in variants.items()
+        ]
+    )
+    return out
+
+
+def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda row: (-row["calls"], -row["errors"], row["key"]))
+
+
+def _variant_comparison(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each code with at least two variants that have retried, ended episodes: which recovers more often."""
+    per_code: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for cell in cells:
+        if not cell["code"]:
+            continue
+        counts = per_code[cell["code"]][cell["variant"]]
+        counts["retried"] += cell["recovered"] + cell["exhausted"] + cell["abandoned"] - cell["abandoned_without_retry"]
+        counts["recovered"] += cell["recovered"]
+        counts["first_retry_recovered"] += cell["first_retry_recovered"]
+    comparisons = []
+    for code, variants in sorted(per_code.items()):
+        results = [
+            stats.VariantResult(name, counts["retried"], counts["recovered"])
+            for name, counts in sorted(variants.items())
+            if counts["retried"] > 0
+        ]
+        if len(results) < 2:
+            continue
+        comparison = stats.compare_variants(results)
+        rows = []
+        for result in sorted(results, key=lambda r: (-(r.rate or 0.0), -r.episodes, r.variant)):
+            low, high = stats.wilson_interval(result.recovered, result.episodes)
+            rows.append(
+                {
+                    "variant": result.variant,
+                    "episodes": result.episodes,
+                    "recovered": result.recovered,
+                    "first_retry_recovered": variants[result.variant]["first_retry_recovered"],
+                    "retry_success_rate": result.rate,
+                    "ci_low": round(low, 4),
+                    "ci_high": round(high, 4),
+                }
+            )
+        comparisons.append(
+            {
+                "code": code,
+                "variants": rows,
+                "best": comparison.best,
+                "runner_up": comparison.runner_up,
+                "p_value": None if comparison.p_value is None else round(comparison.p_value, 4),
+                "significant": comparison.significant,
+                "verdict": comparison.verdict,
+            }
+        )
+    return comparisons
+
+
+def _recent_episodes(start: datetime, end: datetime, filters: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    """The latest episodes that started in the window (Episode's started_at index serves the ORDER BY)."""
+    lookup = Q(started_at__gte=start, started_at__lt=end)
+    for name, value in filters.items():
+        if value:
+            lookup &= Q(**{name: value})
+    fields = ("id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending", "retries")
+    fields += ("recovered_at_attempt", "sentry_event_id")
+    episodes = Episode.objects.filter(lookup).order_by("-started_at", "-id").values(*fields)[:RECENT_EPISODES]
+    return [
+        {
+            **episode,
+            "started_at": episode["started_at"].isoformat(),
+            "ended_at": episode["ended_at"].isoformat() if episode["ended_at"] else None,
+            "sentry_url": sentry_url(episode["sentry_event_id"]),
+        }
+        for episode in episodes
+    ]
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return round(numerator / denominator, 4) if denominator else None

@@ -1,4 +1,4 @@
-"""Request-path side of outcome recording (stub: a helper implements it).
+"""Request-path side of outcome recording: a bounded in-process buffer and a background flusher.
 
 Interface (fixed):
 - ``record(event: OutcomeEvent) -> None``: called once per tool call on the request path. O(1), never raises,
@@ -7,27 +7,402 @@ Interface (fixed):
 - ``submit(events: Sequence[OutcomeEvent]) -> None``: durable push now, for the REST batch endpoint. Raises
   ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then).
 - ``flush(timeout: float = 5.0) -> bool``: push everything held now (shutdown, tests); True when all went.
-- ``stats() -> RecorderStats``: counters for people and tests (recorded, sent, dropped, held, unavailable).
+- ``stats() -> RecorderStats``: counters for people and tests (recorded, sent, dropped, held, paused).
+- ``reset()``: stop the flusher and forget everything held and counted (tests, and a forked child).
+
+Why this shape: a tool call must not wait for Redis (the issue allows 100 µs at the median), and must keep
+serving while Redis is down. So ``record`` only appends to a bounded ``deque`` (no lock, no I/O); a daemon thread
+wakes every ``FLUSH_INTERVAL_MS`` (sooner when ``BATCH_SIZE`` events wait) and sends them in one pipelined round
+trip. Events leave the process buffer only when the send succeeded; while it fails they stay, up to
+``LOCAL_BUFFER_MAX``, the oldest dropped and counted beyond that.
+
+Settings: ``record`` must not read ``django.conf.settings`` itself (one attribute read through Django's lazy proxy
+costs about 1 µs, more than the rest of ``record``), so the recorder keeps a copy of the few values it needs. The
+copy is refreshed by every flush (so a changed value takes effect within one flush interval), and dropped at once
+when Django reports a change of ``OUTCOMES`` or ``REDIS_URL`` (``override_settings`` and pytest-django's
+``settings`` fixture send ``setting_changed``), so tests see their overrides on the next call.
 """
 
 from __future__ import annotations
 
+import atexit
+import collections
+import logging
+import os
+import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+from django.conf import settings
+from django.core.signals import setting_changed
 
 from errcatalog.outcomes.events import OutcomeEvent
+
+logger = logging.getLogger("errcatalog.outcomes.recorder")
+
+# Redis answers a local pipeline in well under a millisecond; a second means it is gone, and the flusher (or a
+# REST request in ``submit``) must not hang on it longer than that.
+REDIS_TIMEOUT_SECONDS = 1.0
+# While the buffer is unreachable the flusher retries this often (a failed attempt costs at most the timeout).
+PAUSED_RETRY_SECONDS = 1.0
 
 
 class BufferUnavailable(RuntimeError):
     """The outcome buffer (Redis, or the Celery broker) cannot take events right now."""
 
 
+@dataclass(frozen=True, slots=True)
+class RecorderStats:
+    """This process's counters since it started (or since ``reset``)."""
+
+    recorded: int  # events accepted by ``record``
+    sent: int  # events that reached the buffer (Redis stream or Celery broker), ``submit`` included
+    dropped: int  # events lost: buffer overflow while the buffer was unreachable, or an event that would not encode
+    held: int  # events waiting in this process now
+    paused: bool  # the last attempt to send failed
+
+
+@dataclass(frozen=True, slots=True)
+class _Destination:
+    """Where a flush sends, read from settings at that moment."""
+
+    redis_url: str
+    stream_key: str
+    stream_maxlen: int
+    batch_size: int
+
+    @property
+    def label(self) -> str:
+        """Host and port (or socket path) of the Redis URL: never its password."""
+        parts = urlsplit(self.redis_url)
+        if parts.scheme == "unix":
+            return parts.path
+        host = parts.hostname or "localhost"
+        return f"[{host}]:{parts.port or 6379}" if ":" in host else f"{host}:{parts.port or 6379}"
+
+
+def _destination() -> _Destination:
+    outcomes = settings.OUTCOMES
+    return _Destination(
+        redis_url=settings.REDIS_URL,
+        stream_key=outcomes["STREAM_KEY"],
+        stream_maxlen=outcomes["STREAM_MAXLEN"],
+        batch_size=outcomes["BATCH_SIZE"],
+    )
+
+
+class _Recorder:
+    """The process-wide recorder behind the module functions. One per process; a forked child gets a clean one.
+
+    Threads: ``record`` runs on the request path (the event loop) and takes no lock. ``collections.deque`` appends
+    and pops are atomic, and a deque with ``maxlen`` drops its oldest item itself when full. The sender (the
+    flusher thread, or ``flush``) holds ``_send_lock``; its batch in flight stays counted as held (``_retry``) until
+    Redis or the broker took it. Each counter has one writer: the request path, the sender, or ``submit`` (which
+    takes ``_submit_lock``), so no increment is lost between threads.
+    """
+
+    def __init__(self) -> None:
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self._send_lock = threading.Lock()  # one sender at a time, so batches leave in the order they came
+        self._submit_lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._buffer: collections.deque[OutcomeEvent] = collections.deque(maxlen=1)
+        self._retry: list[OutcomeEvent] = []  # the sender's batch that did not go yet: oldest events held
+        # Copies of settings (see the module docstring); ``_enabled`` is None until they are read.
+        self._enabled: bool | None = None
+        self._limit = 0  # LOCAL_BUFFER_MAX
+        self._batch_size = 1 << 30  # BATCH_SIZE
+        self._interval = 0.1  # FLUSH_INTERVAL_MS, in seconds
+        self._thread: threading.Thread | None = None
+        self._redis: redis.Redis | None = None
+        self._redis_url = ""
+        # Request path: accepted, pushed out of the full buffer, failed inside ``record``.
+        self.recorded = self.dropped_full = self.dropped_failed = 0
+        # Sender: sent, dropped while paused (beyond the bound) or unencodable. ``submit``: sent.
+        self.sent = self.dropped_sending = self.submitted = 0
+        self._paused_since_dropped: int | None = None  # ``dropped`` when the pause began; None while healthy
+
+    @property
+    def dropped(self) -> int:
+        return self.dropped_full + self.dropped_failed + self.dropped_sending
+
+    # --- Request path ---------------------------------------------------------------------------------------
+
+    def record(self, event: OutcomeEvent) -> None:
+        enabled = self._enabled
+        if not enabled and (enabled is not None or not self.load_settings()):
+            return
+        buffer = self._buffer
+        if len(buffer) == buffer.maxlen:
+            self.dropped_full += 1  # the append pushes the oldest out
+        buffer.append(event)
+        self.recorded += 1
+        if len(buffer) == self._batch_size:
+            self._wake.set()  # a full batch waits: no need to wait for the interval
+        if self._thread is None:
+            self._start()
+
+    def load_settings(self) -> bool:
+        """Copy the settings ``record`` and the flusher use; returns ``ENABLED``."""
+        outcomes = settings.OUTCOMES
+        enabled = bool(outcomes["ENABLED"])
+        limit, batch_size = int(outcomes["LOCAL_BUFFER_MAX"]), int(outcomes["BATCH_SIZE"])
+        self._interval = outcomes["FLUSH_INTERVAL_MS"] / 1000
+        self._batch_size = batch_size
+        if limit != self._limit:
+            # A new bound (first use, or settings changed: rare). A smaller one keeps the newest events.
+            old = self._buffer
+            self._buffer = collections.deque(old, maxlen=limit)
+            self.dropped_full += len(old) - len(self._buffer)
+            self._limit = limit
+        self._enabled = enabled
+        return enabled
+
+    def settings_changed(self) -> None:
+        self._enabled = None
+        if self._thread is not None:
+            self._wake.set()  # the flusher picks up a new destination or interval now
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is not None:
+                return
+            self._stop.clear()
+            self._wake.clear()
+            thread = threading.Thread(target=self._run, name="outcome-recorder", daemon=True)
+            self._thread = thread
+        thread.start()
+
+    # --- Sender: the flusher thread, or ``flush`` --------------------------------------------------------------
+
+    def _run(self) -> None:
+        stop = self._stop
+        while not stop.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            if stop.is_set():
+                return
+            try:
+                delivered = self.send_held(deadline=None)
+            except Exception:  # the flusher must outlive anything; the cause is logged, the events stay held
+                logger.exception("Outcome recorder: unexpected failure while sending")
+                delivered = False
+            if not delivered:
+                stop.wait(PAUSED_RETRY_SECONDS)
+
+    def send_held(self, *, deadline: float | None) -> bool:
+        """Send everything held, batch by batch, oldest first. True when nothing is left; False on a failure."""
+        with self._send_lock:
+            self.load_settings()
+            destination = _destination()
+            while True:
+                if not self._retry:
+                    self._retry = self._take(destination.batch_size)
+                    if not self._retry:
+                        self._resumed(destination)
+                        return True
+                try:
+                    self.sent += self._send(destination, self._retry, sender=True)
+                except Exception as exc:
+                    self._trim_held()
+                    self._failed(destination, exc)
+                    return False
+                self._retry = []
+                if deadline is not None and time.monotonic() > deadline:
+                    return not self._buffer
+
+    def _take(self, count: int) -> list[OutcomeEvent]:
+        buffer, batch = self._buffer, []
+        for _ in range(min(count, len(buffer))):
+            try:
+                batch.append(buffer.popleft())
+            except IndexError:  # emptied meanwhile by a settings change
+                break
+        return batch
+
+    def _trim_held(self) -> None:
+        # The buffer never exceeds the bound itself; the unsent batch holds the oldest events, so they go first.
+        excess = len(self._buffer) + len(self._retry) - self._limit
+        if excess > 0:
+            dropped = min(excess, len(self._retry))
+            del self._retry[:dropped]
+            self.dropped_sending += dropped
+
+    def _send(self, destination: _Destination, batch: list[OutcomeEvent], *, sender: bool) -> int:
+        """Send one batch; returns how many went (events that fail to encode are dropped and counted)."""
+        if destination.redis_url:
+            payloads = self._encode(batch, OutcomeEvent.to_json, sender=sender)
+            if payloads:
+                pipe = self._client(destination.redis_url).pipeline(transaction=False)
+                for payload in payloads:
+                    pipe.xadd(destination.stream_key, {"e": payload}, maxlen=destination.stream_maxlen)
+                pipe.execute()
+        else:
+            payloads = self._encode(batch, OutcomeEvent.to_wire, sender=sender)
+            if payloads:
+                from errcatalog.tasks import ingest_outcomes  # Celery loads lazily: web processes rarely need it
+
+                ingest_outcomes.delay(payloads)
+        return len(payloads)
+
+    def _encode(self, batch: list[OutcomeEvent], encode: Any, *, sender: bool) -> list[Any]:
+        payloads, kept = [], []
+        for event in batch:
+            try:
+                payloads.append(encode(event))
+                kept.append(event)
+            except Exception:  # not an OutcomeEvent, or a value JSON cannot carry: it can never be recorded
+                if sender:
+                    self.dropped_sending += 1
+        if sender and len(kept) < len(batch):
+            batch[:] = kept  # a retry of this batch must not count them twice
+        return payloads
+
+    def _client(self, url: str) -> redis.Redis:
+        if self._redis is None or url != self._redis_url:
+            if self._redis is not None:
+                self._redis.close()
+            self._redis = redis.Redis.from_url(
+                url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
+            )
+            self._redis_url = url
+        return self._redis
+
+    def _failed(self, destination: _Destination, exc: Exception) -> None:
+        if self._paused_since_dropped is not None:
+            return
+        self._paused_since_dropped = self.dropped
+        # Host and port, and the exception's class only: a URL or an exception's text may carry a password.
+        logger.warning(
+            "Outcome recording paused: %s unreachable (%s); holding up to %d events in memory, "
+            "dropping the oldest beyond that",
+            _where(destination),
+            type(exc).__name__,
+            self._limit,
+        )
+
+    def _resumed(self, destination: _Destination) -> None:
+        if self._paused_since_dropped is None:
+            return
+        lost = self.dropped - self._paused_since_dropped
+        self._paused_since_dropped = None
+        logger.warning(
+            "Outcome recording resumed (%s); %d events could not be recorded (dropped)", _where(destination), lost
+        )
+
+    # --- Synchronous paths ----------------------------------------------------------------------------------
+
+    def submit(self, events: Sequence[OutcomeEvent]) -> None:
+        if not events:
+            return
+        destination = _destination()
+        with self._submit_lock:
+            try:
+                for start in range(0, len(events), destination.batch_size):
+                    batch = list(events[start : start + destination.batch_size])
+                    self.submitted += self._send(destination, batch, sender=False)
+            except Exception as exc:
+                raise BufferUnavailable(f"the outcome buffer cannot take events ({type(exc).__name__})") from None
+
+    def flush(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        # The flusher may be in the middle of a send (at most one Redis timeout): wait for it, within the timeout.
+        if not self._send_lock.acquire(timeout=max(0.0, timeout)):
+            return False
+        self._send_lock.release()
+        try:
+            return self.send_held(deadline=deadline)
+        except Exception:
+            logger.exception("Outcome recorder: unexpected failure while flushing")
+            return False
+
+    def stats(self) -> RecorderStats:
+        return RecorderStats(
+            recorded=self.recorded,
+            sent=self.sent + self.submitted,
+            dropped=self.dropped,
+            held=len(self._buffer) + len(self._retry),
+            paused=self._paused_since_dropped is not None,
+        )
+
+    def stop(self, timeout: float = 5.0) -> None:
+        thread = self._thread
+        self._stop.set()
+        self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        if self._redis is not None:
+            self._redis.close()
+
+    def reset(self) -> None:
+        self.stop()
+        self._init_state()
+
+    def after_fork_in_child(self) -> None:
+        # The parent's thread does not exist here, its locks may be held forever, its Redis sockets are shared,
+        # and its held events are the parent's to send: start over.
+        self._init_state()
+
+
+def _where(destination: _Destination) -> str:
+    return f"Redis at {destination.label}" if destination.redis_url else "the Celery broker"
+
+
+_recorder = _Recorder()
+if hasattr(os, "register_at_fork"):
+    # uvicorn --workers and Celery prefork fork: the child starts its own flusher on its first record.
+    os.register_at_fork(after_in_child=_recorder.after_fork_in_child)
+
+
+def _on_setting_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("OUTCOMES", "REDIS_URL"):
+        _recorder.settings_changed()
+
+
+setting_changed.connect(_on_setting_changed, dispatch_uid="errcatalog.outcomes.recorder")
+
+
 def record(event: OutcomeEvent) -> None:
-    """Queue one event for recording; never raises."""
+    """Queue one event for recording; never raises, never waits for I/O."""
+    try:
+        _recorder.record(event)
+    except Exception:  # recording must never break a tool call; the loss is counted
+        _recorder.dropped_failed += 1
 
 
 def submit(events: Sequence[OutcomeEvent]) -> None:
-    raise BufferUnavailable("outcome recording is not implemented yet")
+    """Send ``events`` to the buffer now (the REST batch endpoint). Raises ``BufferUnavailable`` on failure.
+
+    ``OUTCOMES["ENABLED"]`` does not apply here: it switches off recording of this server's own tool calls, while
+    a reporter that sends its events explicitly gets them stored (or a 503 it can retry on), never silently lost.
+    """
+    _recorder.submit(events)
 
 
 def flush(timeout: float = 5.0) -> bool:
-    return True
+    """Send everything held now, waiting up to about ``timeout`` seconds; True when nothing is left held."""
+    return _recorder.flush(timeout)
+
+
+def stats() -> RecorderStats:
+    """This process's recording counters."""
+    return _recorder.stats()
+
+
+def reset() -> None:
+    """Stop the flusher thread and forget held events and counters (tests; the next record starts afresh)."""
+    _recorder.reset()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    if _recorder._thread is not None:  # nothing was ever recorded in this process: nothing to do
+        flush(timeout=2.0)

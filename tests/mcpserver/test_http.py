@@ -69,6 +69,47 @@ def test_foreign_origin_is_refused(mcp):
     assert response.status_code == 403
 
 
+def _list_tools_2026() -> tuple[bytes, dict]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/list",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    }
+    return json.dumps(body).encode(), {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [
+        ({"Host": "evil.example.com"}, 421),
+        ({"Host": "127.0.0.1.evil.example.com:80"}, 421),
+        ({"Origin": "http://evil.example.com"}, 403),
+        ({"Origin": "http://localhost.evil.example.com:80"}, 403),
+        ({"Origin": "http://localhost:6274"}, 200),  # MCP Inspector's page on any local port is welcome
+    ],
+)
+def test_host_and_origin_are_checked_on_the_stateless_generation_too(mcp, extra, status):
+    # The guard is the endpoint's only Host/Origin check (the session managers' own is off), so the 2026-07-28
+    # route must refuse exactly what the 2025 route refuses.
+    body, headers = _list_tools_2026()
+    response = mcp.raw(body=body, headers=auth(mcp.key) | headers | extra)
+    assert response.status_code == status
+    if status == 200:
+        assert response.json()["result"]["tools"]
+
+
+def test_host_is_checked_before_the_token(mcp):
+    body, headers = _list_tools_2026()
+    response = mcp.raw(body=body, headers=headers | {"Host": "evil.example.com"})
+    assert response.status_code == 421
+
+
 def test_oversize_body_is_413_json(mcp, settings):
     body = json.dumps({**INITIALIZE, "padding": "x" * (settings.MCP["MAX_BODY_BYTES"] + 1)}).encode()
     response = mcp.raw(body=body, headers=auth(mcp.key))

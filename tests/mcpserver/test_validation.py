@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mcpserver.elicitation import requested_schema
 from mcpserver.registry import ToolSpec
-from mcpserver.validation import expected_format, validate_arguments
+from mcpserver.validation import _validate_with_jsonschema, expected_format, validate_arguments
 
 SCHEMA = {
     "type": "object",
@@ -86,3 +88,51 @@ def test_secrets_and_nested_values_are_never_elicited():
     assert requested_schema(_spec(secret), validate_arguments(secret, {}).missing) is None
     nested = {"type": "object", "properties": {"items": {"type": "array"}}, "required": ["items"]}
     assert requested_schema(_spec(nested), validate_arguments(nested, {}).missing) is None
+
+
+PLAIN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for"},
+        "limit": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "exact": {"type": "boolean"},
+    },
+    "required": ["query", "limit"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"query": "x", "limit": 3},
+        {"query": "", "limit": 3.0, "ratio": 1, "exact": False},
+        {},
+        {"limit": 2},
+        {"query": "x"},
+        {"query": 5, "limit": 3},
+        {"query": "x", "limit": True},
+        {"query": "x", "limit": 2.5},
+        {"query": "x", "limit": 1, "ratio": False},
+        {"query": "x", "limit": 1, "ratio": "1"},
+        {"query": "x", "limit": 1, "exact": 0},
+        {"query": "x", "limit": 1, "other": 1},
+        {"other": 1},
+        {"limit": "3"},
+        {"query": None, "limit": 1},
+    ],
+)
+def test_plain_schemas_get_the_answer_jsonschema_gives(arguments):
+    # Plain schemas (typed properties and a required list) take a shortcut; it must never answer differently.
+    assert validate_arguments(PLAIN_SCHEMA, arguments) == _validate_with_jsonschema(PLAIN_SCHEMA, arguments)
+    open_schema = {k: v for k, v in PLAIN_SCHEMA.items() if k != "additionalProperties"}
+    assert validate_arguments(open_schema, arguments) == _validate_with_jsonschema(open_schema, arguments)
+
+
+def test_missing_parameters_of_a_plain_schema_are_described_by_it():
+    problems = validate_arguments(PLAIN_SCHEMA, {"ratio": 0.5})
+    assert [p.name for p in problems.missing] == ["query", "limit"]
+    assert problems.missing[0].description == "What to look for"
+    assert problems.missing[1].expected_format == "a integer"
+    assert not problems.invalid and not problems.structural

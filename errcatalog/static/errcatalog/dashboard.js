@@ -1,0 +1,187 @@
+/*
+ * The outcomes dashboard: draws the two charts from the json_script data, sorts breakdown tables when a column
+ * heading is clicked, and submits the filter form when a selection changes. No inline handlers: everything is
+ * wired here, so the page works under a CSP without 'unsafe-inline'.
+ */
+"use strict";
+
+(function () {
+  const PALETTE = {
+    calls: "#417690",
+    errors: "#ba2121",
+    retry: "#2e7d32",
+    firstRetry: "#8bc34a",
+    interactive: "#6a1b9a",
+    errorRate: "#e65100",
+  };
+
+  function readChartData() {
+    const node = document.getElementById("ed-chart-data");
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  function percentTick(value) {
+    return value + " %";
+  }
+
+  function targetDataset(label, value, count, color) {
+    return {
+      type: "line",
+      label: label,
+      data: new Array(count).fill(value),
+      borderColor: color,
+      borderDash: [6, 4],
+      borderWidth: 1.5,
+      pointRadius: 0,
+      pointHoverRadius: 0,
+      fill: false,
+    };
+  }
+
+  function rateDataset(label, values, color) {
+    return {
+      type: "line",
+      label: label,
+      data: values,
+      borderColor: color,
+      backgroundColor: color,
+      borderWidth: 2,
+      pointRadius: 2,
+      spanGaps: false,
+      tension: 0.2,
+    };
+  }
+
+  function drawCharts(data) {
+    const Chart = window.Chart;
+    const volume = document.getElementById("ed-chart-volume");
+    const rates = document.getElementById("ed-chart-rates");
+    if (!Chart || !volume || !rates) {
+      return;
+    }
+    const style = getComputedStyle(document.body);
+    Chart.defaults.color = style.color;
+    Chart.defaults.font.family = style.fontFamily;
+    Chart.defaults.maintainAspectRatio = false;
+    const count = data.labels.length;
+
+    new Chart(volume, {
+      type: "bar",
+      data: {
+        labels: data.labels,
+        datasets: [
+          { label: "Calls", data: data.calls, backgroundColor: PALETTE.calls },
+          { label: "Errors", data: data.errors, backgroundColor: PALETTE.errors },
+        ],
+      },
+      options: {
+        interaction: { mode: "index", intersect: false },
+        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+      },
+    });
+
+    new Chart(rates, {
+      type: "line",
+      data: {
+        labels: data.labels,
+        datasets: [
+          rateDataset("Retry success", data.rates.retry_success_rate, PALETTE.retry),
+          rateDataset("First-retry success", data.rates.first_retry_success_rate, PALETTE.firstRetry),
+          rateDataset("Interactive errors", data.rates.interactive_error_rate, PALETTE.interactive),
+          rateDataset("Error rate", data.rates.error_rate, PALETTE.errorRate),
+          targetDataset("Retry success target", data.targets.retry_success_rate, count, PALETTE.retry),
+          targetDataset("Interactive target", data.targets.interactive_error_rate, count, PALETTE.interactive),
+        ],
+      },
+      options: {
+        interaction: { mode: "index", intersect: false },
+        scales: { y: { min: 0, max: 100, ticks: { callback: percentTick } } },
+        plugins: {
+          tooltip: {
+            callbacks: {
+              label: function (item) {
+                return item.dataset.label + ": " + (item.raw === null ? "—" : item.raw + " %");
+              },
+            },
+          },
+        },
+      },
+    });
+  }
+
+  /* Sorting: numbers compare numerically, a missing value ("—", empty data-sort) always goes last. */
+  function sortKey(row, index, numeric) {
+    const cell = row.children[index];
+    const raw = cell ? cell.getAttribute("data-sort") : "";
+    if (raw === null || raw === "") {
+      return null;
+    }
+    return numeric ? parseFloat(raw) : raw.toLowerCase();
+  }
+
+  function sortTable(table, button) {
+    const index = Number(button.getAttribute("data-sort-index"));
+    const numeric = button.getAttribute("data-sort-type") === "number";
+    const header = button.closest("th");
+    const current = header.getAttribute("aria-sort");
+    // Numbers start with the largest first (the busiest tool, the worst rate); text starts A to Z.
+    let direction = numeric ? "descending" : "ascending";
+    if (current === "descending") {
+      direction = "ascending";
+    } else if (current === "ascending") {
+      direction = "descending";
+    }
+    const sign = direction === "ascending" ? 1 : -1;
+    const body = table.tBodies[0];
+    const rows = Array.from(body.rows).filter(function (row) {
+      return !row.classList.contains("ed-empty");
+    });
+    rows.sort(function (a, b) {
+      const ka = sortKey(a, index, numeric);
+      const kb = sortKey(b, index, numeric);
+      if (ka === null || kb === null) {
+        return (ka === null) - (kb === null);
+      }
+      if (ka < kb) {
+        return -sign;
+      }
+      return ka > kb ? sign : 0;
+    });
+    rows.forEach(function (row) {
+      body.appendChild(row);
+    });
+    table.querySelectorAll("thead th").forEach(function (th) {
+      th.removeAttribute("aria-sort");
+    });
+    header.setAttribute("aria-sort", direction);
+  }
+
+  function wireSorting() {
+    document.querySelectorAll("table.ed-sortable").forEach(function (table) {
+      table.querySelectorAll("button.ed-sort").forEach(function (button) {
+        button.addEventListener("click", function () {
+          sortTable(table, button);
+        });
+      });
+    });
+  }
+
+  function wireFilters() {
+    document.querySelectorAll("form[data-autosubmit]").forEach(function (form) {
+      form.querySelectorAll("select").forEach(function (select) {
+        select.addEventListener("change", function () {
+          form.requestSubmit();
+        });
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    wireSorting();
+    wireFilters();
+    const data = readChartData();
+    if (data) {
+      drawCharts(data);
+    }
+  });
+})();

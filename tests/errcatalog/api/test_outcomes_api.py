@@ -1,0 +1,151 @@
+"""POST /api/v1/outcomes/: external MCP servers report outcomes, validated all-or-nothing, into the same buffer."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import uuid
+
+import pytest
+import redis
+
+from errcatalog.outcomes import recorder
+from errcatalog.tokens import client_token_create
+from tests.errcatalog.api.conftest import bearer_client
+from tests.errcatalog.api.error_shape import assert_api_error
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/outcomes/"
+
+
+def wire(**fields) -> dict:
+    event = {"id": uuid.uuid4().hex, "ts": time.time(), "tool": "send_email", "outcome": "ok", "latency_ms": 12.5}
+    event.update(fields)
+    return event
+
+
+@pytest.fixture
+def buffer(settings, redis_url):
+    """The outcome buffer on this test's Redis database; yields a client to read the stream back."""
+    settings.REDIS_URL = redis_url
+    recorder.reset()
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+    recorder.reset()
+
+
+@pytest.fixture
+def reporter(plain_user):
+    token, raw_key = client_token_create(user=plain_user, name="external-mcp")
+    return token, bearer_client(raw_key)
+
+
+def streamed(buffer: redis.Redis, settings) -> list[dict]:
+    return [json.loads(fields[b"e"]) for _id, fields in buffer.xrange(settings.OUTCOMES["STREAM_KEY"])]
+
+
+def test_a_batch_is_accepted_into_the_buffer_with_clients_under_the_token(reporter, buffer, settings):
+    token, client = reporter
+    events = [
+        wire(client="ide", session="s1"),
+        wire(outcome="error", code="MISSING_PARAMETER", variant="friendly", interactive=True),
+    ]
+
+    response = client.post(URL, {"events": events}, format="json")
+
+    assert response.status_code == 202, response.content
+    assert response.json() == {"accepted": 2}
+    stored = streamed(buffer, settings)
+    assert [e["id"] for e in stored] == [e["id"] for e in events]
+    assert [e["client"] for e in stored] == [f"token:{token.pk}/ide", f"token:{token.pk}"]
+    assert stored[1]["code"] == "MISSING_PARAMETER" and stored[1]["interactive"] is True
+
+
+def test_an_empty_batch_is_accepted_and_sends_nothing(reporter, buffer, settings):
+    _token, client = reporter
+
+    response = client.post(URL, {"events": []}, format="json")
+
+    assert response.status_code == 202 and response.json() == {"accepted": 0}
+    assert streamed(buffer, settings) == []
+
+
+def test_one_bad_event_refuses_the_whole_batch_naming_each_problem(reporter, buffer, settings):
+    _token, client = reporter
+    events = [wire(), wire(ts="yesterday"), wire(), wire(outcome="error"), wire(tool="send email; DROP TABLE x")]
+
+    error = assert_api_error(client.post(URL, {"events": events}, format="json"), 400, "invalid")
+
+    assert set(error["fields"]) == {"events.1.ts", "events.3.code", "events.4.tool"}
+    assert error["fields"]["events.1.ts"] == ["must be a Unix time in seconds"]
+    assert "DROP TABLE" not in json.dumps(error)
+    assert streamed(buffer, settings) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ([wire()], "non_field_errors"),  # a list, not {"events": [...]}
+        ({"events": wire()}, "events"),  # one event, not a list
+        ({"events": [wire()], "extra": 1}, "non_field_errors"),
+        ({"events": [wire()] * 1001}, "events"),
+        ({"events": ["not an object"]}, "events.0"),
+        ({"events": [wire(latency_ms="fast")]}, "events.0.latency_ms"),
+        ({"events": [wire(interactive="yes")]}, "events.0.interactive"),
+        ({"events": [wire(unknown_field=1)]}, "events.0"),
+        ({"events": [wire(tool="t" * 100_000)]}, "events.0.tool"),
+        ({"events": [wire(client="<script>alert(1)</script>")]}, "events.0.client"),
+        ({"events": [wire(client="c" * 128)]}, "events.0.client"),  # too long once under the token
+    ],
+)
+def test_malformed_batches_are_refused(reporter, buffer, settings, body, field):
+    _token, client = reporter
+
+    error = assert_api_error(client.post(URL, body, format="json"), 400, "invalid")
+
+    assert field in error["fields"]
+    assert "<script>" not in json.dumps(error)
+    assert streamed(buffer, settings) == []
+
+
+def test_a_body_that_is_not_json_is_refused(reporter, buffer):
+    _token, client = reporter
+
+    response = client.post(URL, data="{events: [", content_type="application/json")
+
+    assert_api_error(response, 400, "parse_error")
+
+
+def test_a_body_beyond_the_upload_limit_is_refused_in_the_api_shape(reporter, buffer, settings):
+    _token, client = reporter
+    body = json.dumps({"events": [wire()], "padding": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE})
+
+    response = client.post(URL, data=body, content_type="application/json")
+
+    assert_api_error(response, 413, "too_large")
+    assert streamed(buffer, settings) == []
+
+
+def test_outcomes_are_reported_with_a_token_only(anonymous, staff_client, buffer):
+    body = {"events": [wire()]}
+    assert_api_error(anonymous.post(URL, body, format="json"), 401, "not_authenticated")
+    assert_api_error(staff_client.post(URL, body, format="json"), 403, "permission_denied")
+
+
+def test_an_unreachable_buffer_answers_503_with_retry_after(reporter, settings):
+    _token, client = reporter
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    recorder.reset()
+    try:
+        response = client.post(URL, {"events": [wire()]}, format="json")
+    finally:
+        recorder.reset()
+
+    assert_api_error(response, 503, "outcomes_unavailable")
+    assert response["Retry-After"] == "5"

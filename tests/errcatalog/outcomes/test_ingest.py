@@ -1,0 +1,212 @@
+"""Ingestion: each event stored once whatever is redelivered, and the Redis stream drained at least once."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+
+import pytest
+import redis
+from django.conf import settings
+
+from errcatalog.outcomes import ingest
+from errcatalog.outcomes.events import OutcomeEvent
+from errcatalog.outcomes.models import Episode
+from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+
+pytestmark = pytest.mark.django_db
+
+
+def story(client: str = "token:1") -> list[OutcomeEvent]:
+    now = time.time()
+    return [
+        OutcomeEvent(tool="search", client=client, outcome="error", code="E_X", variant="v1", ts=now - 3),
+        OutcomeEvent(tool="search", client=client, outcome="ok", ts=now - 2, latency_ms=12.5),
+        OutcomeEvent(tool="list", client=client, outcome="ok", ts=now - 1),
+    ]
+
+
+def snapshot() -> tuple[list, list]:
+    events = list(OutcomeEventRow.objects.order_by("id").values_list("id", "attempt", "episode_id", "ingested_at"))
+    episodes = list(Episode.objects.order_by("pk").values())
+    return events, episodes
+
+
+@pytest.fixture
+def stream(settings, redis_url):
+    """The outcome stream on the test's Redis, with ``REDIS_URL`` set as in a worker."""
+    settings.REDIS_URL = redis_url
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def xadd(client: redis.Redis, payloads: list[bytes]) -> list[bytes]:
+    key = settings.OUTCOMES["STREAM_KEY"]
+    return [client.xadd(key, {"e": payload}) for payload in payloads]
+
+
+# --- ingest_events ---------------------------------------------------------------------------------------------
+
+
+def test_ingest_stores_every_field_and_returns_the_new_count():
+    event = OutcomeEvent(
+        tool="search", client="token:4", session="s-1", outcome="error", code="E_X", variant="v2",
+        interactive=True, latency_ms=3.25, elicitation="requested", sentry_event_id="f" * 32, ts=time.time() - 1,
+        source="api",
+    )  # fmt: skip
+    assert ingest.ingest_events([event]) == 1
+    row = OutcomeEventRow.objects.get()
+    assert row.id == uuid.UUID(event.id)
+    assert abs(row.occurred_at.timestamp() - event.ts) < 1e-3
+    assert (row.source, row.tool, row.client, row.session, row.outcome, row.code, row.variant) == (
+        "api", "search", "token:4", "s-1", "error", "E_X", "v2",
+    )  # fmt: skip
+    assert (row.interactive, row.latency_ms, row.elicitation, row.sentry_event_id) == (
+        True,
+        3.25,
+        "requested",
+        "f" * 32,
+    )
+    assert row.episode.code == "E_X" and row.attempt == 0 and row.ingested_at is not None
+
+
+def test_redelivered_events_change_nothing():
+    events = story()
+    assert ingest.ingest_events(events) == 3
+    before = snapshot()
+    assert ingest.ingest_events(events) == 0
+    assert ingest.ingest_events(list(reversed(events))) == 0
+    assert snapshot() == before
+
+
+def test_batch_mixing_stored_and_new_events_links_only_the_new_ones():
+    first, recovery, other = story()
+    assert ingest.ingest_events([first]) == 1
+    assert ingest.ingest_events([first, recovery, first, other]) == 2
+    episode = Episode.objects.get()
+    assert (episode.ending, episode.retries, episode.recovered_at_attempt) == ("recovered", 1, 1)
+    assert OutcomeEventRow.objects.count() == 3
+
+
+def test_events_too_long_for_the_columns_are_dropped_not_fatal(caplog):
+    fits, *_ = story()
+    too_long = OutcomeEvent(tool="search", outcome="error", code="E_" + "X" * 100, ts=time.time())
+    with caplog.at_level(logging.WARNING, logger="errcatalog.outcomes.ingest"):
+        assert ingest.ingest_events([fits, too_long]) == 1
+    assert "1 invalid event(s)" in caplog.text and "XXXX" not in caplog.text
+
+
+def test_large_batches_are_split_into_statements():
+    now = time.time()
+    events = [OutcomeEvent(tool="bulk", client=f"c{n % 7}", outcome="ok", ts=now - n / 1000) for n in range(2500)]
+    assert ingest.ingest_events(events) == 2500
+    assert ingest.ingest_events(events) == 0
+    assert OutcomeEventRow.objects.count() == 2500
+
+
+# --- ingest_wire_batch -------------------------------------------------------------------------------------------
+
+
+def test_wire_batch_counts_and_skips_invalid_events(caplog):
+    good = [event.to_wire() for event in story()]
+    bad = [{"id": "nope"}, "text", {**good[0], "id": uuid.uuid4().hex, "outcome": "maybe"}]
+    with caplog.at_level(logging.WARNING, logger="errcatalog.outcomes.ingest"):
+        assert ingest.ingest_wire_batch(good + bad) == 3
+    assert "3 invalid event(s)" in caplog.text and "nope" not in caplog.text
+    assert OutcomeEventRow.objects.count() == 3
+    assert ingest.ingest_wire_batch(good) == 0
+
+
+# --- drain -------------------------------------------------------------------------------------------------------
+
+
+def test_drain_without_redis_does_nothing(settings):
+    settings.REDIS_URL = ""
+    assert ingest.drain() == 0
+
+
+def test_drain_stores_acknowledges_and_deletes_including_invalid_entries(stream, caplog):
+    events = story("token:1") + story("token:2")
+    xadd(stream, [event.to_json() for event in events] + [b"{broken", b"[]", json.dumps({"id": 1}).encode()])
+    with caplog.at_level(logging.WARNING, logger="errcatalog.outcomes.ingest"):
+        assert ingest.drain() == 6
+    assert "3 invalid event(s)" in caplog.text
+    key, group = settings.OUTCOMES["STREAM_KEY"], settings.OUTCOMES["STREAM_GROUP"]
+    assert stream.xlen(key) == 0
+    assert stream.xpending(key, group)["pending"] == 0
+    assert OutcomeEventRow.objects.count() == 6
+    assert Episode.objects.filter(ending="recovered").count() == 2
+    assert ingest.drain() == 0
+
+
+def test_drain_reads_batch_after_batch(stream, settings):
+    settings.OUTCOMES = {**settings.OUTCOMES, "BATCH_SIZE": 4}
+    now = time.time()
+    events = [OutcomeEvent(tool="t", client="c", outcome="error", code="E_X", ts=now - 50 + n) for n in range(10)]
+    xadd(stream, [event.to_json() for event in events])
+    assert ingest.drain() == 10
+    # Correlated across batches in stream order: 0 opens, 1-4 retry (4 > 3: exhausted), 5 opens, 6-9 retry.
+    assert list(Episode.objects.order_by("started_at").values_list("ending", "retries")) == [("exhausted", 4)] * 2
+    assert (
+        list(OutcomeEventRow.objects.order_by("occurred_at").values_list("attempt", flat=True)) == [0, 1, 2, 3, 4] * 2
+    )
+
+
+def test_redelivered_stream_entries_are_stored_once(stream):
+    events = story()
+    xadd(stream, [event.to_json() for event in events])
+    assert ingest.drain() == 3
+    before = snapshot()
+    xadd(stream, [event.to_json() for event in events])  # the recorder retried a send that had arrived
+    assert ingest.drain() == 0
+    assert snapshot() == before
+    assert stream.xlen(settings.OUTCOMES["STREAM_KEY"]) == 0
+
+
+def test_drain_takes_over_a_dead_workers_unacknowledged_batch(stream):
+    key, group = settings.OUTCOMES["STREAM_KEY"], settings.OUTCOMES["STREAM_GROUP"]
+    stream.xgroup_create(key, group, id="0", mkstream=True)
+    events = story()
+    ids = xadd(stream, [event.to_json() for event in events])
+    # Another worker read the entries and died before acknowledging them, long enough ago to count as dead.
+    stream.xreadgroup(group, "dead-host:1", {key: ">"})
+    idle_ms = (settings.OUTCOMES["CLAIM_IDLE_SECONDS"] + 5) * 1000
+    stream.xclaim(key, group, "dead-host:1", 0, ids, idle=idle_ms)
+    assert ingest.drain() == 3
+    assert stream.xpending(key, group)["pending"] == 0
+    assert OutcomeEventRow.objects.count() == 3
+
+
+def test_drain_leaves_a_recently_taken_batch_to_its_worker(stream):
+    key, group = settings.OUTCOMES["STREAM_KEY"], settings.OUTCOMES["STREAM_GROUP"]
+    stream.xgroup_create(key, group, id="0", mkstream=True)
+    xadd(stream, [event.to_json() for event in story()])
+    stream.xreadgroup(group, "busy-host:1", {key: ">"})
+    assert ingest.drain() == 0
+    assert stream.xpending(key, group)["pending"] == 3
+
+
+def test_only_one_drainer_at_a_time(stream):
+    xadd(stream, [event.to_json() for event in story()])
+    lock_key = f"{settings.OUTCOMES['STREAM_KEY']}:drainer"
+    stream.set(lock_key, "other-host:1", px=60_000)
+    assert ingest.drain() == 0
+    assert OutcomeEventRow.objects.count() == 0
+    stream.delete(lock_key)
+    assert ingest.drain() == 3
+    assert not stream.exists(lock_key)  # released after draining
+
+
+def test_names_with_quotes_backslashes_and_null_are_stored_verbatim():
+    # Events built in-process (not through from_wire) may hold any text; the bulk insert must not misread it.
+    names = ['a"b', "c\\d", "NULL", "", "{x,y}"]
+    now = time.time()
+    events = [OutcomeEvent(tool=name or "t", client=name, session="s", outcome="ok", ts=now - 1) for name in names]
+    events.append(OutcomeEvent(tool="NULL", client='q"', session="\\", outcome="error", code='E"\\', ts=now))
+    assert ingest.ingest_events(events) == len(events)
+    assert set(OutcomeEventRow.objects.values_list("client", flat=True)) == {*names, 'q"'}
+    episode = Episode.objects.get()
+    assert (episode.tool, episode.client, episode.session, episode.code) == ("NULL", 'q"', "\\", 'E"\\')
