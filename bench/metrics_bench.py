@@ -1,14 +1,15 @@
-"""Metrics API response time with a million outcome events in PostgreSQL: rollups keep it flat.
+"""Metrics API and dashboard response times with a million outcome events in PostgreSQL: rollups keep them flat.
 
     .venv/bin/python bench/metrics_bench.py [--events 1000000] [--days 30] [--requests 20]
 
 Uses its own database (``errcatalog_bench`` on ``BENCH_PG``, default ``postgres://postgres@127.0.0.1:5432``),
 dropped and recreated, then migrated. It generates the events and their episodes inside PostgreSQL
 (``INSERT … SELECT`` over ``generate_series``), computes every rollup bucket with ``rollups.compute_due`` (timed),
-then times ``GET /api/v1/metrics/`` through Django's test client as a staff user for each window, p50/p95 over
-``--requests`` requests: cold (the metrics cache emptied before each, so every request reads the rollups) and
-warm (the rollups' result cached for the current rollup generation). The data: 6 tools with 3 codes each,
-2 variants per code (one recovering more often), 8 clients, 15 % errors, log-normal latencies around 20 ms.
+then times ``GET /api/v1/metrics/`` and ``GET /dashboard/`` through Django's test client as a staff user for
+each window, p50/p95 over ``--requests`` requests: cold (the metrics cache emptied before each, so every request
+reads the rollups) and warm (the rollups' result cached for the current rollup generation). The data: 6 tools
+with 3 codes each, 2 variants per code (one recovering more often), 8 clients, 15 % errors, log-normal latencies
+around 20 ms.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def generate(events: int, days: int) -> float:
     return time.perf_counter() - started
 
 
-def time_requests(requests: int) -> dict[str, dict[str, tuple[float, float]]]:
+def time_requests(requests: int, path: str) -> dict[str, dict[str, tuple[float, float]]]:
     """p50/p95 in ms per window: cold (the metrics cache emptied before each request) and warm."""
     from django.contrib.auth import get_user_model
     from django.core.cache import cache
@@ -100,10 +101,10 @@ def time_requests(requests: int) -> dict[str, dict[str, tuple[float, float]]]:
     user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True})
     client = Client()
     client.force_login(user)
-    client.get("/api/v1/metrics/?window=1h")  # the first request of a process imports and warms the URLconf
+    client.get(f"{path}?window=1h")  # the first request of a process imports and warms the URLconf
     figures = {}
     for window in WINDOWS:
-        url = f"/api/v1/metrics/?window={window}"
+        url = f"{path}?window={window}"
         figures[window] = {}
         for label, clear in (("cold", True), ("warm", False)):
             durations = []
@@ -117,7 +118,8 @@ def time_requests(requests: int) -> dict[str, dict[str, tuple[float, float]]]:
             durations.sort()
             p95 = durations[min(len(durations) - 1, round(0.95 * (len(durations) - 1)))]
             figures[window][label] = (statistics.median(durations), p95)
-        figures[window]["calls"] = response.json()["totals"]["calls"]
+        if path.startswith("/api/"):
+            figures[window]["calls"] = response.json()["totals"]["calls"]
     return figures
 
 
@@ -154,11 +156,13 @@ def main() -> None:
     started = time.perf_counter()
     buckets = rollups.compute_due()
     print(f"rollups: incremental run, {buckets} bucket(s) in {(time.perf_counter() - started) * 1000:.0f} ms")
-    print(f"GET /api/v1/metrics/, {args.requests} requests per window and cache state (ms):")
-    print(f"  {'window':>6} {'cold p50':>9} {'cold p95':>9} {'warm p50':>9} {'warm p95':>9} {'calls':>10}")
-    for window, row in time_requests(args.requests).items():
-        (cold50, cold95), (warm50, warm95) = row["cold"], row["warm"]
-        print(f"  {window:>6} {cold50:9.1f} {cold95:9.1f} {warm50:9.1f} {warm95:9.1f} {row['calls']:10,}")
+    for path in ("/api/v1/metrics/", "/dashboard/"):
+        print(f"GET {path}, {args.requests} requests per window and cache state (ms):")
+        print(f"  {'window':>6} {'cold p50':>9} {'cold p95':>9} {'warm p50':>9} {'warm p95':>9} {'calls':>10}")
+        for window, row in time_requests(args.requests, path).items():
+            (cold50, cold95), (warm50, warm95) = row["cold"], row["warm"]
+            calls = f"{row['calls']:,}" if "calls" in row else ""
+            print(f"  {window:>6} {cold50:9.1f} {cold95:9.1f} {warm50:9.1f} {warm95:9.1f} {calls:>10}")
     print(f"load average during the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
 
 

@@ -309,12 +309,32 @@ async def _fail(
             legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"],
         )
         raise MCPError(error["code"], error["message"], error["data"])
+    return _result_of(rendered, fmt)
+
+
+# Validated results by render: a failure that repeats (the same missing argument, the same unknown tool) reuses
+# its CallToolResult instead of building and validating it again. Renders are cached per catalog snapshot, so a
+# render object stands for one text; the SDK only serialises results, never changes them.
+RESULT_CACHE_SIZE = 1024
+_results: dict[tuple[int, str], tuple[RenderedError, types.CallToolResult]] = {}
+
+
+def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
+    key = (id(rendered), fmt)
+    hit = _results.get(key)
+    if hit is not None and hit[0] is rendered:  # the entry holds the render, so its id cannot be reused meanwhile
+        return hit[1]
     result = tool_result(rendered, fmt)
     if rendered.event_id and fmt != "json" and rendered.event_id not in rendered.text:
         # The model quotes the event ID to people, as in seed 001's "Event ID: …" line.
         first = result["content"][0]
         result["content"][0] = {**first, "text": f"{first['text']}\n\nEvent ID: {rendered.event_id}"}
-    return types.CallToolResult.model_validate(result, by_name=False)
+    validated = types.CallToolResult.model_validate(result, by_name=False)
+    if rendered.event_id is None:  # an event ID is new with every failure: nothing to reuse
+        if len(_results) >= RESULT_CACHE_SIZE:
+            _results.clear()
+        _results[key] = (rendered, validated)
+    return validated
 
 
 def _goes_out_as_jsonrpc(rendered: RenderedError) -> bool:
