@@ -220,7 +220,8 @@ OUTCOMES = {
     # Record every tool call's outcome (off: nothing is buffered, the dashboard stays empty).
     "ENABLED": env_bool("ERRCATALOG_OUTCOMES", True),
     # Events wait in process memory at most this long (or until a batch is full) before they go to the buffer.
-    "FLUSH_INTERVAL_MS": env_int("ERRCATALOG_OUTCOMES_FLUSH_MS", 100, minimum=1),
+    # Without Redis each flush is a Celery message written to a file, a few milliseconds each: once a second.
+    "FLUSH_INTERVAL_MS": env_int("ERRCATALOG_OUTCOMES_FLUSH_MS", 100 if REDIS_URL else 1000, minimum=1),
     # Events a process holds while the buffer is unreachable; older ones are dropped (and counted) beyond it.
     "LOCAL_BUFFER_MAX": env_int("ERRCATALOG_OUTCOMES_LOCAL_BUFFER", 50_000, minimum=100),
     # The Redis stream that buffers events for ingestion, its consumer group and its bound (approximate).

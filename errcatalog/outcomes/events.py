@@ -7,7 +7,9 @@ REST batch endpoint, and ``from_wire`` is the one place it is checked on the way
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
 import time
 import uuid
@@ -26,7 +28,31 @@ MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
 MAX_EVENT_FUTURE_SECONDS = 300
 
 
-@dataclass(frozen=True, slots=True)
+class _EventIds:
+    """Event IDs, 128 random-prefixed bits each: a random 64-bit prefix per process and a 64-bit counter.
+
+    Unique across processes and restarts like a UUID4 (the prefix is drawn again in a forked child), at a sixth of
+    ``uuid.uuid4()``'s cost, which showed in the profile of every tool call.
+    """
+
+    def __init__(self) -> None:
+        self.reseed()
+        os.register_at_fork(after_in_child=self.reseed)
+
+    def reseed(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"
+
+
+new_event_id = _EventIds()
+
+
+# Not frozen: a frozen dataclass's __init__ costs twice as much, on every tool call. Treat events as immutable
+# (``dataclasses.replace`` makes a changed copy).
+@dataclass(slots=True)
 class OutcomeEvent:
     """What happened to one call. ``id`` is the event ID that makes ingestion idempotent."""
 
@@ -42,7 +68,7 @@ class OutcomeEvent:
     sentry_event_id: str | None = None
     source: str = "mcp"  # "api" for events reported through the REST API (set by the API, never by the reporter)
     ts: float = field(default_factory=time.time)  # Unix time the call ended
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = field(default_factory=new_event_id)
 
     def to_wire(self) -> dict[str, Any]:
         wire = {"id": self.id, "ts": self.ts, "tool": self.tool, "outcome": self.outcome}
