@@ -22,6 +22,7 @@ Needs Redis (the recorder's buffer). Everything written goes to a stream key uni
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
 import statistics
@@ -116,6 +117,58 @@ def bench_record(calls: int) -> list[tuple[str, int, int]]:
         ("record(), recording off", *_percentiles(off)),
         ("perf_counter_ns pair (timer alone)", overhead, overhead),
     ]
+
+
+# --- (c) the call pipeline in process, recording on vs off ----------------------------------------------------
+
+PIPELINE_CASES = {
+    # case: (tool, arguments) from the built-in catalog toolset
+    "success": ("explain_error", {"code": "NETWORK_ERROR"}),
+    "unknown tool": ("explain_eror", {}),
+    "missing arg": ("explain_error", {}),
+}
+
+
+def bench_pipeline(calls: int, rounds: int) -> dict[str, tuple[float, float]]:
+    """Median µs of one ``call_tool`` per case with recording on and off, in interleaved rounds (flusher live)."""
+    import asyncio
+
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from errcatalog.outcomes import recorder
+    from mcpserver.pipeline import ToolCall, call_tool
+    from mcpserver.registry import autodiscover
+
+    autodiscover()
+    logging.disable(logging.WARNING)  # the pipeline logs each user error; the log is not what is measured
+    call_command("migrate", verbosity=0)
+    call_command("catalog_load_defaults", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    settings.MCP = {**settings.MCP, "TOOLSETS": frozenset({"catalog"})}
+
+    async def timed(tool: str, arguments: dict, count: int) -> list[int]:
+        clock, costs = time.perf_counter_ns, []
+        for _ in range(count):
+            call = ToolCall(tool, dict(arguments), None, "bench-session", "2026-07-28")
+            started = clock()
+            await call_tool(call)
+            costs.append(clock() - started)
+        return costs
+
+    samples = {(case, mode): [] for case in PIPELINE_CASES for mode in ("on", "off")}
+    for tool, arguments in PIPELINE_CASES.values():
+        asyncio.run(timed(tool, arguments, 2000))  # warm up: snapshot, render cache, flusher
+    for _ in range(rounds):
+        for mode in ("on", "off"):
+            settings.OUTCOMES = {**settings.OUTCOMES, "ENABLED": mode == "on"}
+            for case, (tool, arguments) in PIPELINE_CASES.items():
+                samples[case, mode] += asyncio.run(timed(tool, arguments, calls))
+    settings.OUTCOMES = {**settings.OUTCOMES, "ENABLED": True}
+    recorder.flush(timeout=30)
+    return {
+        case: (statistics.median(samples[case, "on"]) / 1000, statistics.median(samples[case, "off"]) / 1000)
+        for case in PIPELINE_CASES
+    }
 
 
 # --- (b) the endpoint, recording on vs off ------------------------------------------------------------------------
@@ -282,7 +335,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=1, help="open connections of the load generator")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds of unmeasured load per case and server")
     parser.add_argument("--no-pin", action="store_true", help="do not pin servers and load generators to CPUs")
-    parser.add_argument("--skip-endpoint", action="store_true", help="run (a) only")
+    parser.add_argument("--pipeline-calls", type=int, default=5000, help="call_tool calls per case and round in (c)")
+    parser.add_argument("--skip-endpoint", action="store_true", help="run (a) and (c) only")
     args = parser.parse_args()
     pin = not args.no_pin and (os.cpu_count() or 1) >= 2
 
@@ -296,6 +350,14 @@ def main() -> int:
         print(f"\n  {'what':38s} {'median ns':>10s} {'p99 ns':>10s}")
         for label, median, p99 in rows:
             print(f"  {label:38s} {median:10d} {p99:10d}")
+        print(
+            f"\n(c) mcpserver.pipeline.call_tool in process, {args.rounds} rounds x {args.pipeline_calls:,} calls "
+            "per case, recording on and off interleaved, flusher sending to Redis"
+        )
+        print(f"\n  {'case':14s} {'on p50 µs':>10s} {'off p50 µs':>11s} {'on-off µs':>10s}")
+        for case, (on, off) in bench_pipeline(args.pipeline_calls, args.rounds).items():
+            verdict = "ok" if on - off < GOAL_US else "ABOVE GOAL"
+            print(f"  {case:14s} {on:10.1f} {off:11.1f} {on - off:+10.1f}  {verdict}")
         if args.skip_endpoint:
             return 0
         served = bench_endpoint(args, data_dir / "b", args.redis_url, endpoint_stream, pin)
