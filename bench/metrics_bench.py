@@ -46,11 +46,11 @@ FROM (SELECT i, floor(random() * 6)::int AS t, floor(random() * 8)::int AS c, fl
 EPISODES_SQL = """
 INSERT INTO errcatalog_episode
     (tool, client, session, code, variant, interactive, sentry_event_id, started_at, last_at, ended_at, retries,
-     recovered_at_attempt, ending)
+     recovered_at_attempt, ending, changed_at)
 SELECT 'tool_' || t, 'token:' || c, 's' || i, 'CODE_' || t || '_' || k, v, random() < 0.7,
        md5('s' || i), s, s + interval '20 seconds', s + interval '10 minutes',
        CASE WHEN ending = 'abandoned' AND random() < 0.3 THEN 0 ELSE 1 + (i %% 3) END,
-       CASE WHEN ending = 'recovered' THEN 1 + (i %% 3) END, ending
+       CASE WHEN ending = 'recovered' THEN 1 + (i %% 3) END, ending, s + interval '10 minutes'
 FROM (SELECT i, floor(random() * 6)::int AS t, floor(random() * 8)::int AS c, floor(random() * 3)::int AS k, v,
              now() - random() * interval '%(days)s days' AS s,
              CASE WHEN r < (CASE WHEN v = 'friendly' THEN 0.7 ELSE 0.55 END) THEN 'recovered'

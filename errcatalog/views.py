@@ -23,7 +23,8 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from errcatalog.outcomes.metrics import WINDOWS, compute_metrics
-from errcatalog.outcomes.models import Rollup
+from errcatalog.outcomes.models import DailyRollup, Rollup
+from errcatalog.outcomes.rollups import day_start
 
 DEFAULT_WINDOW = "24h"
 # Filter values are identifiers (tool names, catalog codes, variant names, client token names); the lengths are
@@ -298,13 +299,20 @@ def _duration(seconds: int) -> str:
     return f"{seconds}-second"
 
 
+DAY_SECONDS = 86400
+
+
 def filter_choices(window: Mapping[str, Any], current: Mapping[str, str | None]) -> dict[str, list[str]]:
     """The values seen in the window for each filter's drop-down (the current value is always offered).
 
-    Four DISTINCT queries over the window's bucket rollups (indexed by bucket): their size grows with buckets and
-    distinct cells, not with events.
+    Four DISTINCT queries over the window's rollups (indexed by bucket): their size grows with buckets and
+    distinct cells, not with events. Windows read in days (7 d, 30 d) read the day rows, 24 times fewer.
     """
-    rollups = Rollup.objects.filter(bucket__gte=datetime.fromisoformat(window["start"]))
+    start = datetime.fromisoformat(window["start"])
+    if window["bucket_seconds"] >= DAY_SECONDS:
+        rollups = DailyRollup.objects.filter(bucket__gte=day_start(start))
+    else:
+        rollups = Rollup.objects.filter(bucket__gte=start)
     choices: dict[str, list[str]] = {}
     for name in FILTER_MAX_LENGTH:
         values = rollups.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 
@@ -43,7 +44,7 @@ class Episode(models.Model):
     ending = models.CharField(max_length=16, choices=Ending.choices, default=Ending.OPEN)
     # Set by every write (ingest and the abandoned-episode closer): rollups find the episodes that changed since
     # their last run by it, whatever times the episode itself records.
-    changed_at = models.DateTimeField(default=timezone.now)
+    changed_at = models.DateTimeField(default=timezone.now, db_default=Now())
 
     class Meta:
         indexes = [

@@ -219,3 +219,22 @@ def test_compute_due_recomputes_the_start_bucket_of_an_episode_whose_retry_was_i
     rollups.compute_due(now=now + timedelta(minutes=10))
 
     assert Rollup.objects.get(bucket=rollups.bucket_start(started), code="MISSING_PARAMETER").recovered == 1
+
+
+def test_an_episode_closed_long_after_its_window_is_still_rolled_up():
+    # The closer dates ``ended_at`` back to the end of the retry window; beat may have been down for hours.
+    from errcatalog.outcomes import episodes, ingest
+    from errcatalog.outcomes.events import OutcomeEvent as Event
+
+    started = timezone.now() - timedelta(hours=3)
+    ingest.ingest_events([Event(tool="send_email", outcome="error", code="NETWORK_ERROR", ts=started.timestamp())])
+    Episode.objects.update(changed_at=started)  # as if ingested back then
+    OutcomeEvent.objects.update(ingested_at=started)
+    rollups.compute_due()
+    cell = Rollup.objects.get(bucket=rollups.bucket_start(started), code="NETWORK_ERROR")
+    assert (cell.episodes, cell.abandoned) == (1, 0)
+
+    assert episodes.close_abandoned() == 1
+    rollups.compute_due()
+    cell = Rollup.objects.get(bucket=rollups.bucket_start(started), code="NETWORK_ERROR")
+    assert (cell.episodes, cell.abandoned, cell.abandoned_without_retry) == (1, 1, 1)
