@@ -108,14 +108,9 @@ class OutcomeEvent(models.Model):
         return f"{self.tool} {self.outcome} {self.code}".strip()
 
 
-class Rollup(models.Model):
-    """Counts for one time bucket, tool, code, variant and client, recomputed whole (idempotently) by beat.
+class RollupCounts(models.Model):
+    """One cell of a rollup (tool, code, variant and client) and its counters, shared by both rollup tables."""
 
-    Calls are counted in the bucket they happened in; an episode's ending is credited to the bucket, code and
-    variant of the error that opened it.
-    """
-
-    bucket = models.DateTimeField(help_text="Start of the bucket (UTC).")
     tool = models.CharField(max_length=128)
     code = models.CharField(max_length=64, blank=True, help_text="Blank for successful calls.")
     variant = models.CharField(max_length=40, blank=True)
@@ -131,6 +126,19 @@ class Rollup(models.Model):
     abandoned = models.PositiveIntegerField(default=0)
     abandoned_without_retry = models.PositiveIntegerField(default=0)
     latency_sum_ms = models.FloatField(default=0.0)
+
+    class Meta:
+        abstract = True
+
+
+class Rollup(RollupCounts):
+    """Counts for one time bucket, tool, code, variant and client, recomputed whole (idempotently) by beat.
+
+    Calls are counted in the bucket they happened in; an episode's ending is credited to the bucket, code and
+    variant of the error that opened it.
+    """
+
+    bucket = models.DateTimeField(help_text="Start of the bucket (UTC).")
     # Counts per latency bin (errcatalog.outcomes.rollups.LATENCY_BOUNDS_MS): percentiles over any window.
     latency_histogram = models.JSONField(default=list)
 
@@ -162,7 +170,7 @@ class RollupState(models.Model):
 LATENCY_BINS = 41
 
 
-class RollupSummary(models.Model):
+class RollupSummary(RollupCounts):
     """The metrics' reading copy of rollups: per bucket ("bucket") and per UTC day ("day"), bins as columns.
 
     ``Rollup`` keeps a bucket's latency histogram as a JSON list, and summing JSON elements costs the database
@@ -177,21 +185,6 @@ class RollupSummary(models.Model):
 
     span = models.CharField(max_length=8, choices=Span.choices)
     bucket = models.DateTimeField(help_text="Start of the bucket or of the UTC day.")
-    tool = models.CharField(max_length=128)
-    code = models.CharField(max_length=64, blank=True)
-    variant = models.CharField(max_length=40, blank=True)
-    client = models.CharField(max_length=128, blank=True)
-    calls = models.PositiveIntegerField(default=0)
-    errors = models.PositiveIntegerField(default=0)
-    interactive_errors = models.PositiveIntegerField(default=0)
-    retries = models.PositiveIntegerField(default=0)
-    episodes = models.PositiveIntegerField(default=0)
-    recovered = models.PositiveIntegerField(default=0)
-    first_retry_recovered = models.PositiveIntegerField(default=0)
-    exhausted = models.PositiveIntegerField(default=0)
-    abandoned = models.PositiveIntegerField(default=0)
-    abandoned_without_retry = models.PositiveIntegerField(default=0)
-    latency_sum_ms = models.FloatField(default=0.0)
 
     class Meta:
         indexes = [models.Index(fields=["span", "bucket"], name="rollupsummary_span_bucket")]

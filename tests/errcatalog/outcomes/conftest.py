@@ -205,24 +205,31 @@ def celery_worker_process(tmp_path, redis_url, worker_database) -> Iterator[Cele
     worker.stop()
 
 
-@pytest.fixture
-def celery_redis_app(redis_url) -> Iterator[object]:
-    """The project's Celery app sending to the test's Redis for the test; yields the app.
+@contextlib.contextmanager
+def celery_app_on(broker_url: str, transport_options: dict[str, str]) -> Iterator[object]:
+    """The project's Celery app sending to another broker for the block; yields the app.
 
-    The app caches its broker connection and producer pools; both are dropped on the way in and out so sends
-    really go to this Redis and later tests get their own.
+    The app caches its broker connection and producer pools; both are dropped on the way in and out (the same
+    reset Celery itself does after a fork), so sends really go to this broker and later tests get their own.
     """
     from config.celery import app
 
     saved = {name: app.conf[name] for name in ("broker_url", "broker_transport_options")}
-    app.conf.broker_url = redis_url
-    app.conf.broker_transport_options = {}
+    app.conf.broker_url = broker_url
+    app.conf.broker_transport_options = transport_options
     _drop_broker_pools(app)
     try:
         yield app
     finally:
         app.conf.update(saved)
         _drop_broker_pools(app)
+
+
+@pytest.fixture
+def celery_redis_app(redis_url) -> Iterator[object]:
+    """The project's Celery app sending to the test's Redis for the test; yields the app."""
+    with celery_app_on(redis_url, {}) as app:
+        yield app
 
 
 def _drop_broker_pools(app) -> None:

@@ -102,35 +102,19 @@ def throwaway_redis(workdir: Path) -> Iterator[ThrowawayRedis]:
 
 
 @contextlib.contextmanager
-def celery_filesystem_broker(folder: Path) -> Iterator[object]:
-    """Point the project's Celery app at a filesystem broker in ``folder`` for the block; yields the app.
-
-    The app caches its broker connection pool and producer pool; both are dropped on the way in and out (the
-    same reset Celery itself does after a fork), so sends really go to ``folder`` and later tests get their own.
-    """
-    from config.celery import app
+def celery_filesystem_broker(folder: Path, *, control_folder: Path | None = None) -> Iterator[object]:
+    """Point the project's Celery app at a filesystem broker in ``folder`` for the block; yields the app."""
+    from tests.errcatalog.outcomes.conftest import celery_app_on
 
     folder.mkdir(parents=True, exist_ok=True)
-    saved = {name: app.conf[name] for name in ("broker_url", "broker_transport_options")}
-    app.conf.broker_url = "filesystem://"
-    app.conf.broker_transport_options = {
+    options = {
         "data_folder_in": str(folder),
         "data_folder_out": str(folder),
         "store_processed": False,
-        "control_folder": str(folder / "control"),
+        "control_folder": str(control_folder or folder / "control"),
     }
-    _drop_broker_pools(app)
-    try:
+    with celery_app_on("filesystem://", options) as app:
         yield app
-    finally:
-        app.conf.update(saved)
-        _drop_broker_pools(app)
-
-
-def _drop_broker_pools(app) -> None:
-    app._pool = None
-    with contextlib.suppress(KeyError):
-        app.__dict__["amqp"]._producer_pool = None
 
 
 def read_task_messages(app, *, queue: str = "celery") -> list[tuple[str, list]]:

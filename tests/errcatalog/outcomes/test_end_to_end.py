@@ -4,8 +4,6 @@ rollups → metrics. Once on the embedded setup (Celery's filesystem broker, no 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from mcpserver.auth import ClientIdentity
 from mcpserver.pipeline import ToolCall, call_tool
 from mcpserver.registry import autodiscover
 from tests.errcatalog.outcomes.conftest import wait_until
+from tests.errcatalog.outcomes.recorder_support import celery_filesystem_broker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,29 +80,6 @@ def assert_recovered_episode_in_metrics() -> None:
     assert totals["interactive_error_rate"] == 1.0
 
 
-@contextlib.contextmanager
-def filesystem_broker(data_dir: Path) -> Iterator[None]:
-    """The project's Celery app on the filesystem broker the settings give a worker with this data dir."""
-    from config.celery import app
-
-    celery_dir = data_dir / "celery"
-    (celery_dir / "queue").mkdir(parents=True, exist_ok=True)
-    saved = {name: app.conf[name] for name in ("broker_url", "broker_transport_options")}
-    app.conf.broker_url = "filesystem://"
-    app.conf.broker_transport_options = {
-        "data_folder_in": str(celery_dir / "queue"),
-        "data_folder_out": str(celery_dir / "queue"),
-        "store_processed": False,
-        "control_folder": str(celery_dir / "control"),
-    }
-    app._pool = None
-    try:
-        yield
-    finally:
-        app.conf.update(saved)
-        app._pool = None
-
-
 def test_embedded_setup_records_through_a_filesystem_broker_worker(
     recording, settings, celery_worker_process, worker_database
 ):
@@ -111,7 +87,8 @@ def test_embedded_setup_records_through_a_filesystem_broker_worker(
     data_dir = Path(celery_worker_process.env["ERRCATALOG_DATA_DIR"])
     worker_database.push()
     celery_worker_process.start(REDIS_URL="", CELERY_BROKER_URL="filesystem://")
-    with filesystem_broker(data_dir):
+    # The folders the settings give a worker with this data dir (config/settings.py).
+    with celery_filesystem_broker(data_dir / "celery" / "queue", control_folder=data_dir / "celery" / "control"):
         agent_session()
         assert recorder.flush(timeout=10) is True
 

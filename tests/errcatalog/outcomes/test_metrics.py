@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from errcatalog.outcomes import rollups
 from errcatalog.outcomes.metrics import WINDOWS, compute_metrics, metric_row, percentile, sentry_url
-from errcatalog.outcomes.models import Episode, OutcomeEvent
+from tests.errcatalog.outcomes.rows import episode, event
 
 pytestmark = pytest.mark.django_db
 
@@ -30,25 +29,6 @@ ROW_FIELDS = {
     "latency_p50_ms",
     "latency_p95_ms",
 }
-
-
-def event(at: datetime, *, outcome: str = "ok", tool: str = "send_email", client: str = "token:1", **fields):
-    OutcomeEvent.objects.create(id=uuid.uuid4(), occurred_at=at, outcome=outcome, tool=tool, client=client, **fields)
-
-
-def episode(started: datetime, *, ending: str, variant: str = "friendly", code: str = "MISSING_PARAMETER", **fields):
-    return Episode.objects.create(
-        tool="send_email",
-        client="token:1",
-        session=uuid.uuid4().hex,
-        code=code,
-        variant=variant,
-        started_at=started,
-        last_at=started,
-        ended_at=None if ending == "open" else started + timedelta(minutes=1),
-        ending=ending,
-        **fields,
-    )
 
 
 def roll_up(*moments: datetime) -> None:

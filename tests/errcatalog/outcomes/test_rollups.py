@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,33 +10,12 @@ from django.utils import timezone
 
 from errcatalog.outcomes import rollups
 from errcatalog.outcomes.models import DailyRollup, Episode, OutcomeEvent, Rollup, RollupState, RollupSummary
+from tests.errcatalog.outcomes.rows import episode, event
 
 pytestmark = pytest.mark.django_db
 
 HOUR = datetime(2026, 11, 20, 10, tzinfo=UTC)
 CELL_FIELDS = ("tool", "code", "variant", "client")
-
-
-def event(at: datetime, *, outcome: str = "ok", tool: str = "send_email", client: str = "token:1", **fields):
-    return OutcomeEvent.objects.create(
-        id=uuid.uuid4(), occurred_at=at, outcome=outcome, tool=tool, client=client, **fields
-    )
-
-
-def episode(started: datetime, *, ending: str, code: str = "MISSING_PARAMETER", variant: str = "friendly", **fields):
-    fields.setdefault("last_at", started + timedelta(seconds=30))
-    if ending != "open":
-        fields.setdefault("ended_at", started + timedelta(minutes=1))
-    return Episode.objects.create(
-        tool="send_email",
-        client="token:1",
-        session=uuid.uuid4().hex,
-        code=code,
-        variant=variant,
-        started_at=started,
-        ending=ending,
-        **fields,
-    )
 
 
 def rows(bucket: datetime) -> dict[tuple[str, ...], Rollup]:
