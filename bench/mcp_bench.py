@@ -173,6 +173,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Settings of the caller's shell that would make the servers differ from the embedded defaults.
+UNSET_FOR_SERVERS = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "CELERY_BROKER_URL",
+    "ERRCATALOG_INPUT_ERROR_CHANNEL",
+    "ERRCATALOG_DEFAULT_FORMAT",
+)
+
+
+def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a benchmarked server: the bench toolset, production settings, a real token check."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
+    for name in UNSET_FOR_SERVERS:
+        env.pop(name, None)
+    env.update(
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        ERRCATALOG_DATA_DIR=str(data_dir),
+        ERRCATALOG_DEBUG="0",
+        SECRET_KEY="mcp-bench-" + os.urandom(16).hex(),
+        ERRCATALOG_MCP_TOOLSETS="bench",
+        ERRCATALOG_MCP_AUTH="1",
+        # Raised, not switched off: the window is still counted on every call, as in production.
+        ERRCATALOG_MCP_RATE_LIMIT=str(10**9),
+        PYTHONDONTWRITEBYTECODE="1",
+        **extra,
+    )
+    return env
+
+
 def manage(env: dict, *args: str) -> str:
     done = subprocess.run(  # noqa: S603 (our own fixed command line)
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
@@ -251,20 +281,7 @@ def main() -> int:
     pin = not args.no_pin and (os.cpu_count() or 1) >= 2
 
     data_dir = Path(tempfile.mkdtemp(prefix="errcatalog-mcp-bench-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
-    env.update(
-        DJANGO_SETTINGS_MODULE="bench.settings",
-        ERRCATALOG_DATA_DIR=str(data_dir),
-        ERRCATALOG_DEBUG="0",
-        SECRET_KEY="mcp-bench-" + os.urandom(16).hex(),
-        ERRCATALOG_MCP_TOOLSETS="bench",
-        ERRCATALOG_MCP_AUTH="1",
-        # Raised, not switched off: the window is still counted on every call, as in production.
-        ERRCATALOG_MCP_RATE_LIMIT=str(10**9),
-        PYTHONDONTWRITEBYTECODE="1",
-    )
-    for name in ("DATABASE_URL", "REDIS_URL", "ERRCATALOG_INPUT_ERROR_CHANNEL", "ERRCATALOG_DEFAULT_FORMAT"):
-        env.pop(name, None)
+    env = server_env(data_dir)
     if args.quiet_logs:
         env.update(LOG_LEVEL="CRITICAL", BENCH_BARE_LOG_LEVEL="CRITICAL")
 

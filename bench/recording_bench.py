@@ -175,22 +175,9 @@ def bench_pipeline(calls: int, rounds: int) -> dict[str, tuple[float, float]]:
 
 
 def bench_endpoint(args, data_dir: Path, redis_url: str, stream_key: str, pin: bool) -> int:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTRY_")}
-    env.update(
-        DJANGO_SETTINGS_MODULE="bench.settings",
-        ERRCATALOG_DATA_DIR=str(data_dir),
-        ERRCATALOG_DEBUG="0",
-        SECRET_KEY="recording-bench-" + os.urandom(16).hex(),
-        ERRCATALOG_MCP_TOOLSETS="bench",
-        ERRCATALOG_MCP_AUTH="1",
-        ERRCATALOG_MCP_RATE_LIMIT=str(10**9),
-        REDIS_URL=redis_url,
-        ERRCATALOG_OUTCOMES_STREAM=stream_key,
-        LOG_LEVEL="CRITICAL",
-        PYTHONDONTWRITEBYTECODE="1",
+    env = mcp_bench.server_env(
+        data_dir, REDIS_URL=redis_url, ERRCATALOG_OUTCOMES_STREAM=stream_key, LOG_LEVEL="CRITICAL"
     )
-    for name in ("DATABASE_URL", "CELERY_BROKER_URL", "ERRCATALOG_INPUT_ERROR_CHANNEL", "ERRCATALOG_DEFAULT_FORMAT"):
-        env.pop(name, None)
     mcp_bench.manage(env, "migrate", "--noinput")
     mcp_bench.manage(env, "catalog_load_defaults")
     mcp_bench.manage(env, "shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('b')")
