@@ -192,7 +192,7 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="bench.settings",
         ERRCATALOG_DATA_DIR=str(data_dir),
         ERRCATALOG_DEBUG="0",
-        SECRET_KEY="mcp-bench-" + os.urandom(16).hex(),
+        SECRET_KEY="mcp-bench-" + os.urandom(32).hex(),  # production refuses keys under 50 characters
         ERRCATALOG_MCP_TOOLSETS="bench",
         ERRCATALOG_MCP_AUTH="1",
         # Raised, not switched off: the window is still counted on every call, as in production.

@@ -52,7 +52,7 @@ def _setup_django(data_dir: Path, redis_url: str, stream_key: str) -> None:
         DJANGO_SETTINGS_MODULE="config.settings",
         ERRCATALOG_DATA_DIR=str(data_dir),
         ERRCATALOG_DEBUG="0",
-        SECRET_KEY="recording-bench-" + os.urandom(16).hex(),
+        SECRET_KEY="recording-bench-" + os.urandom(32).hex(),  # production refuses keys under 50 characters
         REDIS_URL=redis_url,
         ERRCATALOG_OUTCOMES="1",
         ERRCATALOG_OUTCOMES_STREAM=stream_key,

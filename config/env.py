@@ -60,3 +60,77 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}.")
     return value
+
+
+# Django's own rule for a key it calls weak (security.W009), plus the keys this project has shipped as examples.
+_SECRET_KEY_MIN_LENGTH = 50
+_SECRET_KEY_MIN_UNIQUE_CHARACTERS = 5
+_KNOWN_INSECURE_KEYS = frozenset({"insecure-embedded-development-key", "collectstatic-only", "change-me", "changeme"})
+
+
+def env_secret_key(name: str, *, debug: bool, development_key: str) -> str:
+    """The secret key from ``name``; refused outside debug when empty, known or weak.
+
+    Debug runs get ``development_key`` when nothing is set, so the embedded setup needs nothing. Anywhere else a
+    guessable key would let anyone forge sessions, password-reset links and sealed MCP request states, so the
+    process refuses to start instead of running with one.
+    """
+    raw = os.environ.get(name)
+    if debug:
+        return raw or development_key
+    if not raw:
+        raise ImproperlyConfigured(f"Set the {name} environment variable.")
+    if (
+        raw in _KNOWN_INSECURE_KEYS
+        or raw.startswith("django-insecure")
+        or len(raw) < _SECRET_KEY_MIN_LENGTH
+        or len(set(raw)) < _SECRET_KEY_MIN_UNIQUE_CHARACTERS
+    ):
+        raise ImproperlyConfigured(
+            f"{name} is too weak for production: use at least {_SECRET_KEY_MIN_LENGTH} random characters, e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'."
+        )
+    return raw
+
+
+def env_host_names(name: str, default: list[str], *, debug: bool) -> list[str]:
+    """Host names for Django's ALLOWED_HOSTS: whole names (``.example.com`` for its subdomains), no ports.
+
+    A port, scheme or path in the list never matches what Django compares (the host without its port), so it is
+    a mistake that would lock out the real host; ``*`` accepts any Host header, which production refuses.
+    """
+    hosts = env_list(name, default)
+    for host in hosts:
+        if host == "*":
+            if not debug:
+                raise ImproperlyConfigured(f"{name} must name the hosts this service answers to, not '*'.")
+            continue
+        bare = host[1:] if host.startswith(".") else host
+        if bare.startswith("[") and bare.endswith("]"):
+            continue  # an IPv6 address
+        if not bare or any(c in bare for c in ":/@*?# "):
+            raise ImproperlyConfigured(f"{name} takes whole host names without port or scheme, not {host!r}.")
+    return hosts
+
+
+def env_origins(name: str, default: list[str]) -> list[str]:
+    """Origins for Django's CSRF_TRUSTED_ORIGINS: ``scheme://host[:port]``, ``*.`` only as a whole first label.
+
+    Django compares them with a request's Origin header; a path, a missing scheme or a bare ``*`` never matches
+    what was meant (or, for ``*``, matches far more), so each is refused with the variable's name.
+    """
+    origins = env_list(name, default)
+    for origin in origins:
+        scheme, separator, rest = origin.partition("://")
+        host = rest[2:] if rest.startswith("*.") else rest
+        host = host.rsplit(":", 1)[0] if ":" in host and not host.endswith("]") else host
+        port = rest.rsplit(":", 1)[1] if ":" in rest and not rest.endswith("]") else ""
+        if (
+            not separator
+            or scheme not in ("http", "https")
+            or not host
+            or any(c in host for c in "/@*?# ")
+            or (port and not port.isdigit())
+        ):
+            raise ImproperlyConfigured(f"{name} takes origins like https://errors.example.com[:port], not {origin!r}.")
+    return origins

@@ -1,7 +1,8 @@
 """errcatalog settings: one file, every value from the environment.
 
 The defaults are the embedded setup (SQLite, debug, demo tools) so that a fresh clone runs with nothing set.
-Production sets ``ERRCATALOG_DEBUG=0``, which makes ``SECRET_KEY`` mandatory.
+Production sets ``ERRCATALOG_DEBUG=0`` (the Docker image and docker-compose.yml do), which makes a strong
+``SECRET_KEY`` mandatory and turns every HTTPS protection on unless the environment turns it off.
 """
 
 from __future__ import annotations
@@ -11,17 +12,27 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.env import env_bool, env_choice, env_int, env_list, env_str
+from config.env import (
+    env_bool,
+    env_choice,
+    env_host_names,
+    env_int,
+    env_list,
+    env_origins,
+    env_secret_key,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # --- Core -------------------------------------------------------------------------------------------------
 
 DEBUG = env_bool("ERRCATALOG_DEBUG", True)
-# Debug runs get a fixed, obviously unsafe key so the embedded setup needs nothing; production must set one.
-SECRET_KEY = env_str("SECRET_KEY", "insecure-embedded-development-key" if DEBUG else None)
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Debug runs get a fixed, obviously unsafe key so the embedded setup needs nothing; production must set a strong
+# one (an empty, known or short key is refused at start-up).
+SECRET_KEY = env_secret_key("SECRET_KEY", debug=DEBUG, development_key="insecure-embedded-development-key")
+ALLOWED_HOSTS = env_host_names("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"], debug=DEBUG)
+CSRF_TRUSTED_ORIGINS = env_origins("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -32,6 +43,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI's scripts and styles served from our static files: the docs page works without internet.
+    "drf_spectacular_sidecar",
     "simple_history",
     "errcatalog",
     "mcpserver",
@@ -39,7 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -78,13 +91,29 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # An unreachable database host must fail a request in seconds, not after the kernel's TCP timeout (minutes):
+    # the MCP path then goes on without it (see errcatalog.dependencies). libpq's minimum is 2 seconds.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=2)
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Caches -----------------------------------------------------------------------------------------------
 
 REDIS_URL = env_str("REDIS_URL", "")
+# A cache operation gives up on Redis after this long (connecting, or waiting for an answer). Redis answers in
+# well under a millisecond; when it is gone, callers go on without it (errcatalog.dependencies), so a short
+# bound is what keeps a Redis outage from slowing every request.
+REDIS_TIMEOUT_SECONDS = env_int("ERRCATALOG_REDIS_TIMEOUT_MS", 500, minimum=10) / 1000
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_SECONDS, "socket_timeout": REDIS_TIMEOUT_SECONDS},
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -104,9 +133,24 @@ STORAGES = {
 
 # --- Security (production) --------------------------------------------------------------------------------
 
+# Outside debug every protection is on unless the environment turns it off (`./dev up` is debug: plain HTTP on
+# 127.0.0.1 keeps working). `manage.py check --deploy` is clean with these defaults (tests/config/test_deployment.py).
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+# Only behind a proxy that sets X-Forwarded-Proto itself on every request (deploy/haproxy/haproxy.cfg does, and
+# never passes on a client's): otherwise a client could claim HTTPS.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
+# Plain-HTTP requests are redirected to HTTPS, except the health check, which load balancers and Docker call on
+# the process directly over HTTP (/mcp is outside Django and never redirected: clients do not follow a POST's).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^health/$"]
+# Where redirects go when HTTPS is served on another host or port than the request's (e.g. errors.example.com:8443).
+SECURE_SSL_HOST = env_str("SECURE_SSL_HOST", "") or None
+# Browsers remember to use HTTPS only, for a year by default. Set SECURE_HSTS_SECONDS=0 before the first deployment
+# on a host name that must stay reachable over plain HTTP: a browser that saw the header keeps it that long.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
 
 # --- Email -------------------------------------------------------------------------------------------------
 
@@ -150,6 +194,9 @@ DEMO_DOCUMENT_SEARCH_SECONDS = env_int("DEMO_DOCUMENT_SEARCH_SECONDS", 2, minimu
 
 # --- REST API ---------------------------------------------------------------------------------------------
 
+# Request bodies larger than this are refused (the API answers 413 in its JSON shape) before they are parsed.
+# Django's own default (2.5 MiB); the largest API request, 1,000 outcome events, is about 300 KB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ERRCATALOG_API_MAX_BODY_BYTES", 2_621_440, minimum=65_536)
 REST_FRAMEWORK = {
     # Bearer first: its challenge makes DRF answer 401 (not 403) to requests without credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -157,7 +204,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON only, with the body's size (DATA_UPLOAD_MAX_MEMORY_SIZE) and nesting depth checked before parsing.
+    "DEFAULT_PARSER_CLASSES": ["errcatalog.api.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "errcatalog.api.exceptions.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -168,6 +216,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Read and edit the error catalog, preview rendered errors and classify failures.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/v1/docs/ loads Swagger UI from drf-spectacular-sidecar's static files, not from a CDN, so the page
+    # works offline and under a strict Content-Security-Policy.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # One name per choice set, where several fields share one (the classify and render requests' transport).
     "ENUM_NAME_OVERRIDES": {
         "TransportFailureEnum": ["connection", "timeout"],
@@ -186,6 +239,11 @@ ERRCATALOG = {
     "INPUT_ERROR_CHANNEL": env_choice("ERRCATALOG_INPUT_ERROR_CHANNEL", "tool_result", ("tool_result", "jsonrpc")),
     # Reproduce FastMCP's legacy -32001/-32000 codes on the JSON-RPC channel (seed 004), off by default.
     "LEGACY_JSONRPC_CODES": env_bool("ERRCATALOG_LEGACY_JSONRPC_CODES", False),
+    # REST request bodies nesting JSON arrays/objects deeper than this are refused (400) before they are parsed:
+    # no request of the API nests more than a few levels, and Python's decoder recurses once per level.
+    # Retry-after hints are at most this many seconds, whatever an upstream's Retry-After says (at least 1 s).
+    "MAX_RETRY_AFTER_SECONDS": env_int("ERRCATALOG_MAX_RETRY_AFTER_SECONDS", 3600, minimum=1),
+    "API_MAX_JSON_DEPTH": env_int("ERRCATALOG_API_MAX_JSON_DEPTH", 64, minimum=8),
 }
 
 # --- MCP endpoint ---------------------------------------------------------------------------------------
@@ -196,8 +254,19 @@ MCP = {
     "TOOLSETS": frozenset(env_list("ERRCATALOG_MCP_TOOLSETS", ["catalog", "demo"] if DEBUG else ["catalog"])),
     # Bearer tokens (admin "Client tokens") are required unless this is explicitly switched off.
     "AUTH": env_bool("ERRCATALOG_MCP_AUTH", True),
-    # tools/call per token per minute; over it the call gets the catalog's RATE_LIMIT result. 0 turns it off.
+    # Requests per token per minute: every tools/call (out-of-scope and unknown tools too) and every initialize;
+    # over it a call gets the catalog's RATE_LIMIT result, an initialize the same text as a JSON-RPC error
+    # (HTTP 429). 0 turns it off.
     "RATE_LIMIT_PER_MINUTE": env_int("ERRCATALOG_MCP_RATE_LIMIT", 120, minimum=0),
+    # Stateful (2025-11-25) sessions one token may hold open at once in one web process; a further initialize gets
+    # a JSON-RPC error naming this limit (HTTP 429). Each session holds memory until it ends.
+    "MAX_SESSIONS_PER_TOKEN": env_int("ERRCATALOG_MCP_MAX_SESSIONS_PER_TOKEN", 50, minimum=1),
+    # A 2025 session with no request in flight (no call being served, no open GET stream) for this long is closed
+    # and frees its place; its Mcp-Session-Id then answers 404 and the client initializes again (30 minutes).
+    "SESSION_IDLE_SECONDS": env_int("ERRCATALOG_MCP_SESSION_IDLE_SECONDS", 1800, minimum=1),
+    # While the database is unreachable, a token accepted within this many seconds before the outage is still
+    # accepted (from this process's memory; nobody can revoke a token without the database). 0: never.
+    "AUTH_OUTAGE_GRACE_SECONDS": env_int("ERRCATALOG_MCP_AUTH_OUTAGE_GRACE_SECONDS", 3600, minimum=0),
     # Larger request bodies are refused with 413 before they are parsed (1 MiB).
     "MAX_BODY_BYTES": env_int("ERRCATALOG_MCP_MAX_BODY_BYTES", 1024 * 1024, minimum=1024),
     # DNS-rebinding protection: Host and Origin values accepted on /mcp (":*" allows any port).
@@ -216,14 +285,25 @@ MCP = {
 
 # --- Outcomes, retries and metrics (issue 4) ----------------------------------------------------------
 
+# Celery's broker (see "Celery" below); the outcome buffer depends on it.
+_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 OUTCOMES = {
     # Record every tool call's outcome (off: nothing is buffered, the dashboard stays empty).
     "ENABLED": env_bool("ERRCATALOG_OUTCOMES", True),
     # Events wait in process memory at most this long (or until a batch is full) before they go to the buffer.
-    # Without Redis each flush is a Celery message written to a file, a few milliseconds each: once a second.
+    # Without Redis each flush is a batch file written through to disk plus a Celery message (a few milliseconds
+    # each): once a second.
     "FLUSH_INTERVAL_MS": env_int("ERRCATALOG_OUTCOMES_FLUSH_MS", 100 if REDIS_URL else 1000, minimum=1),
+    # The most events a web process holds unsent while its buffer is reachable, so the most a SIGKILL of that
+    # process can lose: the flusher sends as soon as half of it waits, the other half covers the calls answered
+    # while that send is under way (milliseconds). A polite stop (SIGTERM) sends everything held.
+    "MAX_UNSENT": env_int("ERRCATALOG_OUTCOMES_MAX_UNSENT", 1000, minimum=2),
     # Events a process holds while the buffer is unreachable; older ones are dropped (and counted) beyond it.
     "LOCAL_BUFFER_MAX": env_int("ERRCATALOG_OUTCOMES_LOCAL_BUFFER", 50_000, minimum=100),
+    # Without Redis, on Celery's filesystem broker: the folder where batches wait for ingestion as files (a task
+    # message on that broker dies with the worker that read it; a batch file is deleted only after its commit).
+    # Blank otherwise: with Redis the stream is the buffer, on another broker batches travel as tasks.
+    "SPOOL_DIR": str(DATA_DIR / "outcomes" / "spool") if not REDIS_URL and _BROKER_URL == "filesystem://" else "",
     # The Redis stream that buffers events for ingestion, its consumer group and its bound (approximate).
     "STREAM_KEY": env_str("ERRCATALOG_OUTCOMES_STREAM", "errcatalog:outcomes"),
     "STREAM_GROUP": "ingest",
@@ -234,7 +314,7 @@ OUTCOMES = {
     "CLAIM_IDLE_SECONDS": env_int("ERRCATALOG_OUTCOMES_CLAIM_IDLE_SECONDS", 60, minimum=1),
     # A call of the same tool by the same client/session within this window after an error is a retry.
     "RETRY_WINDOW_SECONDS": env_int("ERRCATALOG_RETRY_WINDOW_SECONDS", 600, minimum=1),
-    # More retries than this end an episode as exhausted (seed 003: at most 3 retry attempts).
+    # The failed retry number MAX_ATTEMPTS ends an episode as exhausted (seed 003: MAX_RETRY_ATTEMPTS = 3).
     "MAX_ATTEMPTS": env_int("ERRCATALOG_RETRY_MAX_ATTEMPTS", 3, minimum=1),
     # Rollup bucket length; the dashboard's time series has one point per bucket.
     "BUCKET_SECONDS": env_int("ERRCATALOG_ROLLUP_BUCKET_SECONDS", 3600, minimum=60),
@@ -245,7 +325,7 @@ OUTCOMES = {
 # --- Celery -----------------------------------------------------------------------------------------------
 
 # With Redis, Redis is the broker; the embedded setup uses Celery's filesystem broker in DATA_DIR/celery.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+CELERY_BROKER_URL = _BROKER_URL
 if CELERY_BROKER_URL == "filesystem://":
     _CELERY_QUEUE_DIR = DATA_DIR / "celery" / "queue"
     _CELERY_QUEUE_DIR.mkdir(parents=True, exist_ok=True)
@@ -257,7 +337,9 @@ if CELERY_BROKER_URL == "filesystem://":
         "control_folder": str(DATA_DIR / "celery" / "control"),
     }
 CELERY_TASK_IGNORE_RESULT = True
-# A task is acknowledged after it ran, and given back when its worker dies: nothing is lost with a worker.
+# A task is acknowledged after it ran, and given back when its worker dies (on brokers that can: kombu's filesystem
+# transport deletes a message when it is read, so outcome batches wait in OUTCOMES["SPOOL_DIR"] there instead).
+# Each task also states this, with its retry policy, in errcatalog/tasks.py.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -267,8 +349,9 @@ CELERY_BEAT_SCHEDULE = {
     "close-abandoned-episodes": {"task": "errcatalog.close_abandoned_episodes", "schedule": 30.0},
     "compute-rollups": {"task": "errcatalog.compute_rollups", "schedule": 30.0},
 }
-if REDIS_URL:
-    # Read the Redis buffer into the database; without Redis the recorder sends its batches as tasks itself.
+if REDIS_URL or OUTCOMES["SPOOL_DIR"]:
+    # Read the buffer (the Redis stream, or the spool folder) into the database. The recorder also sends one after
+    # each spooled batch, so this is the safety net there: a batch whose drainer died is stored again within 1 s.
     CELERY_BEAT_SCHEDULE["drain-outcomes"] = {"task": "errcatalog.drain_outcomes", "schedule": 1.0}
 
 # --- Sentry -----------------------------------------------------------------------------------------------
@@ -276,14 +359,19 @@ if REDIS_URL:
 SENTRY_DSN = env_str("SENTRY_DSN", "")
 if SENTRY_DSN:
     import sentry_sdk
+    from sentry_sdk.integrations.celery import CeleryIntegration
     from sentry_sdk.integrations.mcp import MCPIntegration
 
     sentry_sdk.init(
         dsn=SENTRY_DSN,
         environment=env_str("SENTRY_ENVIRONMENT", "development" if DEBUG else "production"),
-        # No personal data: no user details, no request bodies (send_default_pii's successor).
-        data_collection={"user_info": False, "http_bodies": []},
+        # No personal data: no user details, no request bodies (send_default_pii's successor), no task arguments
+        # (outcome batches name clients and sessions).
+        data_collection={"user_info": False, "http_bodies": [], "queues": False},
         traces_sample_rate=0.0,
+        # A Celery task that fails for good is captured, named (config/celery.py adds a ``task`` tag); a retry is
+        # not (errcatalog/tasks.py). Beat's check-ins are off: beat sends a task a second.
+        integrations=[CeleryIntegration(monitor_beat_tasks=False)],
         # The automatic MCP integration records spans, not our 4xx/5xx rule: the pipeline decides what is
         # captured (system errors only), so the integration stays off.
         disabled_integrations=[MCPIntegration()],
@@ -297,4 +385,12 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # Django's default configuration gives its "django" logger a console handler of its own (in debug), and
+        # the logger also propagates to ours: every 404 or 500 was printed twice. One handler, the root's.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        # The SDK's session managers each log "session manager started", and we run two (mcpserver.server);
+        # they also log every 2025-11-25 session at INFO. McpApp.run logs the endpoint's start once instead.
+        "mcp.server.streamable_http_manager": {"level": "WARNING"},
+    },
 }

@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.health import healthz
+from config.health import health
 from errcatalog.api.views import endpoint_not_found
 
 urlpatterns = [
-    path("healthz", healthz, name="healthz"),
+    path("health/", health, name="health"),
+    # The name compose files and load balancers were configured with before /health/.
+    path("healthz", health, name="healthz"),
+    # Browsers ask for /favicon.ico on pages that link no icon (the browsable API, a raw JSON answer).
+    path("favicon.ico", RedirectView.as_view(url=static("errcatalog/favicon.svg")), name="favicon"),
     path("admin/", admin.site.urls),
     path("dashboard/", include("errcatalog.urls")),
     path("api/v1/", include("errcatalog.api.urls")),

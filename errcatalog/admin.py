@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Count
 from django.http import HttpResponse
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
@@ -27,6 +27,14 @@ from errcatalog.preview_samples import code_preview
 from errcatalog.safety import PLACEHOLDERS
 from errcatalog.snapshot import CatalogSnapshot
 from errcatalog.tokens import client_token_create, client_token_revoke
+from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
+
+# Admin's "View site" link: the site people come to the admin for is the outcomes dashboard (there is no "/").
+admin.site.site_url = reverse_lazy("errcatalog-dashboard")
+# The navigation sidebar repeats the admin index beside every list page and takes 280 of a 1366-pixel laptop
+# screen's pixels, which the list pages' columns need (tests/errcatalog/test_first_hour_browser.py). The
+# breadcrumbs and the index remain the way between models.
+admin.site.enable_nav_sidebar = False
 
 # Styles of the placeholder list, the length budget and the preview.
 ADMIN_CSS = {"all": ("errcatalog/admin.css",)}
@@ -135,6 +143,14 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
         (None, {"fields": ("code", ("category", "kind"), "active")}),
         ("Behaviour", {"fields": (("retryable", "retry_after_seconds"), "system", "http_statuses", "jsonrpc_code")}),
         ("Explanation", {"fields": ("doc_url", "explanation", "updated_at")}),
+        (
+            "Data for clients (seed 003)",
+            {
+                "description": "Sent in the error's data: setup fields for authentication and configuration errors, "
+                "optional parameters and guidance for missing input. Catalog text only.",
+                "fields": (("setup_url", "action_required"), "optional_parameters", "guidance"),
+            },
+        ),
     )
     inlines = (TemplateVariantInline, ClassificationRuleInline)
     actions = ("export_yaml",)
@@ -285,12 +301,14 @@ class ClassificationRuleAdmin(SimpleHistoryAdmin):
 class ClientTokenForm(forms.ModelForm):
     class Meta:
         model = ClientToken
-        fields = ("name", "user", "tool_scope", "can_write_catalog")
+        fields = ("name", "user", "tool_scope", "can_write_catalog", "can_read_metrics")
 
     def clean_tool_scope(self):
         scope = self.cleaned_data["tool_scope"]
-        if not isinstance(scope, list) or not all(isinstance(tool, str) and tool for tool in scope):
-            raise ValidationError('Give a list of tool names, e.g. ["send_email"], or [] for every tool.')
+        if not isinstance(scope, list) or not all(is_tool_name(tool) for tool in scope):
+            raise ValidationError(
+                f'Give a list of tool names ({TOOL_NAME_RULE}), e.g. ["send_email"], or [] for every tool.'
+            )
         return scope
 
 
@@ -300,15 +318,24 @@ class ClientTokenAdmin(admin.ModelAdmin):
 
     form = ClientTokenForm
     formfield_overrides = {models.JSONField: _JSON_LINE}
-    list_display = ("name", "user", "key_prefix", "can_write_catalog", "created_at", "last_used_at", "revoked")
-    list_filter = ("can_write_catalog", ("revoked_at", admin.EmptyFieldListFilter))
+    list_display = (
+        "name",
+        "user",
+        "key_prefix",
+        "can_write_catalog",
+        "can_read_metrics",
+        "created_at",
+        "last_used_at",
+        "revoked",
+    )
+    list_filter = ("can_write_catalog", "can_read_metrics", ("revoked_at", admin.EmptyFieldListFilter))
     search_fields = ("name", "key_prefix", "user__username")
     list_select_related = ("user",)
     autocomplete_fields = ("user",)
     actions = ("revoke",)
-    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", "can_write_catalog")}),)
+    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", "can_write_catalog", "can_read_metrics")}),)
     fieldsets = (
-        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", "can_write_catalog")}),
+        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", "can_write_catalog", "can_read_metrics")}),
         ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
     )
 
@@ -330,7 +357,11 @@ class ClientTokenAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
             return
         token, raw_key = client_token_create(
-            user=obj.user, name=obj.name, tool_scope=obj.tool_scope, can_write_catalog=obj.can_write_catalog
+            user=obj.user,
+            name=obj.name,
+            tool_scope=obj.tool_scope,
+            can_write_catalog=obj.can_write_catalog,
+            can_read_metrics=obj.can_read_metrics,
         )
         # The admin's own add flow (log entry, redirect) continues with ``obj``, so it becomes the created row.
         obj.pk = token.pk

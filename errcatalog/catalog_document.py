@@ -35,6 +35,7 @@ SUFFIX_FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 
 # Fields that are templates: rendered with placeholders, so they must pass ``safety.template_errors``.
 VARIANT_TEMPLATE_FIELDS = ("message", "cause", "instruction", "question")
+CODE_TEMPLATE_FIELDS = ("setup_url", "guidance")
 HINT_TEMPLATE_FIELDS = ("question",)
 
 DocPath = tuple[str | int, ...]
@@ -257,6 +258,7 @@ def _semantic_problems(doc: Any) -> list[Problem]:
             else:
                 defined[code] = i
         problems.extend(_jsonrpc_problems(entry.get("jsonrpc_code"), (*at, "jsonrpc_code")))
+        problems.extend(_template_problems(entry, CODE_TEMPLATE_FIELDS, at))
         variants = entry.get("variants")
         if not isinstance(variants, list):
             continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from errcatalog.errors import http_status
 from errcatalog.snapshot import UNKNOWN_CODE, CatalogSnapshot, RuleEntry
 
 # Exception class names, from the standard library and common HTTP clients, that mean the network failed.
@@ -104,7 +105,8 @@ def facts_from_exception(exc: BaseException, *, upstream: str = "") -> FailureFa
     code = getattr(exc, "code", None)
     return FailureFacts(
         exception_types=names,
-        status_code=status if isinstance(status, int) and 100 <= status <= 599 else None,
+        # A number outside 100-599 is not a status: the failure is classified as if it had none.
+        status_code=http_status(status),
         jsonrpc_code=jsonrpc if isinstance(jsonrpc, int) else None,
         upstream=upstream,
         transport=transport,

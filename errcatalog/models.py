@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
 from errcatalog.safety import template_errors
+from errcatalog.vocabulary import is_tool_name
 
 CODE_PATTERN = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
 # JSON-RPC 2.0 reserves -32768..-32000 for the protocol; product codes must live outside it (DESIGN §4.5).
@@ -46,6 +48,8 @@ class Kind(models.TextChoices):
 
 
 class Header(models.TextChoices):
+    # No header: the text alone, as seed 000's messages are shown.
+    NONE = "", "No header"
     INPUT_ERROR = "Input Error", "Input Error"
     ERROR = "Error", "Error"
     PROVIDER_ERROR = "AI Provider Error", "AI Provider Error"
@@ -61,6 +65,20 @@ def _validate_template(value: str) -> None:
     problems = template_errors(value)
     if problems:
         raise ValidationError(problems)
+
+
+# Seed 003's setup_url: a path on the client's side ("/integrations/gmail") or an https URL; it may use
+# placeholders ("/integrations/{service}"), whose values are identifier-shaped.
+SETUP_URL_PATTERN = r"^((/|https://)\S*)?$"
+# Seed 003's action_required: a machine-readable action name ("reconfigure_credentials").
+ACTION_REQUIRED_PATTERN = r"^([a-z][a-z0-9_]*)?$"
+
+
+def _validate_parameter_names(value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(n, str) and is_tool_name(n) for n in value):
+        raise ValidationError("Give a list of parameter names (letters, digits, _ - . only).")
+    if len(set(value)) != len(value):
+        raise ValidationError("Each parameter name may appear once.")
 
 
 class ErrorCode(models.Model):
@@ -83,6 +101,33 @@ class ErrorCode(models.Model):
     )
     doc_url = models.URLField(blank=True)
     explanation = models.TextField(blank=True, help_text="The long explanation: causes and fixes.")
+    # Seed 003's data fields: catalog text only, never filled from a tool's or upstream's text.
+    setup_url = models.CharField(
+        max_length=200,
+        blank=True,
+        validators=[
+            RegexValidator(SETUP_URL_PATTERN, "Use a path such as /integrations/gmail or an https URL."),
+            _validate_template,
+        ],
+        help_text='Where the user sets the service up (data.setup_url), e.g. "/integrations/{service}".',
+    )
+    action_required = models.CharField(
+        max_length=64,
+        blank=True,
+        validators=[RegexValidator(ACTION_REQUIRED_PATTERN, "Use lower_snake_case, e.g. reconfigure_credentials.")],
+        help_text='What the user has to do (data.action_required), e.g. "reconfigure_credentials".',
+    )
+    optional_parameters = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[_validate_parameter_names],
+        help_text="For missing input: parameters the model may also give (data.optional_parameters).",
+    )
+    guidance = models.TextField(
+        blank=True,
+        validators=[_validate_template],
+        help_text="For missing input: a sentence on what the tool needs (data.guidance).",
+    )
     active = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -123,10 +168,15 @@ class TemplateVariant(models.Model):
     name = models.SlugField(max_length=40, default="default")
     locale = models.CharField(max_length=16, blank=True, help_text="Blank: used for every locale.")
     weight = models.PositiveSmallIntegerField(default=100, help_text="Relative share of renders (0 = paused).")
-    header = models.CharField(max_length=32, choices=Header.choices, default=Header.ERROR)
+    header = models.CharField(max_length=32, choices=Header.choices, default=Header.ERROR, blank=True)
     message = models.TextField(validators=[_validate_template], help_text="What happened.")
     cause = models.TextField(blank=True, validators=[_validate_template], help_text="Why it happened.")
-    instruction = models.TextField(validators=[_validate_template], help_text="What to do next.")
+    # Blank only to reproduce a one-sentence message such as seed 000's; seed 002 wants every error to say what next.
+    instruction = models.TextField(
+        blank=True,
+        validators=[_validate_template],
+        help_text="What to do next (leave empty only for a one-line message).",
+    )
     question = models.TextField(
         blank=True, validators=[_validate_template], help_text="For interactive codes: the question to ask."
     )
@@ -220,6 +270,10 @@ class ClientToken(models.Model):
         default=list, blank=True, help_text="MCP tools this key may call; empty allows every tool."
     )
     can_write_catalog = models.BooleanField(default=False, help_text="May create, change and delete catalog rows.")
+    can_read_metrics = models.BooleanField(
+        default=False,
+        help_text="May read outcome metrics (GET /api/v1/metrics/). Tokens of staff users may read them anyway.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)

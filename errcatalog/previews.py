@@ -124,12 +124,13 @@ def render_preview(
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> dict[str, Any]:
     """Render ``failure`` (whose code must be in the snapshot) in ``face``:
-    ``{"code", "variant", "interactive", "output"}``."""
+    ``{"code", "variant", "locale", "interactive", "output"}`` ("" locale: the catalog default served)."""
     preview, variant_name = preview_snapshot(snapshot, failure.code, variant=variant, locale=locale, draft=draft)
     rendered = render(preview, failure, variant=variant_name, locale=locale, max_chars=max_chars)
     return {
         "code": rendered.code,
         "variant": rendered.variant,
+        "locale": rendered.locale,
         "interactive": rendered.interactive,
         "output": face_output(rendered, face, options),
     }

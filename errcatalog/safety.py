@@ -13,6 +13,9 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
+
+from errcatalog.vocabulary import is_tool_name
 
 REDACTED = "[REDACTED]"
 ELLIPSIS = "…"
@@ -34,11 +37,9 @@ PLACEHOLDERS: Mapping[str, str] = {
     "retry_after": "seconds to wait before retrying",
     "service": "the name of the service behind the tool",
     "network_failure": "'Request timeout' or 'Connection failed'",
+    "received": "the number or boolean sent for the parameter at fault, once validated as one (text is never shown)",
 }
 
-# Tool and parameter names come from registries and schemas; a name that the caller typed (an unknown tool)
-# is shown only if it has the shape of an identifier, so it cannot carry sentences or markup.
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 _FORMATTER = string.Formatter()
 
 
@@ -73,10 +74,86 @@ def template_placeholders(template: str) -> list[str]:
 
 
 def safe_identifier(value: object) -> str:
-    """Return ``value`` if it is an identifier-shaped string, otherwise the redaction marker."""
-    if isinstance(value, str) and _IDENTIFIER.fullmatch(value):
-        return value
-    return REDACTED
+    """Return ``value`` if it is a name of the tool-name vocabulary, otherwise the redaction marker.
+
+    Tool and parameter names come from registries and schemas; a name that the caller typed (an unknown tool) is
+    shown only if it is a name by the same rule the registry registers tools by (``errcatalog.vocabulary``), so it
+    cannot carry sentences or markup, and every name a tool can have is shown as it is.
+    """
+    return value if is_tool_name(value) else REDACTED  # type: ignore[return-value]
+
+
+# --- Tool metadata: what a schema says about a parameter, and a tool's partial output ---------------------------
+#
+# A parameter's description, type and expected format reach the model inside questions ("Please provide the
+# recipient email address"). On the MCP path they come from a tool's input schema, on the REST render endpoint from
+# the caller; both go through the same screen in the renderer (``errcatalog.render.core``). Schema text is shown
+# only when it reads as one short line of plain words: no markup, braces, brackets, backticks, pipes, line breaks
+# or control and direction characters (so it cannot open a tag, a template, a link, a table or a fake heading),
+# and none of the stock phrases of prompt injection. Anything else is left out, and the catalog's own wording
+# ("a value for to") stands in.
+
+SCHEMA_TEXT_MAX_CHARS = 200
+# Letters and digits of any script, the space, and the punctuation of plain sentences and example values
+# (user@domain.com, 2026-01-31T09:30:00Z, London,UK, 1 to 100, 50%).
+_SCHEMA_TEXT = re.compile(r"[\w .,;:'\"()/@+%=?!&#-]+")
+_INSTRUCTION_LIKE = re.compile(
+    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|instructions?)\b"
+    r"|\bsystem\s+prompt\b|\byou\s+are\s+now\b|\bdeveloper\s+mode\b|\bjailbreak"
+    r"|\b(system|assistant|developer|user)\s*:",
+    re.IGNORECASE,
+)
+# A partial result is data, so it keeps its shape; these bound what the model is handed.
+PARTIAL_RESULT_MAX_DEPTH = 4
+PARTIAL_RESULT_MAX_NODES = 200
+
+
+def safe_schema_text(value: object, *, limit: int = SCHEMA_TEXT_MAX_CHARS) -> str:
+    """Return ``value`` if it reads as schema metadata (one short line of plain words), otherwise ``""``."""
+    if not isinstance(value, str) or not value or len(value) > limit:
+        return ""
+    if not _SCHEMA_TEXT.fullmatch(value) or _INSTRUCTION_LIKE.search(value):
+        return ""
+    return value
+
+
+def safe_partial_result(value: Any) -> Any:
+    """A tool's partial output as the model may see it: JSON data whose strings pass ``safe_schema_text``.
+
+    Numbers, booleans and null are kept; a string that does not pass becomes the redaction marker; object keys
+    that are not names are left out; containers deeper than ``PARTIAL_RESULT_MAX_DEPTH`` or past
+    ``PARTIAL_RESULT_MAX_NODES`` values in all are cut. Any other Python value is left out.
+    """
+    budget = [PARTIAL_RESULT_MAX_NODES]
+
+    def screen(node: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if node is None or isinstance(node, bool | int):
+            return node
+        if isinstance(node, float):
+            return node if node == node and node not in (float("inf"), float("-inf")) else None
+        if isinstance(node, str):
+            return safe_schema_text(node) or REDACTED
+        if depth >= PARTIAL_RESULT_MAX_DEPTH:
+            return None
+        if isinstance(node, list | tuple):
+            items = []
+            for item in node:
+                if budget[0] <= 0:
+                    break
+                items.append(screen(item, depth + 1))
+            return items
+        if isinstance(node, dict):
+            screened = {}
+            for key, item in node.items():
+                if budget[0] <= 0:
+                    break
+                if is_tool_name(key):
+                    screened[key] = screen(item, depth + 1)
+            return screened
+        return None
+
+    return None if value is None else screen(value, 0)
 
 
 @dataclass(frozen=True, slots=True)

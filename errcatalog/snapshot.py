@@ -3,6 +3,7 @@
 A snapshot is built either from a catalog document (the YAML/JSON format of ``errcatalog/data/`` and of
 import/export) or from the database. Loading from the database is cached per process and invalidated through
 a version counter in the Django cache, which every save of a catalog row bumps (see ``errcatalog.signals``).
+A process keeps serving the snapshot it holds while Redis or the database is unreachable.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,14 @@ class CodeEntry:
     doc_url: str = ""
     explanation: str = ""
     active: bool = True
+    # Seed 003's data fields, set per code by the catalog's writers.
+    setup_url: str = ""
+    action_required: str = ""
+    optional_parameters: tuple[str, ...] = ()
+    guidance: str = ""
+    # The locales this code has variants in (besides the default), indexed once so that choosing one for a
+    # client's Accept-Language is a few dictionary lookups per call.
+    locales: frozenset[str] = frozenset()
 
     def variant(self, *, name: str | None = None, locale: str = "", pick: float = 0.0) -> VariantEntry:
         """Choose a variant: by name when given, else by weight (``pick`` is a number in [0, 1)).
@@ -132,6 +143,8 @@ class CatalogSnapshot:
             )
             fields = {k: v for k, v in c.items() if k in CodeEntry.__slots__ and k != "variants"}
             fields["http_statuses"] = tuple(fields.get("http_statuses", ()))
+            fields["optional_parameters"] = tuple(fields.get("optional_parameters", ()))
+            fields["locales"] = frozenset(v.locale for v in variants if v.locale and v.active)
             codes[c["code"]] = CodeEntry(variants=variants, **fields)
         hints = {
             (h["tool"], h["parameter"]): HintEntry(**{k: v for k, v in h.items() if k in HintEntry.__slots__})
@@ -158,34 +171,74 @@ VERSION_CACHE_KEY = "errcatalog:catalog-version"
 # How long a process trusts its snapshot before asking the shared cache whether the catalog changed: an edit
 # in admin reaches every web process within this many seconds, at one cache read per second per process.
 RECHECK_SECONDS = 1.0
+# The version a snapshot carries when it was kept (or loaded) while Redis was unreachable. The shared version is
+# never empty, so the first check after Redis returns differs from it: the process reloads, and bumps the shared
+# version so that processes which did not notice the outage reload too (an edit may have been made meanwhile).
+_UNCHECKED = ""
 
 _lock = threading.Lock()
 _cached: tuple[str, float, CatalogSnapshot] | None = None
 
 
 def catalog_snapshot() -> CatalogSnapshot:
-    """The current catalog from the database, rebuilt only when an edit has bumped the shared version."""
-    global _cached
-    from django.core.cache import cache
+    """The current catalog from the database, rebuilt only when an edit has bumped the shared version.
 
+    Neither Redis nor the database is needed once a snapshot is loaded: while Redis is unreachable the process
+    serves the snapshot it holds (reloading when Redis is back), and while the database is, the last one built.
+    """
+    global _cached
     now = time.monotonic()
     cached = _cached
     if cached is not None and now - cached[1] < RECHECK_SECONDS:
         return cached[2]
-    version = cache.get(VERSION_CACHE_KEY)
+    version = _shared_version(recovering=cached is not None and cached[0] == _UNCHECKED)
     if version is None:
-        version = str(time.time_ns())
-        cache.add(VERSION_CACHE_KEY, version, timeout=None)
-        version = cache.get(VERSION_CACHE_KEY, version)
+        REDIS.degraded("the catalog is served from the snapshot this process holds until Redis is back")
+        if cached is not None:
+            _cached = (_UNCHECKED, now, cached[2])
+            return cached[2]
+    version = version or _UNCHECKED
     if cached is not None and cached[0] == version:
         _cached = (version, now, cached[2])
         return cached[2]
     with _lock:
         from errcatalog.catalog_document import catalog_document_from_db
 
-        snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
+        try:
+            snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
+        except DATABASE_ERRORS as exc:
+            if cached is None:
+                raise
+            DATABASE.failed(exc)
+            DATABASE.degraded("the catalog is served from the snapshot this process holds")
+            # The old version stays, so the next check (in a second) tries to rebuild again.
+            _cached = (cached[0], now, cached[2])
+            return cached[2]
         _cached = (version, now, snapshot)
     return snapshot
+
+
+def _shared_version(*, recovering: bool) -> str | None:
+    """The catalog version in the shared cache (created when missing), or None while Redis is unreachable."""
+    from django.core.cache import cache
+
+    if not REDIS.available():
+        return None
+    try:
+        if recovering:
+            version = str(time.time_ns())
+            cache.set(VERSION_CACHE_KEY, version, timeout=None)
+        else:
+            version = cache.get(VERSION_CACHE_KEY)
+            if version is None:
+                version = str(time.time_ns())
+                cache.add(VERSION_CACHE_KEY, version, timeout=None)
+                version = cache.get(VERSION_CACHE_KEY, version)
+    except REDIS_ERRORS as exc:
+        REDIS.failed(exc)
+        return None
+    REDIS.succeeded()
+    return version
 
 
 def catalog_changed() -> None:
@@ -193,8 +246,18 @@ def catalog_changed() -> None:
     global _cached
     from django.core.cache import cache
 
-    cache.set(VERSION_CACHE_KEY, str(time.time_ns()), timeout=None)
     _cached = None
+    try:
+        cache.set(VERSION_CACHE_KEY, str(time.time_ns()), timeout=None)
+    except REDIS_ERRORS as exc:
+        # This process rebuilds now; it bumps the shared version when it sees Redis again (``_UNCHECKED``).
+        REDIS.failed(exc)
+        REDIS.degraded("catalog edits reach the other processes when Redis is back")
+
+
+def catalog_snapshot_held() -> bool:
+    """Whether this process holds a catalog snapshot (it can answer MCP calls without the database)."""
+    return _cached is not None
 
 
 async def acatalog_snapshot() -> CatalogSnapshot:

@@ -33,7 +33,12 @@ def key_hash(raw_key: str) -> str:
 
 @transaction.atomic
 def client_token_create(
-    *, user, name: str, tool_scope: Iterable[str] = (), can_write_catalog: bool = False
+    *,
+    user,
+    name: str,
+    tool_scope: Iterable[str] = (),
+    can_write_catalog: bool = False,
+    can_read_metrics: bool = False,
 ) -> tuple[ClientToken, str]:
     """Create a token for ``user`` and return it with its raw key, which is not stored and cannot be recovered."""
     raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -44,6 +49,7 @@ def client_token_create(
         key_hash=key_hash(raw_key),
         tool_scope=list(dict.fromkeys(tool_scope)),
         can_write_catalog=can_write_catalog,
+        can_read_metrics=can_read_metrics,
     )
     return token, raw_key
 

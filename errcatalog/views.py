@@ -22,18 +22,21 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from errcatalog.outcomes.metrics import WINDOWS, compute_metrics
+from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.outcomes.models import DailyRollup, Rollup
 from errcatalog.outcomes.rollups import day_start
+from errcatalog.selectors import client_display_names
 
 DEFAULT_WINDOW = "24h"
 # Filter values are identifiers (tool names, catalog codes, variant names, client token names); the lengths are
 # those of the Rollup columns. Anything else is refused before it reaches a query or the page.
 FILTER_MAX_LENGTH = {"tool": 128, "code": 64, "client": 128, "variant": 40}
-FILTER_VALUE = re.compile(r"[\w.:@/+-]+")
+# Parentheses for vocabulary.INVALID_TOOL_NAME, under which calls of names that are not tool names are counted.
+FILTER_VALUE = re.compile(r"[\w.:@/+()-]+")
 # Distinct values offered in each filter's drop-down list; more would not be usable as a list anyway.
 FILTER_CHOICES_LIMIT = 200
 MISSING = "—"
+UNAVAILABLE_PROBLEM = "The metrics store is unavailable right now (Redis or the database); try again in a moment."
 
 
 class BadDashboardQuery(ValueError):
@@ -85,14 +88,30 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     except BadDashboardQuery as error:
         context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": str(error)}
         return render(request, "errcatalog/dashboard_bad_request.html", context, status=400)
-    metrics = compute_metrics(query.window, **query.filters)
+    try:
+        metrics = compute_metrics(query.window, **query.filters)
+    except MetricsStoreUnavailable:
+        context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": UNAVAILABLE_PROBLEM}
+        return render(request, "errcatalog/dashboard_bad_request.html", context, status=503)
+    choices = filter_choices(metrics["window"], query.filters)
+    # Clients are stored by token id ("token:1"); people know their tokens by name.
+    client_names = client_display_names(
+        {
+            *choices["client"],
+            *(row["key"] for row in metrics["breakdowns"].get("client", [])),
+            *(episode["client"] for episode in metrics["recent_episodes"] if episode.get("client")),
+        }
+    )
     context = {
         **admin.site.each_context(request),
         "title": "Outcomes dashboard",
         "windows": list(WINDOWS),
         "query": query,
-        "filter_choices": filter_choices(metrics["window"], query.filters),
-        **dashboard_context(metrics),
+        "filter_choices": {
+            name: [(value, client_names.get(value, value) if name == "client" else value) for value in values]
+            for name, values in choices.items()
+        },
+        **dashboard_context(metrics, client_names=client_names),
     }
     return render(request, "errcatalog/dashboard.html", context)
 
@@ -100,8 +119,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 # --- Turning metrics into display rows ---------------------------------------------------------------------
 
 
-def dashboard_context(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything the template prints, derived from one ``compute_metrics`` result. Pure."""
+def dashboard_context(metrics: Mapping[str, Any], *, client_names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Everything the template prints, derived from one ``compute_metrics`` result. Pure.
+
+    ``client_names`` gives the readable name of client keys (``selectors.client_display_names``).
+    """
+    client_names = client_names or {}
     totals = metrics["totals"]
     targets = metrics["targets"]
     return {
@@ -113,11 +136,16 @@ def dashboard_context(metrics: Mapping[str, Any]) -> dict[str, Any]:
         "episode_endings": episode_endings(totals),
         "chart_data": chart_data(metrics["series"], targets, metrics["window"]["bucket_seconds"]),
         "breakdowns": [
-            breakdown_table(dimension, title, metrics["breakdowns"].get(dimension, []))
+            breakdown_table(
+                dimension,
+                title,
+                metrics["breakdowns"].get(dimension, []),
+                names=client_names if dimension == "client" else None,
+            )
             for dimension, title in (("code", "Code"), ("tool", "Tool"), ("client", "Client"), ("variant", "Variant"))
         ],
         "comparisons": [comparison_view(item) for item in metrics["variant_comparison"]],
-        "episodes": [episode_view(episode) for episode in metrics["recent_episodes"]],
+        "episodes": [episode_view(episode, client_names=client_names) for episode in metrics["recent_episodes"]],
     }
 
 
@@ -134,6 +162,19 @@ def format_ms(value: float | None) -> str:
     if value is None:
         return MISSING
     return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
+
+
+def format_seconds(value: float | None) -> str:
+    """A duration read at a glance: "0.8 s", "42 s", "3.5 min", "1.2 h"; "—" when there is none."""
+    if value is None:
+        return MISSING
+    if value < 10:
+        return f"{value:.1f} s"
+    if value < 60:
+        return f"{value:.0f} s"
+    if value < 3600:
+        return f"{value / 60:.1f} min"
+    return f"{value / 3600:.1f} h"
 
 
 def kpi_tiles(totals: Mapping[str, Any], targets: Mapping[str, float]) -> list[dict[str, Any]]:
@@ -170,6 +211,14 @@ def kpi_tiles(totals: Mapping[str, Any], targets: Mapping[str, float]) -> list[d
             "text": f"{format_ms(totals['latency_p50_ms'])} / {format_ms(totals['latency_p95_ms'])}",
             "value": totals["latency_p50_ms"],
             "note": "per call",
+        },
+        {
+            "key": "resolution",
+            "label": "User resolution time p50 / p90",
+            "text": f"{format_seconds(totals['resolution_p50_seconds'])} / "
+            f"{format_seconds(totals['resolution_p90_seconds'])}",
+            "value": totals["resolution_p50_seconds"],
+            "note": f"first failed call to recovering call, {format_count(totals['recovered'])} recovered episodes",
         },
     ]
 
@@ -226,16 +275,24 @@ METRIC_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("first_retry_success_rate", "First-retry success", format_rate),
     ("latency_p50_ms", "p50", format_ms),
     ("latency_p95_ms", "p95", format_ms),
+    ("resolution_p50_seconds", "Resolution p50", format_seconds),
+    ("resolution_p90_seconds", "Resolution p90", format_seconds),
 )
 
 
-def breakdown_table(dimension: str, title: str, rows: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """One sortable table: each cell has its text and a numeric sort key ("" when the value is missing)."""
+def breakdown_table(
+    dimension: str, title: str, rows: list[Mapping[str, Any]], *, names: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """One sortable table: each cell has its text and a numeric sort key ("" when the value is missing).
+
+    ``names`` replaces a row key's text by a readable name (client token names); the row keeps its key.
+    """
+    names = names or {}
     columns = [{"key": "key", "label": title, "numeric": False}]
     columns += [{"key": key, "label": label, "numeric": True} for key, label, _ in METRIC_COLUMNS]
     body = []
     for row in rows:
-        key = row["key"] or ("(none)" if dimension != "code" else "(success)")
+        key = names.get(row["key"]) or row["key"] or ("(none)" if dimension != "code" else "(success)")
         cells = [{"text": key, "sort": key}]
         cells += [
             {"text": fmt(row.get(name)), "sort": "" if row.get(name) is None else row[name]}
@@ -265,12 +322,15 @@ def comparison_view(item: Mapping[str, Any]) -> dict[str, Any]:
     return {**item, "variants": variants}
 
 
-def episode_view(episode: Mapping[str, Any]) -> dict[str, Any]:
+def episode_view(episode: Mapping[str, Any], *, client_names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """An episode row; its Sentry link only when the configured URL is plain http(s)."""
+    client = episode.get("client") or ""
     return {
         **episode,
+        "client_text": (client_names or {}).get(client, client),
         "started_text": _short_time(episode["started_at"]),
         "ended_text": _short_time(episode["ended_at"]) if episode["ended_at"] else MISSING,
+        "resolution_text": format_seconds(episode.get("resolution_seconds")),
         "sentry_href": safe_link(episode.get("sentry_url")),
     }
 

@@ -3,8 +3,9 @@
 Django's middleware does not run on ``/mcp`` (the ASGI router sends it straight to the SDK), so this is where
 requests are refused. Every refusal is a small JSON body with a clear HTTP status, never a traceback:
 421/403 for a foreign Host/Origin (DNS-rebinding protection, the SDK's own check), 413 for an oversize body,
-401 for a missing or wrong token. The 401 says the same thing whether the token was missing, malformed,
-unknown or revoked, so it tells a prober nothing.
+401 for a missing or wrong token, 503 when the database that holds the tokens cannot be reached (a token this
+process accepted shortly before is still accepted then). The 401 says the same thing whether the token was
+missing, malformed, unknown or revoked, so it tells a prober nothing.
 """
 
 from __future__ import annotations
@@ -14,22 +15,28 @@ import time
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import close_old_connections
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from starlette.requests import Request
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from errcatalog.models import ClientToken
 from errcatalog.tokens import client_token_authenticate, key_hash
+from mcpserver.jsonrpc_errors import screened_send
 
 UNAUTHORIZED_MESSAGE = (
     "A valid bearer token is required. Create one in admin (Client tokens) or with ./dev manage token_create."
 )
 TOO_LARGE_MESSAGE = "The request body is larger than this endpoint accepts."
+DATABASE_UNAVAILABLE_MESSAGE = "The token store is unavailable right now, so the token cannot be checked; try again."
+# Retry-After of that 503: the database is probed again every second; a few seconds spares it a stampede.
+RETRY_AFTER_SECONDS = b"5"
 # Where the pipeline finds the caller, next to the SDK's own "user" (which binds a 2025 session to its token).
 CLIENT_SCOPE_KEY = "errcatalog.client"
 
@@ -73,19 +80,36 @@ def _forget_accepted_keys(**kwargs) -> None:
 
 
 async def authenticate_key(raw_key: str) -> ClientIdentity | None:
-    """The caller behind ``raw_key``, or None; a recently accepted key is answered without the database."""
+    """The caller behind ``raw_key``, or None; a recently accepted key is answered without the database.
+
+    Raises ``TokenStoreUnavailable`` when the database is unreachable and the key was not accepted recently.
+    """
     accepted = await _accepted_key(raw_key)
     return accepted[0] if accepted is not None else None
 
 
+class TokenStoreUnavailable(RuntimeError):
+    """The database that holds the tokens cannot be reached, and this key was not accepted recently."""
+
+
 async def _accepted_key(raw_key: str) -> tuple[ClientIdentity, AuthenticatedUser] | None:
-    """The caller behind ``raw_key`` and the SDK user bound to it, both built once per accepted key and period."""
+    """The caller behind ``raw_key`` and the SDK user bound to it, both built once per accepted key and period.
+
+    Raises ``TokenStoreUnavailable`` when the database is unreachable and the key was not accepted recently.
+    """
     digest = key_hash(raw_key)
     now = time.monotonic()
     hit = _accepted.get(digest)
     if hit is not None and hit[0] > now:
         return hit[1], hit[2]
-    identity = await _authenticate_async(raw_key)
+    if not DATABASE.available():  # known to be down: no connect attempt until the next probe
+        return _accepted_during_outage(hit, now)
+    try:
+        identity = await _authenticate_async(raw_key)
+    except DATABASE_ERRORS as exc:
+        DATABASE.failed(exc)
+        return _accepted_during_outage(hit, now)
+    DATABASE.succeeded()
     if identity is None:
         _accepted.pop(digest, None)
         return None
@@ -94,6 +118,19 @@ async def _accepted_key(raw_key: str) -> tuple[ClientIdentity, AuthenticatedUser
         _accepted.clear()
     _accepted[digest] = (now + AUTH_CACHE_SECONDS, identity, user)
     return identity, user
+
+
+def _accepted_during_outage(
+    hit: tuple[float, ClientIdentity, AuthenticatedUser] | None, now: float
+) -> tuple[ClientIdentity, AuthenticatedUser]:
+    # A token this process accepted shortly before the outage keeps working: the MCP path needs no database
+    # once the catalog snapshot is loaded. Its entry stays in ``_accepted`` after it expired (until the cache is
+    # cleared), which is what makes this possible.
+    grace = settings.MCP["AUTH_OUTAGE_GRACE_SECONDS"]
+    if hit is not None and now - (hit[0] - AUTH_CACHE_SECONDS) <= grace:
+        DATABASE.degraded("MCP tokens accepted before the outage are accepted from memory; new ones get 503")
+        return hit[1], hit[2]
+    raise TokenStoreUnavailable
 
 
 async def _json_response(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
@@ -113,19 +150,31 @@ async def _json_response(send: Send, status: int, body: dict, headers: list[tupl
 
 
 def _allowed(value: str, allowed: tuple[str, ...]) -> bool:
-    """``value`` is listed, or matches a listed ``base:*`` pattern with some port (the SDK's own rule)."""
-    if value in allowed:
-        return True
-    return any(pattern.endswith(":*") and value.startswith(pattern[:-1]) for pattern in allowed)
+    """``value`` is a listed Host/Origin, or a listed ``base:*`` pattern's base with a numeric port.
+
+    Whole host names only: ``127.0.0.1:*`` allows ``127.0.0.1:8000`` but not ``127.0.0.1:8000.evil.example.com``
+    or ``127.0.0.1:80@evil.example.com``, which the SDK's prefix rule lets through. Host names and schemes are
+    case-insensitive, so the comparison is too.
+    """
+    value = value.lower()
+    for pattern in allowed:
+        pattern = pattern.lower()
+        if value == pattern:
+            return True
+        if pattern.endswith(":*"):
+            base, _, port = value.rpartition(":")
+            if base == pattern[:-2] and 0 < len(port) <= 5 and port.isascii() and port.isdigit():
+                return True
+    return False
 
 
 class McpHttpGuard:
     """ASGI middleware: Host/Origin → declared size → bearer token → buffered body within the limit → the app.
 
     This is the only Host/Origin check of the endpoint: the session managers behind it get DNS-rebinding
-    protection switched off (``mcpserver.server.McpApp``), so each request is checked once. The check follows
-    the SDK's ``TransportSecurityMiddleware`` rule, and a refused request is answered by that middleware itself,
-    so refusals stay exactly the SDK's.
+    protection switched off (``mcpserver.server.McpApp``), so each request is checked once. The settings are
+    the SDK's ``TransportSecuritySettings`` and refusals are the SDK's (421/403 with its text), but hosts match
+    as whole names (``_allowed``), not as the SDK's prefixes.
     """
 
     def __init__(
@@ -139,18 +188,20 @@ class McpHttpGuard:
         self.app = app
         self.auth_required = auth_required
         self.max_body_bytes = max_body_bytes
-        self.security = TransportSecurityMiddleware(security)
         self._check_hosts = security.enable_dns_rebinding_protection
         self._allowed_hosts = tuple(security.allowed_hosts)
         self._allowed_origins = tuple(security.allowed_origins)
 
-    def _host_and_origin_allowed(self, host: bytes | None, origin: bytes | None) -> bool:
+    def _refusal(self, host: bytes | None, origin: bytes | None) -> tuple[int, str] | None:
+        """The SDK's status and text for a foreign Host (421) or Origin (403), or None when both are allowed."""
         if not self._check_hosts:
-            return True
+            return None
         if not host or not _allowed(host.decode("latin-1"), self._allowed_hosts):
-            return False
+            return 421, "Invalid Host header"
         # Origin can be absent (same-origin requests, non-browser clients).
-        return not origin or _allowed(origin.decode("latin-1"), self._allowed_origins)
+        if origin and not _allowed(origin.decode("latin-1"), self._allowed_origins):
+            return 403, "Invalid Origin header"
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -169,18 +220,24 @@ class McpHttpGuard:
             elif name == b"authorization":
                 authorization = value if authorization is None else authorization
         # Host/Origin first, so a rebinding page learns nothing else (not even whether auth is on).
-        if not self._host_and_origin_allowed(host, origin):
-            refused = await self.security.validate_request(Request(scope), is_post=False)
-            if refused is not None:
-                await refused(scope, receive, send)
-                return
+        refusal = self._refusal(host, origin)
+        if refusal is not None:
+            status, text = refusal
+            await Response(text, status_code=status)(scope, receive, send)
+            return
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await _json_response(send, 413, {"error": TOO_LARGE_MESSAGE})
             return
 
         # The scope is this request's own (the server builds one per request), so the caller is added in place.
         if self.auth_required:
-            accepted = await self._identity(authorization)
+            try:
+                accepted = await self._identity(authorization)
+            except TokenStoreUnavailable:
+                await _json_response(
+                    send, 503, {"error": DATABASE_UNAVAILABLE_MESSAGE}, [(b"retry-after", RETRY_AFTER_SECONDS)]
+                )
+                return
             if accepted is None:
                 await _json_response(
                     send, 401, {"error": UNAUTHORIZED_MESSAGE}, [(b"www-authenticate", b'Bearer realm="errcatalog"')]
@@ -195,7 +252,8 @@ class McpHttpGuard:
         if body is None:
             await _json_response(send, 413, {"error": TOO_LARGE_MESSAGE})
             return
-        await self.app(scope, body, send)
+        # The SDK's JSON-RPC errors can quote the request; only catalog text and fixed strings go out.
+        await self.app(scope, body, screened_send(send))
 
     async def _identity(self, authorization: bytes | None) -> tuple[ClientIdentity, AuthenticatedUser] | None:
         scheme, _, raw_key = (authorization or b"").decode("latin-1").partition(" ")

@@ -1,6 +1,6 @@
 """One tool call, from the request to the result: the spine of the MCP endpoint.
 
-``call_tool`` reads top to bottom: scope → rate limit → known tool → argument validation → elicitation of
+``call_tool`` reads top to bottom: rate limit → scope → known tool → argument validation → elicitation of
 missing input → run → result. Every failure on the way becomes a ``Failure`` rendered from the catalog
 (``errcatalog.render``), so what reaches the model is catalog text and server-controlled values only.
 Each call ends in one ``OutcomeEvent`` handed to the outcome recorder (``errcatalog.outcomes``).
@@ -21,18 +21,19 @@ import mcp_types as types
 import sentry_sdk
 from django.conf import settings
 from django.db import close_old_connections
-from mcp.shared.exceptions import MCPError
 from sentry_sdk.integrations.logging import ignore_logger
 
 from errcatalog.classify import classify, facts_from_exception
-from errcatalog.errors import ErrcatalogError
+from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, error_object, render, tool_result
 from errcatalog.safety import safe_identifier
-from errcatalog.snapshot import CatalogSnapshot, acatalog_snapshot
+from errcatalog.snapshot import CatalogSnapshot, CodeEntry, acatalog_snapshot
+from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation
 from mcpserver.auth import ClientIdentity
+from mcpserver.jsonrpc_errors import sanctioned_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
 from mcpserver.validation import validate_arguments
@@ -66,6 +67,8 @@ class ToolCall:
     input_responses: Mapping[str, Any] | None = None
     request_state: str | None = None
     context: Any = None  # the ToolContext handed to tools that ask for one
+    # The request's Accept-Language ranges, best first: the protocol itself carries no client locale.
+    locales: tuple[str, ...] = ()
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -76,13 +79,15 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
     spec = enabled.get(call.name)
     fmt = _format(spec, call.arguments)
 
-    if spec is not None and call.client is not None and not call.client.allows_tool(spec.name):
-        return await _fail(call, Failure("PERMISSION_DENIED", tool_name=call.name), fmt)
-
+    # Every call counts against the rate limit, before anything else is decided: calls outside the token's scope
+    # and of unknown tools cost a refusal to answer, so they must not be free to repeat.
     if call.client is not None:
         retry_after = await rate_limit_retry_after(call.client.key, per_minute=mcp["RATE_LIMIT_PER_MINUTE"])
         if retry_after is not None:
             return await _fail(call, Failure("RATE_LIMIT", tool_name=call.name, retry_after=retry_after), fmt)
+
+    if spec is not None and call.client is not None and not call.client.allows_tool(spec.name):
+        return await _fail(call, Failure("PERMISSION_DENIED", tool_name=call.name), fmt)
 
     if spec is None:
         visible = [name for name in enabled if call.client is None or call.client.allows_tool(name)]
@@ -93,7 +98,8 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
     problems = validate_arguments(spec.listed_input_schema, arguments)
     elicited = None
     if problems.missing and not problems.invalid and _may_elicit(spec, call):
-        answer = await elicitation.ask(spec, call, problems.missing, await _question(spec, problems.missing))
+        question = await _question(spec, problems.missing, call.locales)
+        answer = await elicitation.ask(spec, call, problems.missing, question)
         if isinstance(answer, types.InputRequiredResult):
             _record(call, None, elicited="requested", outcome="input_required")
             return answer
@@ -149,9 +155,9 @@ def _missing_failure(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> Fai
     return Failure("MISSING_PARAMETER", tool_name=spec.name, parameters=missing)
 
 
-async def _question(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> str:
+async def _question(spec: ToolSpec, missing: tuple[ParameterFault, ...], locales: tuple[str, ...] = ()) -> str:
     """The catalog's question for the missing parameters: also the message of an elicitation."""
-    return _render(await acatalog_snapshot(), _missing_failure(spec, missing)).text
+    return _render(await acatalog_snapshot(), _missing_failure(spec, missing), locales).text
 
 
 async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any:
@@ -189,11 +195,27 @@ class InvalidToolOutput(ErrcatalogError):
     code = "EXECUTION_FAILURE"
 
 
+def sdk_content_block(block: Any) -> Any:
+    """A content block as the SDK can carry it: a text block's ``mimeType`` moves into its ``_meta``.
+
+    Seed 000 puts ``mimeType`` on text blocks, but MCP's ``TextContent`` has no such field and the SDK drops
+    unknown fields; ``_meta`` is the place the protocol leaves for such metadata, so clients still find it there.
+    """
+    if not isinstance(block, dict) or block.get("type") != "text" or "mimeType" not in block:
+        return block
+    block = dict(block)
+    mime_type = block.pop("mimeType")
+    meta = block.get("_meta")
+    block["_meta"] = {**meta, "mimeType": mime_type} if isinstance(meta, dict) else {"mimeType": mime_type}
+    return block
+
+
 def _success(output: Any) -> types.CallToolResult:
     if isinstance(output, ToolOutput):
         try:
             return types.CallToolResult.model_validate(
-                {"content": output.content, "structuredContent": output.structured}, by_name=False
+                {"content": [sdk_content_block(b) for b in output.content], "structuredContent": output.structured},
+                by_name=False,
             )
         except ValueError as exc:  # pydantic's ValidationError; its text names the tool's own output only
             raise InvalidToolOutput("tool returned invalid MCP content") from exc
@@ -236,9 +258,9 @@ async def _fail_with_exception(
     failure = Failure(
         entry.code,
         tool_name=spec.name,
-        status_code=getattr(exc, "status_code", None) if isinstance(getattr(exc, "status_code", None), int) else None,
+        status_code=http_status(getattr(exc, "status_code", None)),
         event_id=event_id,
-        retry_after=_int_or_none(getattr(exc, "retry_after", None)),
+        retry_after=_retry_hint(getattr(exc, "retry_after", None), entry),
         service=getattr(exc, "service", None) if isinstance(getattr(exc, "service", None), str) else None,
         parameters=_exception_parameters(exc),
         alternatives=tuple(a for a in getattr(exc, "alternatives", ()) if isinstance(a, str)),
@@ -264,8 +286,15 @@ def _traceback_due(tool: str, code: str) -> bool:
     return True
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+def _retry_hint(raw: object, entry: CodeEntry) -> int | None:
+    """The retry-after hint for a failure of ``entry``: the raiser's value (any shape an upstream sends) or, when
+    that says nothing usable, the catalog's, always within 1 s and ``MAX_RETRY_AFTER_SECONDS``."""
+    if not entry.retryable:
+        return None
+    seconds = parse_retry_after(raw)
+    if seconds is None:
+        seconds = entry.retry_after_seconds
+    return bounded_retry_after(seconds, maximum=settings.ERRCATALOG["MAX_RETRY_AFTER_SECONDS"])
 
 
 def _exception_parameters(exc: Exception) -> tuple[ParameterFault, ...]:
@@ -279,11 +308,12 @@ def _exception_parameters(exc: Exception) -> tuple[ParameterFault, ...]:
     return (ParameterFault(name, problem=problem, expected_format=expected if isinstance(expected, str) else ""),)
 
 
-def _render(snapshot: CatalogSnapshot, failure: Failure) -> RenderedError:
+def _render(snapshot: CatalogSnapshot, failure: Failure, locales: tuple[str, ...] = ()) -> RenderedError:
     # The variant is picked by weight for each rendered error, which is what the A/B metrics compare.
     return render(
         snapshot,
         failure,
+        locales=locales,
         pick=random.random(),  # noqa: S311 (choosing a wording, not a secret)
         max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
     )
@@ -297,7 +327,7 @@ async def _fail(
     elicited: str | None = None,
     snapshot: CatalogSnapshot | None = None,
 ) -> types.CallToolResult:
-    rendered = _render(snapshot or await acatalog_snapshot(), failure)
+    rendered = _render(snapshot or await acatalog_snapshot(), failure, call.locales)
     if not rendered.system:
         # User-correctable: logged for people, never sent to Sentry.
         logger.warning("Tool call %s answered with %s", safe_identifier(call.name), rendered.code)
@@ -308,7 +338,7 @@ async def _fail(
             protocol_version=call.protocol_version,
             legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"],
         )
-        raise MCPError(error["code"], error["message"], error["data"])
+        raise sanctioned_error(error["code"], error["message"], error["data"])
     return _result_of(rendered, fmt)
 
 
@@ -325,10 +355,7 @@ def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
     if hit is not None and hit[0] is rendered:  # the entry holds the render, so its id cannot be reused meanwhile
         return hit[1]
     result = tool_result(rendered, fmt)
-    if rendered.event_id and fmt != "json" and rendered.event_id not in rendered.text:
-        # The model quotes the event ID to people, as in seed 001's "Event ID: …" line.
-        first = result["content"][0]
-        result["content"][0] = {**first, "text": f"{first['text']}\n\nEvent ID: {rendered.event_id}"}
+    result["content"] = [sdk_content_block(block) for block in result["content"]]
     validated = types.CallToolResult.model_validate(result, by_name=False)
     if rendered.event_id is None:  # an event ID is new with every failure: nothing to reuse
         if len(_results) >= RESULT_CACHE_SIZE:
@@ -348,12 +375,15 @@ def _record(
 ) -> None:
     recorder.record(
         OutcomeEvent(
-            tool=safe_identifier(call.name),  # an unknown name is the caller's text: kept only if name-shaped
+            # An unknown name is the caller's text: kept only if it is a tool name; any other is counted under one
+            # placeholder, so every call shows in the metrics.
+            tool=recorded_tool_name(call.name),
             client=call.client.key if call.client else None,
             session=call.session_id,
             outcome=outcome or ("ok" if rendered is None else "error"),
             code=rendered.code if rendered else None,
             variant=rendered.variant if rendered else None,
+            locale=rendered.locale or None if rendered else None,
             interactive=bool(rendered and rendered.interactive) or elicited is not None,
             latency_ms=(time.perf_counter() - call.started) * 1000,
             elicitation=elicited,

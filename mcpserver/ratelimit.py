@@ -1,4 +1,9 @@
-"""Per-client rate limit for tool calls: a fixed one-minute window counted in the shared Django cache."""
+"""Per-client rate limit for tool calls: a fixed one-minute window counted in the shared Django cache.
+
+While Redis is unreachable the window is counted in this process instead (logged once per outage): the limit
+then holds per process rather than across them, which is looser by the number of processes but never stops
+the endpoint. Counting goes back to Redis when it answers again (its window may have restarted empty).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.cache import cache
 
+from errcatalog.dependencies import REDIS, REDIS_ERRORS
+
 WINDOW_SECONDS = 60
+LOCAL_FALLBACK = "the MCP rate limit counts calls in each process until Redis is back"
 _LOCAL_BACKEND = "django.core.cache.backends.locmem.LocMemCache"
 # With the in-process cache the limit is per process anyway; counting in a dict on the event loop gives the
 # same result without building a cache backend for each request's context (~8 µs) and its locking.
@@ -48,10 +56,20 @@ async def rate_limit_retry_after(client_key: str, *, per_minute: int) -> int | N
     window = now // WINDOW_SECONDS
     if settings.CACHES["default"]["BACKEND"] == _LOCAL_BACKEND:
         count = _count_locally(client_key, window)
+    elif not REDIS.available():
+        REDIS.degraded(LOCAL_FALLBACK)
+        count = _count_locally(client_key, window)
     else:
         # A shared cache (Redis) gets one worker-thread hop for both operations (a hop per operation cost ~40%
         # of a simple call's throughput).
-        count = await _count_call_in_thread(f"errcatalog:mcp-rate:{client_key}:{window}")
+        try:
+            count = await _count_call_in_thread(f"errcatalog:mcp-rate:{client_key}:{window}")
+        except REDIS_ERRORS as exc:
+            REDIS.failed(exc)
+            REDIS.degraded(LOCAL_FALLBACK)
+            count = _count_locally(client_key, window)
+        else:
+            REDIS.succeeded()
     if count <= per_minute:
         return None
     return max(1, (window + 1) * WINDOW_SECONDS - now)

@@ -27,7 +27,6 @@ rendered from the catalog; exception text never reaches the model.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,6 +34,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from errcatalog.errors import ErrcatalogError
+from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
 
 # The ``format`` argument of tools declared with ``formats=True`` (seed 000: markdown by default).
 FORMAT_PROPERTY: Mapping[str, Any] = {
@@ -42,9 +42,6 @@ FORMAT_PROPERTY: Mapping[str, Any] = {
     "enum": ["markdown", "json", "both"],
     "description": "How to return the result and any error: markdown text, a JSON block, or both.",
 }
-
-# MCP tool names (SEP-986): 1 to 128 characters of letters, digits, underscore, hyphen and dot.
-TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +153,8 @@ class ToolRegistry:
         self._enabled: dict[frozenset[str], Mapping[str, ToolSpec]] = {}
 
     def add(self, spec: ToolSpec) -> ToolSpec:
-        if not TOOL_NAME.fullmatch(spec.name):
-            raise ValueError(f"Tool name {spec.name!r} must be 1-128 letters, digits, '_', '-' or '.'.")
+        if not is_tool_name(spec.name):
+            raise ValueError(f"Tool name {spec.name!r} must be {TOOL_NAME_RULE}.")
         if spec.input_schema.get("type") != "object":
             raise ValueError(f"Tool {spec.name}: input_schema must be a JSON Schema with type 'object'.")
         existing = self._tools.get(spec.name)

@@ -33,10 +33,13 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
+from errcatalog.render.locale import requested_locales
 from errcatalog.safety import safe_identifier
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
+from mcpserver.jsonrpc_errors import sanctioned_error
 from mcpserver.pipeline import ToolCall, call_tool
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
+from mcpserver.sessions import SessionAdmission
 from mcpserver.tools import conformance
 
 logger = logging.getLogger("mcpserver.server")
@@ -172,6 +175,7 @@ async def handle_call_tool(
         input_responses=params.input_responses,
         request_state=params.request_state,
         context=_ToolContext(ctx, client, session_id, back_channel=back_channel),
+        locales=requested_locales(headers.get("accept-language")) if headers is not None else (),
     )
     try:
         return await call_tool(call)
@@ -220,7 +224,7 @@ async def read_resource(
 ) -> types.ReadResourceResult:
     contents = conformance.resource_contents(str(params.uri))
     if contents is None:
-        raise MCPError(INVALID_PARAMS, "Unknown resource")
+        raise sanctioned_error(INVALID_PARAMS, "Unknown resource")
     return types.ReadResourceResult.model_validate({"contents": contents}, by_name=False)
 
 
@@ -229,7 +233,7 @@ async def subscribe_resource(
 ) -> types.EmptyResult:
     uri = str(params.uri)
     if not conformance.is_resource(uri):
-        raise MCPError(INVALID_PARAMS, "Unknown resource")
+        raise sanctioned_error(INVALID_PARAMS, "Unknown resource")
     conformance.subscriptions.add(uri)
     return types.EmptyResult()
 
@@ -254,9 +258,9 @@ async def get_prompt(
         messages = conformance.prompt_messages(params.name, params.arguments or {})
     except conformance.MissingPromptArgument as exc:
         # The argument name is the fixture's own, never the caller's text.
-        raise MCPError(INVALID_PARAMS, f"Missing required argument: {exc.name}") from None
+        raise sanctioned_error(INVALID_PARAMS, f"Missing required argument: {exc.name}") from None
     if messages is None:
-        raise MCPError(INVALID_PARAMS, "Unknown prompt")
+        raise sanctioned_error(INVALID_PARAMS, "Unknown prompt")
     return types.GetPromptResult.model_validate({"messages": messages}, by_name=False)
 
 
@@ -355,7 +359,11 @@ class McpApp:
         common = {"security_settings": checked_by_guard, "max_request_body_size": mcp["MAX_BODY_BYTES"]}
         self.modern = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True, **common)
         resumable = {"event_store": ReplayBuffer(), "retry_interval": RETRY_MS} if conformance_enabled() else {}
-        self.legacy = StreamableHTTPSessionManager(self.server, **common, **resumable)
+        # The SDK closes a 2025 session after this long without a request in flight; SessionAdmission applies the
+        # same rule to its per-token account of open sessions.
+        idle = mcp["SESSION_IDLE_SECONDS"]
+        self.legacy = StreamableHTTPSessionManager(self.server, session_idle_timeout=idle, **common, **resumable)
+        self.admission = SessionAdmission(self.legacy.handle_request, idle_seconds=idle)
         self.guard = McpHttpGuard(
             self._route, auth_required=mcp["AUTH"], max_body_bytes=mcp["MAX_BODY_BYTES"], security=security
         )
@@ -364,6 +372,8 @@ class McpApp:
     async def run(self) -> AsyncIterator[None]:
         """Both managers' task groups, entered once per process by the outer app's lifespan."""
         async with self.modern.run(), self.legacy.run():
+            # One line for both managers (settings.LOGGING quiets the SDK's own, which came once per manager).
+            logger.info("MCP endpoint ready: 2026-07-28 requests answered as JSON, 2025-11-25 sessions over SSE")
             # Everything loaded by now (Django, the SDK, the tools) lives as long as the process. Frozen, it is
             # left out of the cyclic garbage collector's full passes, which otherwise walk the whole heap again
             # and again and cost a busy endpoint about a third of its time per call.
@@ -375,5 +385,7 @@ class McpApp:
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         version = next((value for key, value in scope["headers"] if key == _PROTOCOL_HEADER), None)
-        manager = self.modern if version is not None and version not in _HANDSHAKE_VERSIONS else self.legacy
-        await manager.handle_request(scope, receive, send)
+        if version is not None and version not in _HANDSHAKE_VERSIONS:
+            await self.modern.handle_request(scope, receive, send)
+        else:
+            await self.admission(scope, receive, send)

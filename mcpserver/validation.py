@@ -59,7 +59,7 @@ def expected_format(prop: Mapping[str, Any]) -> str:
     if isinstance(fmt, str):
         parts.append(_FORMAT_WORDS.get(fmt, f"the {fmt} format"))
     if "pattern" in prop:
-        parts.append(f"the pattern {prop['pattern']}")
+        parts.append(f"text matching the pattern {prop['pattern']}")
     low, high = prop.get("minimum"), prop.get("maximum")
     if low is not None and high is not None:
         parts.append(f"a number from {_num(low)} to {_num(high)}")
@@ -67,8 +67,14 @@ def expected_format(prop: Mapping[str, Any]) -> str:
         parts.append(f"a number of at least {_num(low)}")
     elif high is not None:
         parts.append(f"a number of at most {_num(high)}")
-    if "minLength" in prop or "maxLength" in prop:
-        parts.append(f"{prop.get('minLength', 0)} to {prop.get('maxLength', 'any number of')} characters")
+    # Read aloud after "The expected format is": "from 1 to 100 characters", never "0 to any number of characters".
+    low_len, high_len = prop.get("minLength"), prop.get("maxLength")
+    if low_len is not None and high_len is not None:
+        parts.append(f"from {_num(low_len)} to {_num(high_len)} characters")
+    elif low_len is not None:
+        parts.append(f"at least {_num(low_len)} characters")
+    elif high_len is not None:
+        parts.append(f"at most {_num(high_len)} characters")
     if not parts and isinstance(prop.get("type"), str):
         parts.append(f"a {prop['type']}")
     return "; ".join(parts)
@@ -78,7 +84,16 @@ def _num(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def parameter_fault(name: str, prop: Mapping[str, Any], problem: str) -> ParameterFault:
+def received_value(value: Any) -> int | float | bool | None:
+    """The value the caller sent, when it is a number or a boolean (seed 002 names it: "got 30"); else None.
+
+    Strings, lists and objects are never carried: what a caller typed could say anything. The renderer bounds the
+    number's length again (``errcatalog.render.core``).
+    """
+    return value if isinstance(value, bool | int | float) else None
+
+
+def parameter_fault(name: str, prop: Mapping[str, Any], problem: str, received: Any = None) -> ParameterFault:
     """A fault described from the property's schema (the catalog's parameter hint may override the words)."""
     prop_type = prop.get("type")
     return ParameterFault(
@@ -89,6 +104,7 @@ def parameter_fault(name: str, prop: Mapping[str, Any], problem: str) -> Paramet
         expected_format=expected_format(prop),
         minimum=prop.get("minimum"),
         maximum=prop.get("maximum"),
+        received=received_value(received),
     )
 
 
@@ -208,7 +224,7 @@ def _validate_with_jsonschema(schema: Mapping[str, Any], arguments: Mapping[str,
             # missing input: the catalog asks its question for it (seed 003), as tools do for whitespace.
             missing.add(name)
             continue
-        invalid.setdefault(name, parameter_fault(name, properties[name], "invalid"))
+        invalid.setdefault(name, parameter_fault(name, properties[name], "invalid", arguments.get(name)))
     return ArgumentProblems(
         missing=tuple(parameter_fault(n, properties.get(n, {}), "missing") for n in required if n in missing),
         invalid=tuple(invalid.values()),

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -16,10 +21,20 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="session")
+def _outcome_spool_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("outcome-spool")
+
+
 @pytest.fixture(autouse=True)
-def _outcome_recording_off(settings):
-    """The MCP pipeline records every call; tests about recording switch it on themselves."""
-    settings.OUTCOMES = {**settings.OUTCOMES, "ENABLED": False}
+def _outcome_recording_off(settings, _outcome_spool_dir):
+    """The MCP pipeline records every call; tests about recording switch it on themselves.
+
+    Batches spooled without Redis (the REST outcome API sends even with recording off) go to a folder of the test
+    session, never to the repository's ``var/``.
+    """
+    spool_dir = str(_outcome_spool_dir) if settings.OUTCOMES["SPOOL_DIR"] else ""
+    settings.OUTCOMES = {**settings.OUTCOMES, "ENABLED": False, "SPOOL_DIR": spool_dir}
 
 
 @pytest.fixture(scope="session")
@@ -46,16 +61,96 @@ def plain_user(django_user_model):
     return django_user_model.objects.create_user(username="reader", password="pw-reader")
 
 
-@pytest.fixture
-def redis_url():
-    """A Redis database of the machine's server, emptied before and after the test.
+# The environment variables through which the application itself finds Redis. The tests never read them: a
+# developer's REDIS_URL points at the application's own data.
+APPLICATION_REDIS_VARIABLES = ("REDIS_URL", "CELERY_BROKER_URL")
 
-    ``ERRCATALOG_TEST_REDIS_URL`` chooses it (default: database 15 of 127.0.0.1:6379), so that parallel runs
-    can each have their own. A test that needs Redis fails, never skips, when Redis is not running.
-    """
-    url = os.environ.get("ERRCATALOG_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_application_redis():
+    """Refuse to run with the application's Redis configured: its cache and queues would be the tests' (a test's
+    ``cache.clear()`` empties the Redis database of the cache). Tests get Redis from ``redis_url`` only."""
+    configured = [name for name in APPLICATION_REDIS_VARIABLES if os.environ.get(name)]
+    if configured:
+        pytest.exit(
+            f"Unset {' and '.join(configured)} to run the tests: they would use and empty the application's Redis. "
+            "Tests that need Redis use ERRCATALOG_TEST_REDIS_URL, or a redis-server of their own without it.",
+            returncode=4,
+        )
+
+
+@pytest.fixture(scope="session")
+def _test_redis_server(tmp_path_factory) -> Iterator[str]:
+    """The Redis the tests may empty: ERRCATALOG_TEST_REDIS_URL, or else a ``redis-server`` of the test session's
+    own on a free port (no persistence), stopped at the end. Redis databases of the machine are not touched."""
+    configured = os.environ.get("ERRCATALOG_TEST_REDIS_URL")
+    if configured:
+        yield configured
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail(
+            "These tests need Redis: set ERRCATALOG_TEST_REDIS_URL to a Redis database they may empty, or install "
+            "redis-server (apt-get install redis-server) so that they start one of their own."
+        )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    folder = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(  # noqa: S603 (the system's redis-server, fixed arguments)
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
     client = redis.Redis.from_url(url)
-    client.flushdb()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"redis-server did not start on port {port}")
+            time.sleep(0.05)
+    client.close()
     yield url
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_url(_test_redis_server):
+    """The tests' Redis database (``_test_redis_server``), emptied before and after the test.
+
+    Every test that uses Redis takes it from here, so parallel runs can each have their own database
+    (ERRCATALOG_TEST_REDIS_URL) and no test reaches another. A test that needs Redis fails, never skips, when that
+    Redis is not running.
+    """
+    client = redis.Redis.from_url(_test_redis_server)
+    client.flushdb()
+    yield _test_redis_server
     client.flushdb()
     client.close()
+
+
+@pytest.fixture
+def short_lived_connections():
+    """Threads of the call path close their database connections after each use, so the test database can go."""
+    from django.db import connection
+
+    max_age = connection.settings_dict["CONN_MAX_AGE"]
+    connection.settings_dict["CONN_MAX_AGE"] = 0
+    yield
+    connection.settings_dict["CONN_MAX_AGE"] = max_age
+
+
+@pytest.fixture(scope="session")
+def dev_up(tmp_path_factory):
+    """``./dev up`` serving on a free port for the session (tests/devup.py): what a new user starts first."""
+    from tests import devup
+
+    served = devup.start(tmp_path_factory.mktemp("dev-up"))
+    yield served
+    devup.stop(served)

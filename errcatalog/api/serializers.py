@@ -26,11 +26,15 @@ from errcatalog.models import (
 from errcatalog.previews import FACES, FaceOptions, variant_exists
 from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
 from errcatalog.render.core import NETWORK_FAILURES
+from errcatalog.render.locale import choose_locale
 from errcatalog.safety import REDACTED, safe_identifier, template_errors
+from errcatalog.vocabulary import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 
 # Python class names, as classification rules and ``classify/`` compare them (no module path).
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _PROTOCOL_VERSION = r"^\d{4}-\d{2}-\d{2}$"
+# A BCP 47 language tag as catalogs use them (de, pt-BR, zh-Hant-TW): letters, then subtags of letters and digits.
+_LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
 # Seed 003 asks for one question per missing parameter; more than this is not a preview anyone needs.
 _MAX_LIST_ITEMS = 20
 
@@ -43,9 +47,7 @@ def validate_template(value: str) -> None:
 
 def validate_identifier(value: str) -> None:
     if value and safe_identifier(value) == REDACTED:
-        raise serializers.ValidationError(
-            "Use a name as registered: a letter or _ first, then letters, digits, _ . or -, at most 64 characters."
-        )
+        raise serializers.ValidationError(f"Use a name as registered: {TOOL_NAME_RULE}.")
 
 
 def _blank_to_none(value: str | None) -> str | None:
@@ -71,7 +73,8 @@ class TemplateVariantSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["updated_at"]
-        extra_kwargs = {"weight": {"max_value": 1000}}
+        # The key is required, as in catalog files; it may be empty only to reproduce a one-line message (seed 000).
+        extra_kwargs = {"weight": {"max_value": 1000}, "instruction": {"required": True, "allow_blank": True}}
 
 
 class ErrorCodeSerializer(serializers.ModelSerializer):
@@ -84,6 +87,12 @@ class ErrorCodeSerializer(serializers.ModelSerializer):
 
     http_statuses = serializers.ListField(
         child=serializers.IntegerField(min_value=100, max_value=599), required=False, max_length=_MAX_LIST_ITEMS
+    )
+    optional_parameters = serializers.ListField(
+        child=serializers.RegexField(f"^{TOOL_NAME_PATTERN}$", max_length=128),
+        required=False,
+        max_length=_MAX_LIST_ITEMS,
+        help_text="Seed 003's data.optional_parameters for missing input.",
     )
     variants = TemplateVariantSerializer(many=True, required=False, allow_empty=False)
 
@@ -100,6 +109,10 @@ class ErrorCodeSerializer(serializers.ModelSerializer):
             "system",
             "doc_url",
             "explanation",
+            "setup_url",
+            "action_required",
+            "optional_parameters",
+            "guidance",
             "active",
             "updated_at",
             "variants",
@@ -228,6 +241,21 @@ class NumberField(serializers.Field):
         return value
 
 
+@extend_schema_field({"oneOf": [{"type": "number"}, {"type": "boolean"}], "nullable": True})
+class ReceivedValueField(serializers.Field):
+    """A value the caller of a tool sent, when it is a number or a boolean; text is refused."""
+
+    default_error_messages = {"invalid": "Give a number or a boolean; text values are never shown."}
+
+    def to_internal_value(self, data: Any) -> int | float | bool:
+        if not isinstance(data, int | float | bool):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: int | float | bool) -> int | float | bool:
+        return value
+
+
 @extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}], "nullable": True})
 class JsonRpcIdField(serializers.Field):
     default_error_messages = {"invalid": "Give a JSON-RPC id: a string or an integer."}
@@ -249,6 +277,12 @@ class ParameterFaultSerializer(serializers.Serializer):
     expected_format = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     minimum = NumberField(required=False, allow_null=True, default=None)
     maximum = NumberField(required=False, allow_null=True, default=None)
+    received = ReceivedValueField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The number or boolean the caller sent (seed 002's 'got 30'); text is refused, never shown.",
+    )
 
 
 class TemplateDraftSerializer(serializers.Serializer):
@@ -272,8 +306,10 @@ def _default_legacy_codes() -> bool:
 class RenderRequestSerializer(serializers.Serializer):
     """A failure to render and the face to render it in.
 
-    Tool, parameter, service and alternative names are shown only when they look like identifiers;
-    anything else renders as [REDACTED], as it would on the MCP endpoint.
+    Tool, parameter, service and alternative names are shown only when they are names of the tool-name
+    vocabulary; anything else renders as [REDACTED], as it would on the MCP endpoint. A parameter's description,
+    type and expected format, and the partial result, pass the renderer's screen for tool metadata
+    (``errcatalog.safety.safe_schema_text`` / ``safe_partial_result``), the same as a tool's schema on the MCP path.
     """
 
     code = serializers.CharField(max_length=64)
@@ -291,7 +327,16 @@ class RenderRequestSerializer(serializers.Serializer):
     service = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
     partial_result = serializers.JSONField(required=False, allow_null=True, default=None)
     variant = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
-    locale = serializers.CharField(max_length=16, required=False, allow_blank=True, default="")
+    locale = serializers.RegexField(
+        _LANGUAGE_TAG,
+        max_length=16,
+        required=False,
+        allow_blank=True,
+        default="",
+        error_messages={"invalid": "Enter a language tag such as de or de-CH."},
+        help_text="A language tag such as de or de-CH: the best catalog locale for it is served (de-CH falls back to "
+        "de), else the catalog default.",
+    )
     draft = TemplateDraftSerializer(required=False, allow_null=True, default=None)
     face = serializers.ChoiceField(choices=FACES, default="tool_result")
     format = serializers.ChoiceField(choices=FORMATS, default=_default_format, help_text="For face=tool_result.")
@@ -317,6 +362,10 @@ class RenderRequestSerializer(serializers.Serializer):
         snapshot = self.context["snapshot"]
         if variant and not attrs["draft"] and not variant_exists(snapshot, attrs["code"], variant, attrs["locale"]):
             raise serializers.ValidationError({"variant": ["This code has no variant of this name."]})
+        if attrs["locale"] and not variant and not attrs["draft"]:
+            # A language tag asks for the best catalog locale, as an Accept-Language header does on MCP (de-CH
+            # falls back to de); a preview of a named variant or a draft keeps the exact locale it names.
+            attrs["locale"] = choose_locale(snapshot.codes[attrs["code"]].locales, (attrs["locale"].lower(),))
         return attrs
 
     def failure(self) -> Failure:
@@ -349,6 +398,7 @@ class RenderRequestSerializer(serializers.Serializer):
 class RenderResponseSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="The code rendered.")
     variant = serializers.CharField(help_text="The variant whose wording was used.")
+    locale = serializers.CharField(help_text="The locale of that variant; empty for the catalog default.")
     interactive = serializers.BooleanField(help_text="Rendered as a question.")
     output = serializers.JSONField(help_text="The face: an object, or a string for face=markdown.")
 
@@ -445,7 +495,13 @@ def _rate(help_text: str) -> serializers.FloatField:
 class MetricsQuerySerializer(serializers.Serializer):
     """The query string of ``GET /api/v1/metrics/``: a window and optional filters, each an exact match."""
 
-    window = serializers.ChoiceField(choices=["1h", "24h", "7d", "30d"], required=False, default="24h")
+    window = serializers.ChoiceField(
+        choices=["1h", "24h", "7d", "30d"],
+        required=False,
+        default="24h",
+        # DRF's own message quotes the value sent; ours names only the choices.
+        error_messages={"invalid_choice": "Use one of 1h, 24h, 7d, 30d."},
+    )
     tool = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
     code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     client = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
@@ -493,6 +549,14 @@ class MetricsRowSerializer(serializers.Serializer):
     first_retry_success_rate = _rate("first_retry_recovered / retried_episodes.")
     latency_p50_ms = serializers.FloatField(allow_null=True)
     latency_p95_ms = serializers.FloatField(allow_null=True)
+    resolution_p50_seconds = serializers.FloatField(
+        allow_null=True,
+        help_text="User resolution time (seed 003), median: seconds from an episode's first failed call to the call "
+        "that recovered it, over recovered episodes; from rollup histograms (about ±20 %). Null without one.",
+    )
+    resolution_p90_seconds = serializers.FloatField(
+        allow_null=True, help_text="User resolution time, 90th percentile (as resolution_p50_seconds)."
+    )
 
 
 class MetricsSeriesPointSerializer(MetricsRowSerializer):
@@ -546,6 +610,9 @@ class RecentEpisodeSerializer(serializers.Serializer):
     ending = serializers.ChoiceField(choices=["open", "recovered", "exhausted", "abandoned"])
     retries = serializers.IntegerField()
     recovered_at_attempt = serializers.IntegerField(allow_null=True)
+    resolution_seconds = serializers.FloatField(
+        allow_null=True, help_text="Recovered episodes: seconds from the first failed call to the recovering call."
+    )
     sentry_event_id = serializers.CharField()
     sentry_url = serializers.URLField(allow_null=True)
 
@@ -570,7 +637,8 @@ class OutcomeBatchSerializer(serializers.Serializer):
         child=serializers.DictField(),
         max_length=1000,
         help_text="Wire events: id (UUID), ts (Unix seconds, last 7 days), tool, outcome (ok|error|input_required), "
-        "and optionally client, session, code (required for errors), variant, interactive, latency_ms, "
+        "and optionally client, session, code (required for errors), variant, locale (the variant's language tag, "
+        "e.g. de), interactive, latency_ms, "
         "elicitation, sentry_event_id. Names are 1-128 letters, digits or _.:@/+-.",
     )
 

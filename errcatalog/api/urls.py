@@ -13,6 +13,7 @@ router.register("hints", views.ParameterHintViewSet, basename="parameterhint")
 router.register("rules", views.ClassificationRuleViewSet, basename="classificationrule")
 
 urlpatterns = [
+    path("", views.api_root, name="api-root"),
     *router.urls,
     path("render/", views.RenderView.as_view(), name="api-render"),
     path("classify/", views.ClassifyView.as_view(), name="api-classify"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -15,10 +16,11 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from errcatalog import selectors, services
-from errcatalog.api.permissions import CatalogAccess
+from errcatalog.api.permissions import CatalogModelPermissions, catalog_write_denial, permission_name
 from errcatalog.api.serializers import (
     ApiErrorSerializer,
     ClassificationRuleSerializer,
@@ -34,10 +36,18 @@ from errcatalog.api.serializers import (
     RenderResponseSerializer,
 )
 from errcatalog.classify import classify
-from errcatalog.models import Category, ClientToken, Kind
+from errcatalog.models import (
+    Category,
+    ClassificationRule,
+    ClientToken,
+    ErrorCode,
+    Kind,
+    ParameterHint,
+    TemplateVariant,
+)
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
-from errcatalog.outcomes.metrics import WINDOWS, compute_metrics
+from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.previews import render_preview
 from errcatalog.snapshot import catalog_snapshot
 
@@ -55,23 +65,84 @@ def _bool_param(request: Request, name: str) -> bool | None:
     return _BOOLEANS[raw.lower()]
 
 
-def _crud_schema(serializer, *, list_parameters: tuple[OpenApiParameter, ...] = ()):
-    """Documents a catalog viewset with the error answers each action can give."""
+def _needs(model, action: str, extra: str = "") -> str:
+    return (
+        f"Needs the `{permission_name(model, action)}` model permission{extra}; with a client token, also a token "
+        "created with catalog write rights (403 otherwise)."
+    )
+
+
+def _crud_schema(serializer, model, *, list_parameters: tuple[OpenApiParameter, ...] = (), variants: bool = False):
+    """Documents a catalog viewset with the permission each write needs and the error answers it can give."""
     error = ApiErrorSerializer
+    nested = {
+        "add": " (and `errcatalog.add_templatevariant` for its variants)",
+        "change": " (and `errcatalog.add_/change_/delete_templatevariant` for the variants it adds, changes or, "
+        "with PUT, removes)",
+        "delete": " (and `errcatalog.delete_templatevariant` when it has variants)",
+    }
+    extra = nested if variants else {}
     return extend_schema_view(
         list=extend_schema(
             tags=["catalog"], parameters=list(list_parameters), responses={200: serializer(many=True), **_READ_ERRORS}
         ),
         retrieve=extend_schema(tags=["catalog"], responses={200: serializer, 404: error, **_READ_ERRORS}),
-        create=extend_schema(tags=["catalog"], responses={201: serializer, **_WRITE_ERRORS}),
-        update=extend_schema(tags=["catalog"], responses={200: serializer, 404: error, **_WRITE_ERRORS}),
-        partial_update=extend_schema(tags=["catalog"], responses={200: serializer, 404: error, **_WRITE_ERRORS}),
-        destroy=extend_schema(tags=["catalog"], responses={204: None, 404: error, 409: error, **_READ_ERRORS}),
+        create=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "add", extra.get("add", "")),
+            responses={201: serializer, **_WRITE_ERRORS},
+        ),
+        update=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "change", extra.get("change", "")),
+            responses={200: serializer, 404: error, **_WRITE_ERRORS},
+        ),
+        partial_update=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "change", extra.get("change", "")),
+            responses={200: serializer, 404: error, **_WRITE_ERRORS},
+        ),
+        destroy=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "delete", extra.get("delete", "")),
+            responses={204: None, 404: error, 409: error, **_READ_ERRORS},
+        ),
     )
+
+
+def _require_variant_permissions(request: Request, actions: set[str]) -> None:
+    """Nested variants are rows of their own in the admin, with their own permissions: the API asks the same."""
+    denial = catalog_write_denial(request.user, TemplateVariant, actions) if actions else None
+    if denial is not None:
+        raise exceptions.PermissionDenied(denial)
+
+
+def _variant_actions(error_code: ErrorCode | None, variants: list[dict[str, Any]] | None, *, replace: bool) -> set[str]:
+    """What writing ``variants`` to ``error_code`` does to its variant rows: add, change and/or delete."""
+    if variants is None:
+        return set()
+    if error_code is None:
+        return {"add"} if variants else set()
+    existing = {(v.locale, v.name): v for v in error_code.variants.all()}
+    actions: set[str] = set()
+    given = set()
+    for fields in variants:
+        key = (fields.get("locale", ""), fields.get("name", "default"))
+        given.add(key)
+        current = existing.get(key)
+        if current is None:
+            actions.add("add")
+        elif any(getattr(current, name) != value for name, value in fields.items()):
+            actions.add("change")
+    if replace and set(existing) - given:
+        actions.add("delete")
+    return actions
 
 
 @_crud_schema(
     ErrorCodeSerializer,
+    ErrorCode,
+    variants=True,
     list_parameters=(
         OpenApiParameter("category", enum=Category.values, description="Only codes of this category."),
         OpenApiParameter("kind", enum=Kind.values, description="Only codes of this kind."),
@@ -82,7 +153,7 @@ class ErrorCodeViewSet(viewsets.ModelViewSet):
     """Error codes with their template variants, addressed by code (`/api/v1/codes/NOT_FOUND/`)."""
 
     serializer_class = ErrorCodeSerializer
-    permission_classes = [CatalogAccess]
+    permission_classes = [CatalogModelPermissions]
     lookup_field = "code"
     lookup_value_regex = "[^/]+"
 
@@ -95,25 +166,37 @@ class ErrorCodeViewSet(viewsets.ModelViewSet):
         )
 
     def perform_create(self, serializer: ErrorCodeSerializer) -> None:
-        serializer.instance = services.error_code_create(**serializer.validated_data)
+        data = serializer.validated_data
+        _require_variant_permissions(self.request, _variant_actions(None, data.get("variants"), replace=True))
+        serializer.instance = services.error_code_create(**data)
 
     def perform_update(self, serializer: ErrorCodeSerializer) -> None:
+        replace = not serializer.partial
+        data = serializer.validated_data
+        _require_variant_permissions(
+            self.request, _variant_actions(serializer.instance, data.get("variants"), replace=replace)
+        )
         serializer.instance = services.error_code_update(
-            error_code=serializer.instance, replace_variants=not serializer.partial, **serializer.validated_data
+            error_code=serializer.instance, replace_variants=replace, **data
         )
 
     def perform_destroy(self, instance) -> None:
+        # Deleting a code deletes its variants with it; the admin asks for their delete permission too.
+        if instance.variants.exists():
+            _require_variant_permissions(self.request, {"delete"})
         services.error_code_delete(error_code=instance)
 
 
 @_crud_schema(
-    ParameterHintSerializer, list_parameters=(OpenApiParameter("tool", description="Only hints for this tool."),)
+    ParameterHintSerializer,
+    ParameterHint,
+    list_parameters=(OpenApiParameter("tool", description="Only hints for this tool."),),
 )
 class ParameterHintViewSet(viewsets.ModelViewSet):
     """How to ask for a tool's parameters."""
 
     serializer_class = ParameterHintSerializer
-    permission_classes = [CatalogAccess]
+    permission_classes = [CatalogModelPermissions]
 
     def get_queryset(self):
         return selectors.parameter_hint_list(tool=self.request.query_params.get("tool", ""))
@@ -125,12 +208,12 @@ class ParameterHintViewSet(viewsets.ModelViewSet):
         serializer.instance = services.parameter_hint_update(hint=serializer.instance, **serializer.validated_data)
 
 
-@_crud_schema(ClassificationRuleSerializer)
+@_crud_schema(ClassificationRuleSerializer, ClassificationRule)
 class ClassificationRuleViewSet(viewsets.ModelViewSet):
     """Classification rules, in the order they are tried."""
 
     serializer_class = ClassificationRuleSerializer
-    permission_classes = [CatalogAccess]
+    permission_classes = [CatalogModelPermissions]
 
     def get_queryset(self):
         return selectors.classification_rule_list()
@@ -208,18 +291,27 @@ RETRY_AFTER_SECONDS = 5
 # ``InvalidEvent`` messages start with the field they are about ("ts: must be ..."), always one of ours.
 _FIELD_PROBLEM = re.compile(r"^([a-z_]{1,32}): (.+)$", re.DOTALL)
 _CLIENT_MAX_LENGTH = 128  # OutcomeEvent.client and Episode.client
+# The UUID namespace of reporters' event IDs (``reporter_event_id``); fixed forever, or resent batches would be
+# stored twice.
+REPORTER_EVENT_NAMESPACE = uuid.UUID("5f0d8a52-6c8e-4d59-9a55-3a0f1f6c2b7e")
 
 
 class MetricsReadAccess(permissions.BasePermission):
-    """Any client token, or a staff session: the same people who may see the dashboard."""
+    """A staff session (who may see the dashboard), a token created to read metrics, or a staff user's token.
 
-    message = "Metrics are for staff accounts and client tokens."
+    Metrics name tools, clients and error rates across every caller, so an ordinary MCP or catalog key does not
+    read them: a monitoring key is created for that (admin, or ``token_create --metrics``).
+    """
+
+    message = "Metrics are for staff accounts and for tokens created with metrics read access."
 
     def has_permission(self, request, view) -> bool:
-        if isinstance(request.auth, ClientToken):
-            return True
         user = request.user
-        return bool(user and user.is_authenticated and user.is_staff)
+        if not (user and user.is_authenticated):
+            return False
+        if isinstance(request.auth, ClientToken) and request.auth.can_read_metrics:
+            return True
+        return bool(user.is_staff)
 
 
 class ReporterTokenAccess(permissions.BasePermission):
@@ -245,6 +337,13 @@ class OutcomeBatchTooLarge(exceptions.APIException):
     default_detail = f"The request body is too large; send at most {MAX_EVENTS_PER_BATCH} events per request."
 
 
+class MetricsUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "metrics_unavailable"
+    default_detail = "The metrics store is unavailable right now; try again later."
+    wait = RETRY_AFTER_SECONDS
+
+
 class MetricsView(APIView):
     permission_classes = [MetricsReadAccess]
 
@@ -257,10 +356,12 @@ class MetricsView(APIView):
             "from rollups. Filters are exact matches; an empty filter is no filter. Rate definitions: "
             "error_rate = errors / calls; interactive_error_rate = interactive_errors / errors; "
             "retry_success_rate = recovered / retried_episodes; first_retry_success_rate = "
-            "first_retry_recovered / retried_episodes. For staff sessions and client tokens."
+            "first_retry_recovered / retried_episodes. For staff sessions, tokens created with metrics read "
+            "access (admin, or `token_create --metrics`) and tokens of staff users; other callers get 403. "
+            "Answers 503 with Retry-After while the metrics store (Redis or the database) is unavailable."
         ),
         parameters=[MetricsQuerySerializer],
-        responses={200: MetricsSerializer, 400: ApiErrorSerializer, **_READ_ERRORS},
+        responses={200: MetricsSerializer, 400: ApiErrorSerializer, **_READ_ERRORS, 503: ApiErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         query = MetricsQuerySerializer(data=request.query_params)
@@ -269,6 +370,8 @@ class MetricsView(APIView):
             metrics = compute_metrics(query.validated_data["window"], **query.filters())
         except ValueError:
             raise exceptions.ValidationError({"window": [f"Use one of {', '.join(WINDOWS)}."]}) from None
+        except MetricsStoreUnavailable:
+            raise MetricsUnavailable() from None
         return Response(metrics)
 
 
@@ -281,8 +384,10 @@ class OutcomeBatchView(APIView):
         description=(
             f"Takes up to {MAX_EVENTS_PER_BATCH} outcome events for recording, all or none: one invalid event "
             "refuses the batch, naming each problem by its path (events.3.ts). Clients are namespaced by the "
-            "token: client `ide` is stored as `token:<token id>/ide`, no client as `token:<token id>`. Events "
-            "are stored once each by their id, so a batch may be sent again after a failure. Answers 503 with "
+            "token: client `ide` is stored as `token:<token id>/ide`, no client as `token:<token id>`. Event ids are "
+            "namespaced by the token too: each is stored under a UUID derived from the token and the id sent, so "
+            "a batch may be sent again after a failure with the same token and is stored once, while the same id "
+            "from another token is another event and can never claim or suppress it. Answers 503 with "
             "Retry-After while the outcome buffer is unavailable."
         ),
         request=OutcomeBatchSerializer,
@@ -337,13 +442,24 @@ def _outcome_batch(payload: Any, *, token: ClientToken) -> list[OutcomeEvent]:
     return events
 
 
+def reporter_event_id(token: ClientToken, event_id: str) -> str:
+    """The stored ID of a reporter's event: a name-based UUID (v5) of the token and the ID the reporter sent.
+
+    Event IDs make ingest idempotent, so an ID one reporter could choose freely would let it claim (and so
+    suppress) another reporter's events, or this endpoint's own. Derived per token, the same reporter sending the
+    same ID again gets the same stored ID (a resent batch is still stored once), while another token's identical
+    ID is a different event; finding an ID that maps onto someone else's would mean inverting SHA-1.
+    """
+    return uuid.uuid5(REPORTER_EVENT_NAMESPACE, f"token:{token.pk}/{event_id}").hex
+
+
 def _namespaced(event: OutcomeEvent, *, token: ClientToken) -> OutcomeEvent:
-    """The event with its client under the reporter's token, so no reporter can pose as another's client."""
+    """The event under the reporter's token: its client and its ID, so no reporter can pose as or claim another's."""
     prefix = f"token:{token.pk}"
     client = f"{prefix}/{event.client}" if event.client else prefix
     if len(client) > _CLIENT_MAX_LENGTH:
         raise InvalidEvent(f"client: must be at most {_CLIENT_MAX_LENGTH - len(prefix) - 1} characters")
-    return dataclasses.replace(event, client=client, source="api")
+    return dataclasses.replace(event, id=reporter_event_id(token, event.id), client=client, source="api")
 
 
 def _problem_path(index: int, message: str) -> tuple[str, str]:
@@ -362,3 +478,30 @@ def endpoint_not_found(request: Request) -> Response:
     raise exceptions.NotFound(
         "There is no API endpoint at this path; API paths end with a slash, as in /api/v1/codes/."
     )
+
+
+# The API root's links, by URL name, in the order a newcomer would read them.
+API_ROOT_LINKS = {
+    "codes": "errorcode-list",
+    "hints": "parameterhint-list",
+    "rules": "classificationrule-list",
+    "render": "api-render",
+    "classify": "api-classify",
+    "metrics": "api-metrics",
+    "outcomes": "api-outcomes",
+    "schema": "api-schema",
+    "docs": "api-docs",
+}
+
+
+@extend_schema(exclude=True)
+@api_view(["GET"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def api_root(request: Request) -> Response:
+    """``/api/v1/``: links to the endpoints, in DRF's API-root style, so the bare prefix is a starting point.
+
+    Open to anyone: it names paths that the schema and the docs page publish already; each endpoint checks
+    credentials itself.
+    """
+    return Response({name: reverse(url_name, request=request) for name, url_name in API_ROOT_LINKS.items()})

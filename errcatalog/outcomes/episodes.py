@@ -7,8 +7,11 @@ runs the rules and writes the result back; ``close_abandoned`` is the periodic c
 - The key is (tool, client, session or ""): sessions and clients never share an episode.
 - An ``error`` with no open episode for its key opens one; the error is attempt 0.
 - The next call of the key at most ``RETRY_WINDOW_SECONDS`` after the episode's latest call is a retry with
-  attempt = retries + 1. ``ok`` ends the episode ``recovered`` at that attempt; ``error`` keeps it open until the
-  retries exceed ``MAX_ATTEMPTS`` (3, seed 003), which ends it ``exhausted``.
+  attempt = retries + 1. ``ok`` ends the episode ``recovered`` at that attempt; a failed retry keeps it open
+  unless it was retry number ``MAX_ATTEMPTS`` (3: seed 003's ``MAX_RETRY_ATTEMPTS``, after which a client following
+  the seed stops retrying), which ends it ``exhausted``: error, then three failed retries, is the fourth failed
+  call and the end. Waiting for a fifth call that a seed client never makes would leave the episode open until
+  it ended ``abandoned``, and count it on the wrong side of the retry success rate.
 - A call later than the window first ends the old episode ``abandoned`` (at last call + window), then counts as
   a fresh call.
 - ``input_required`` (2026-07-28 elicitation: the server asked the client for input and the same call comes back
@@ -61,6 +64,13 @@ class EpisodeState:
     @property
     def key(self) -> Key:
         return (self.tool, self.client, self.session)
+
+    @property
+    def resolution_seconds(self) -> float | None:
+        """Seed 003's user resolution time: from the first failed call to the recovering call; None unless recovered."""
+        if self.ending != RECOVERED or self.ended_at is None:
+            return None
+        return max(self.ended_at - self.started_at, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +126,7 @@ def correlate(
         episode.retries = attempt
         if event.outcome == "ok":
             episode.ending, episode.ended_at, episode.recovered_at_attempt = RECOVERED, event.ts, attempt
-        elif attempt > max_attempts:
+        elif attempt >= max_attempts:
             episode.ending, episode.ended_at = EXHAUSTED, event.ts
         if episode.ending != OPEN:
             del open_episodes[key]
@@ -192,7 +202,15 @@ def _state_of(row: Episode) -> EpisodeState:
     )
 
 
-_CHANGING_FIELDS = ["last_at", "ended_at", "retries", "recovered_at_attempt", "ending", "changed_at"]
+_CHANGING_FIELDS = [
+    "last_at",
+    "ended_at",
+    "retries",
+    "recovered_at_attempt",
+    "resolution_seconds",
+    "ending",
+    "changed_at",
+]
 
 
 def _store(touched: list[EpisodeState]) -> None:
@@ -218,9 +236,10 @@ def _store(touched: list[EpisodeState]) -> None:
 _PG_UPDATE = """
 UPDATE errcatalog_episode AS ep
 SET last_at = to_timestamp(u.last_at), ended_at = to_timestamp(u.ended_at), retries = u.retries,
-    recovered_at_attempt = u.recovered_at_attempt, ending = u.ending, changed_at = now()
-FROM unnest(%s::bigint[], %s::float8[], %s::float8[], %s::int[], %s::int[], %s::text[])
-     AS u(id, last_at, ended_at, retries, recovered_at_attempt, ending)
+    recovered_at_attempt = u.recovered_at_attempt, resolution_seconds = u.resolution_seconds, ending = u.ending,
+    changed_at = now()
+FROM unnest(%s::bigint[], %s::float8[], %s::float8[], %s::int[], %s::int[], %s::float8[], %s::text[])
+     AS u(id, last_at, ended_at, retries, recovered_at_attempt, resolution_seconds, ending)
 WHERE ep.id = u.id
 """
 
@@ -228,13 +247,14 @@ WHERE ep.id = u.id
 _PG_INSERT = """
 INSERT INTO errcatalog_episode
     (tool, client, session, code, variant, interactive, sentry_event_id, started_at, last_at, ended_at, retries,
-     recovered_at_attempt, ending, changed_at)
+     recovered_at_attempt, resolution_seconds, ending, changed_at)
 SELECT u.tool, u.client, u.session, u.code, u.variant, u.interactive, u.sentry_event_id, to_timestamp(u.started_at),
-       to_timestamp(u.last_at), to_timestamp(u.ended_at), u.retries, u.recovered_at_attempt, u.ending, now()
+       to_timestamp(u.last_at), to_timestamp(u.ended_at), u.retries, u.recovered_at_attempt, u.resolution_seconds,
+       u.ending, now()
 FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[], %s::float8[],
-            %s::float8[], %s::float8[], %s::int[], %s::int[], %s::text[])
+            %s::float8[], %s::float8[], %s::int[], %s::int[], %s::float8[], %s::text[])
      AS u(tool, client, session, code, variant, interactive, sentry_event_id, started_at, last_at, ended_at,
-          retries, recovered_at_attempt, ending)
+          retries, recovered_at_attempt, resolution_seconds, ending)
 RETURNING id
 """
 
@@ -251,6 +271,7 @@ def _update_postgresql(states: list[EpisodeState]) -> None:
                 [state.ended_at for state in states],
                 [state.retries for state in states],
                 [state.recovered_at_attempt for state in states],
+                [state.resolution_seconds for state in states],
                 [state.ending for state in states],
             ],
         )
@@ -275,6 +296,7 @@ def _insert_postgresql(states: list[EpisodeState]) -> None:
                 [state.ended_at for state in states],
                 [state.retries for state in states],
                 [state.recovered_at_attempt for state in states],
+                [state.resolution_seconds for state in states],
                 [state.ending for state in states],
             ],
         )
@@ -297,6 +319,7 @@ def _row_of(state: EpisodeState) -> Episode:
         ended_at=_aware(state.ended_at) if state.ended_at is not None else None,
         retries=state.retries,
         recovered_at_attempt=state.recovered_at_attempt,
+        resolution_seconds=state.resolution_seconds,
         ending=state.ending,
         changed_at=timezone.now(),
     )

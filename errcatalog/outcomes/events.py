@@ -1,8 +1,8 @@
 """The outcome event: what happened to one tool call, with no arguments and no free text.
 
 One event per call, made by the MCP pipeline (or reported by an external MCP server through the REST API). Its
-wire form is a small JSON object; the same form travels through the Redis stream, the Celery fallback task and the
-REST batch endpoint, and ``from_wire`` is the one place it is checked on the way in.
+wire form is a small JSON object; the same form travels through the Redis stream, the spool's batch files, the
+Celery fallback task and the REST batch endpoint, and ``from_wire`` is the one place it is checked on the way in.
 """
 
 from __future__ import annotations
@@ -16,13 +16,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from errcatalog.vocabulary import TOOL_NAME_RULE, is_recorded_tool_name
+
 OUTCOMES = ("ok", "error", "input_required")
 # Where an event comes from: this endpoint's pipeline, or an external MCP server reporting through the REST API.
 SOURCES = ("mcp", "api")
 ELICITATION_ACTIONS = ("accept", "decline", "cancel", "requested")
-# Names that reach storage and the dashboard: tools, codes, variants, clients and sessions are identifier-shaped.
+# Names that reach storage and the dashboard: codes, variants, clients and sessions are identifier-shaped; tool
+# names follow the tool-name vocabulary (``errcatalog.vocabulary``).
 _NAME = re.compile(r"^[A-Za-z0-9_.:@/+-]{1,128}$")
 _HEX_ID = re.compile(r"^[0-9a-f]{32}$")
+_LOCALE = re.compile(r"^[A-Za-z0-9_-]{1,16}$")
 # Clocks differ between machines and a reporter may batch late, but not by more than this.
 MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
 MAX_EVENT_FUTURE_SECONDS = 300
@@ -56,12 +60,13 @@ new_event_id = _EventIds()
 class OutcomeEvent:
     """What happened to one call. ``id`` is the event ID that makes ingestion idempotent."""
 
-    tool: str
+    tool: str  # the called name, or vocabulary.INVALID_TOOL_NAME for a name outside the vocabulary
     outcome: str  # "ok", "error" or "input_required" (a 2026-07-28 elicitation round trip is under way)
     client: str | None = None  # "token:<id>", "ip:<address>", or a reporter's own client name under its token
     session: str | None = None
     code: str | None = None  # catalog code of an error
     variant: str | None = None  # the template variant the error was rendered with
+    locale: str | None = None  # the variant's locale; None for the catalog default (and in older events)
     interactive: bool = False  # rendered as a question or asked through an elicitation
     latency_ms: float = 0.0
     elicitation: str | None = None  # "accept", "decline", "cancel" or "requested" when one was made
@@ -72,7 +77,7 @@ class OutcomeEvent:
 
     def to_wire(self) -> dict[str, Any]:
         wire = {"id": self.id, "ts": self.ts, "tool": self.tool, "outcome": self.outcome}
-        for name in ("client", "session", "code", "variant", "elicitation", "sentry_event_id"):
+        for name in ("client", "session", "code", "variant", "locale", "elicitation", "sentry_event_id"):
             value = getattr(self, name)
             if value is not None:
                 wire[name] = value
@@ -111,14 +116,23 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
     outcome = wire.get("outcome")
     if outcome not in OUTCOMES:
         raise InvalidEvent(f"outcome: must be one of {', '.join(OUTCOMES)}")
-    names = {}
-    for name in ("tool", "client", "session", "code", "variant", "sentry_event_id"):
+    tool = wire.get("tool")
+    if not is_recorded_tool_name(tool):
+        raise InvalidEvent(f"tool: must be {TOOL_NAME_RULE}")
+    names = {"tool": tool}
+    for name in ("client", "session", "code", "variant", "sentry_event_id"):
         value = wire.get(name)
-        if value is None and name != "tool":
+        if value is None:
             continue
         if not isinstance(value, str) or not _NAME.match(value):
             raise InvalidEvent(f"{name}: must be 1-128 letters, digits or _.:@/+-")
         names[name] = value
+    locale = wire.get("locale")
+    if locale is not None:
+        # As a catalog spells a variant's locale (catalog.schema.json), and short enough for its column.
+        if not isinstance(locale, str) or not _LOCALE.match(locale):
+            raise InvalidEvent("locale: must be a language tag such as de or pt-BR (at most 16 characters)")
+        names["locale"] = locale
     if outcome == "error" and "code" not in names:
         raise InvalidEvent("code: an error needs its catalog code")
     elicitation = wire.get("elicitation")
@@ -147,5 +161,5 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
 
 _WIRE_FIELDS = frozenset(
     {"id", "ts", "tool", "outcome", "client", "session", "code", "variant", "interactive", "latency_ms"}
-    | {"elicitation", "sentry_event_id", "source"}
+    | {"locale", "elicitation", "sentry_event_id", "source"}
 )

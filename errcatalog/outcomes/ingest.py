@@ -1,16 +1,18 @@
 """Worker side of outcome recording: read the buffer, store events once, link retries into episodes.
 
 - ``drain() -> int``: read the Redis stream through the consumer group in batches, store, acknowledge after
-  commit; take over batches a dead worker left unacknowledged. One drainer at a time. Returns new events stored.
+  commit; take over batches a dead worker left unacknowledged. Without Redis, store the batch files of the spool
+  folder and delete each after commit. One drainer at a time. Returns new events stored.
 - ``ingest_wire_batch(events: list[dict]) -> int``: check each with ``events.from_wire`` (bad ones are counted
   and logged, never stored), then ``ingest_events``.
 - ``ingest_events(events: Sequence[OutcomeEvent]) -> int``: one transaction: insert the
   events not stored yet (by ID), link the new ones into episodes in time order.
 
-Delivery is at-least-once: a worker that dies between its commit and its acknowledgement leaves entries that
-another worker takes over and stores again, which changes nothing: the event ID is the primary key, and only
-events not stored yet are linked into episodes (PostgreSQL: IDs looked up under the correlation lock, then
-inserted with ``ON CONFLICT DO NOTHING``; SQLite: the IDs ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` reports).
+Delivery is at-least-once: a worker that dies between its commit and its acknowledgement (or the deletion of
+its batch file) leaves entries that another worker takes over and stores again, which changes nothing: the event
+ID is the primary key, and only events not stored yet are linked into episodes (PostgreSQL: IDs looked up under
+the correlation lock, then inserted with ``ON CONFLICT DO NOTHING``; SQLite: the IDs ``INSERT ... ON CONFLICT DO
+NOTHING RETURNING`` reports).
 Rollups find what changed by themselves (``OutcomeEvent.ingested_at``, ``Episode.last_at``/``ended_at``).
 """
 
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -33,7 +36,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from errcatalog.outcomes import episodes
+from errcatalog.outcomes import episodes, spool
 from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
 from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
 
@@ -41,14 +44,14 @@ logger = logging.getLogger(__name__)
 
 # A drain hands the worker back after about this long, so beat's other tasks get their turn on a solo worker.
 DRAIN_SECONDS = 20.0
-# Rows per INSERT statement: 16 parameters each stays under SQLite's 32,766 and PostgreSQL's 65,535 limits.
+# Rows per INSERT statement: 17 parameters each stays under SQLite's 32,766 and PostgreSQL's 65,535 limits.
 _INSERT_CHUNK = 1000
 # Any fixed number works: it only has to be the same in every process that correlates episodes.
 _CORRELATION_LOCK_ID = 0x6572_7263_6174_0001
 
 _COLUMNS = (
-    "id", "occurred_at", "source", "tool", "client", "session", "outcome", "code", "variant", "interactive",
-    "elicitation", "attempt", "latency_ms", "sentry_event_id", "episode_id", "ingested_at",
+    "id", "occurred_at", "source", "tool", "client", "session", "outcome", "code", "variant", "locale",
+    "interactive", "elicitation", "attempt", "latency_ms", "sentry_event_id", "episode_id", "ingested_at",
 )  # fmt: skip
 
 
@@ -137,13 +140,14 @@ def _fits(event: OutcomeEvent) -> bool:
         and len(event.session or "") <= limits["session"]
         and len(event.code or "") <= limits["code"]
         and len(event.variant or "") <= limits["variant"]
+        and len(event.locale or "") <= limits["locale"]
         and len(event.sentry_event_id or "") <= limits["sentry_event_id"]
     )
 
 
 _MAX_LENGTH = {
     name: OutcomeEventRow._meta.get_field(name).max_length
-    for name in ("tool", "client", "session", "code", "variant", "sentry_event_id")
+    for name in ("tool", "client", "session", "code", "variant", "locale", "sentry_event_id")
 }
 
 
@@ -155,13 +159,13 @@ def _log_invalid(count: int) -> None:
 
 _PG_INSERT = """
 INSERT INTO errcatalog_outcomeevent
-    (id, occurred_at, source, tool, client, session, outcome, code, variant, interactive, elicitation, attempt,
-     latency_ms, sentry_event_id, episode_id, ingested_at)
-SELECT e.id, to_timestamp(e.ts), %s, e.tool, e.client, e.session, e.outcome, e.code, e.variant, e.interactive,
-       e.elicitation, e.attempt, e.latency_ms, e.sentry_event_id, e.episode_id, %s
+    (id, occurred_at, source, tool, client, session, outcome, code, variant, locale, interactive, elicitation,
+     attempt, latency_ms, sentry_event_id, episode_id, ingested_at)
+SELECT e.id, to_timestamp(e.ts), %s, e.tool, e.client, e.session, e.outcome, e.code, e.variant, e.locale,
+       e.interactive, e.elicitation, e.attempt, e.latency_ms, e.sentry_event_id, e.episode_id, %s
 FROM unnest(%s::uuid[], %s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-            %s::bool[], %s::text[], %s::float8[], %s::text[], %s::int[], %s::bigint[])
-     AS e(id, ts, tool, client, session, outcome, code, variant, interactive, elicitation, latency_ms,
+            %s::text[], %s::bool[], %s::text[], %s::float8[], %s::text[], %s::int[], %s::bigint[])
+     AS e(id, ts, tool, client, session, outcome, code, variant, locale, interactive, elicitation, latency_ms,
           sentry_event_id, attempt, episode_id)
 ON CONFLICT (id) DO NOTHING
 RETURNING id
@@ -183,6 +187,7 @@ def _insert_new_postgresql(
         _array([event.outcome for event in events]),
         _array([event.code or "" for event in events]),
         _array([event.variant or "" for event in events]),
+        _array([event.locale or "" for event in events]),
         "{" + ",".join("t" if event.interactive else "f" for event in events) + "}",
         _array([event.elicitation or "" for event in events]),
         _numbers(event.latency_ms for event in events),
@@ -248,6 +253,7 @@ def _insert_new_values(events: Sequence[OutcomeEvent], *, source: str) -> set[st
                     event.outcome,
                     event.code or "",
                     event.variant or "",
+                    event.locale or "",
                     event.interactive,
                     event.elicitation or "",
                     0,
@@ -290,15 +296,19 @@ def _write_links(links: Sequence[episodes.Link]) -> None:
             )
 
 
-# --- Draining the Redis stream ------------------------------------------------------------------------------
+# --- Draining the buffer (Redis stream or spool) ---------------------------------------------------------------
 
 
 def drain() -> int:
-    """Store what waits in the Redis stream; returns the number of new events. Without Redis there is nothing.
+    """Store what waits in the buffer; returns the number of new events.
 
-    Only one drainer runs at a time (a Redis lock), so episodes are correlated in stream order. It first takes
-    over entries another worker read but never acknowledged for ``CLAIM_IDLE_SECONDS`` (that worker died), then
-    reads new entries until the stream is empty or ``DRAIN_SECONDS`` passed. Entries are acknowledged and
+    Without Redis the buffer is the spool folder (``OUTCOMES["SPOOL_DIR"]``, Celery's filesystem broker: see
+    ``spool``), drained oldest batch first, each batch file deleted after its commit; with neither there is
+    nothing to drain (batches travel inside ``errcatalog.ingest_outcomes`` tasks then).
+
+    With Redis, only one drainer runs at a time (a Redis lock), so episodes are correlated in stream order. It
+    first takes over entries another worker read but never acknowledged for ``CLAIM_IDLE_SECONDS`` (that worker
+    died), then reads new entries until the stream is empty or ``DRAIN_SECONDS`` passed. Entries are acknowledged and
     deleted only after their transaction committed.
 
     While one batch's transaction runs in PostgreSQL, a second thread reads and parses the next batch (the
@@ -306,7 +316,10 @@ def drain() -> int:
     past 5,000 events/s. A batch that was read is always stored before the drain returns.
     """
     if not settings.REDIS_URL:
-        return 0
+        spool_dir = settings.OUTCOMES["SPOOL_DIR"]
+        if not spool_dir:
+            return 0
+        return spool.spool_drain(Path(spool_dir), ingest_wire_batch, deadline=time.monotonic() + DRAIN_SECONDS)
     stream = _Stream(_redis(settings.REDIS_URL))
     if not stream.lock():
         return 0

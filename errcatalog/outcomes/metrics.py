@@ -17,14 +17,16 @@ returns plain JSON-ready data:
          "best": name | None, "p_value": x | None, "significant": bool, "verdict": "sentence"}
       ],
       "recent_episodes": [{"id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending",
-                           "retries", "recovered_at_attempt", "sentry_event_id", "sentry_url"}],
+                           "retries", "recovered_at_attempt", "resolution_seconds", "sentry_event_id",
+                           "sentry_url"}],
     }
 
 ROW = {"calls", "errors", "error_rate", "interactive_errors", "interactive_error_rate", "retries", "episodes",
 "recovered", "exhausted", "abandoned", "retry_success_rate", "first_retry_success_rate", "latency_p50_ms",
-"latency_p95_ms"}; a rate is None when its denominator is 0. Added fields: ROW also has "first_retry_recovered",
-"abandoned_without_retry" and "retried_episodes" (the denominator of both retry rates); a variant in
-"variant_comparison" also has "first_retry_recovered"; the comparison also names its "runner_up".
+"latency_p95_ms", "resolution_p50_seconds", "resolution_p90_seconds"}; a rate is None when its denominator is 0.
+Added fields: ROW also has "first_retry_recovered", "abandoned_without_retry" and "retried_episodes" (the
+denominator of both retry rates); a variant in "variant_comparison" also has "first_retry_recovered"; the
+comparison also names its "runner_up"; a recent episode also has "resolution_seconds".
 
 Definitions (the dashboard, the API and the admin's variant column all use these):
 
@@ -37,6 +39,12 @@ Definitions (the dashboard, the API and the admin's variant column all use these
 - ``first_retry_success_rate`` = first_retry_recovered / retried_episodes.
 - ``latency_p50_ms``/``latency_p95_ms``: read from the summed latency histograms (log-spaced bins, interpolated
   within a bin), so they are accurate to a fraction of a bin; None without calls.
+- ``resolution_p50_seconds``/``resolution_p90_seconds``: seed 003's **user resolution time**, the median and 90th
+  percentile over recovered episodes of the time from the episode's first failed call to the call that
+  recovered it (the successful retry), in seconds. Read from the summed resolution histograms of the rollups
+  (``RESOLUTION_BOUNDS_SECONDS``, the same log-spaced interpolation), credited like the episodes' other counts to
+  the bucket, code, variant, tool and client of the opening error; None without a recovered episode. Episodes
+  that were exhausted or abandoned have no resolution time: they count in the retry success rate instead.
 
 Episodes count in the bucket (and under the code, variant, tool and client) of the error that opened them.
 A window ends with the current bucket: "24h" is the current hourly bucket and the 23 before it. The 7- and 30-day
@@ -59,11 +67,13 @@ from django.db import connection
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
+from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.outcomes import stats
 from errcatalog.outcomes.models import Episode, RollupSummary
 from errcatalog.outcomes.rollups import (
     COUNTERS,
     LATENCY_BOUNDS_MS,
+    RESOLUTION_BOUNDS_SECONDS,
     bucket_seconds,
     bucket_start,
     day_start,
@@ -80,6 +90,18 @@ RECENT_EPISODES = 20
 # Entries of an older rollup generation are never read again (the key names the generation); they expire.
 CACHE_SECONDS = 600
 FILTERS = ("tool", "code", "client", "variant")
+UNAVAILABLE_CONSEQUENCE = "the metrics API and the dashboard answer 503 until it is back"
+
+
+class MetricsStoreUnavailable(RuntimeError):
+    """The metrics cannot be read, or would be silently out of date: Redis or the database is unreachable.
+
+    Without Redis, tool calls are still served but their outcome events wait in each web process's memory
+    instead of reaching the database (the Redis stream they go through is gone), so numbers read now
+    would be stale without saying so. Without the database there is nothing to read. The message names which
+    (a fixed word, never an error text).
+    """
+
 
 Totals = dict[str, Any]
 
@@ -93,9 +115,39 @@ def compute_metrics(
     variant: str | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """The metrics of ``window`` (one of ``WINDOWS``; anything else raises ValueError), optionally filtered."""
+    """The metrics of ``window`` (one of ``WINDOWS``; anything else raises ValueError), optionally filtered.
+
+    Raises ``MetricsStoreUnavailable`` while Redis (when configured) or the database cannot be reached.
+    """
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {', '.join(WINDOWS)}")
+    uses_redis = bool(settings.REDIS_URL)
+    if uses_redis and not REDIS.available():
+        raise MetricsStoreUnavailable("Redis")
+    try:
+        metrics = _compute_metrics(window, tool=tool, code=code, client=client, variant=variant, now=now)
+    except REDIS_ERRORS as exc:
+        REDIS.failed(exc)
+        REDIS.degraded(UNAVAILABLE_CONSEQUENCE)
+        raise MetricsStoreUnavailable("Redis") from None
+    except DATABASE_ERRORS as exc:
+        DATABASE.failed(exc)
+        DATABASE.degraded(UNAVAILABLE_CONSEQUENCE)
+        raise MetricsStoreUnavailable("the database") from None
+    if uses_redis:
+        REDIS.succeeded()
+    return metrics
+
+
+def _compute_metrics(
+    window: str,
+    *,
+    tool: str | None,
+    code: str | None,
+    client: str | None,
+    variant: str | None,
+    now: datetime | None,
+) -> dict[str, Any]:
     now = now or timezone.now()
     if WINDOWS[window] >= DAILY_FROM_SECONDS:
         span, step, end = RollupSummary.Span.DAY, 86400, day_start(now) + timedelta(days=1)
@@ -109,7 +161,9 @@ def compute_metrics(
     # window and filters), shared by the web processes through the cache. Episodes are read fresh.
     current = generation()
     key = _cache_key(window_info, filters, current)
-    from_rollups = cache.get(key) if current else None
+    # Read even before the first rollup (nothing is stored under that key then): every metrics read touches
+    # Redis, so none is answered while Redis is away (see ``MetricsStoreUnavailable``).
+    from_rollups = cache.get(key)
     if from_rollups is None:
         rows = RollupSummary.objects.filter(
             span=span, bucket__gte=start, bucket__lt=end, **{k: v for k, v in filters.items() if v}
@@ -140,7 +194,9 @@ def _from_rollups(rows: QuerySet, start: datetime, end: datetime, step: int) -> 
 
 def _cache_key(window: Mapping[str, Any], filters: Mapping[str, str | None], current: str | None) -> str:
     identity = json.dumps([connection.settings_dict["NAME"], window, filters, current], sort_keys=True, default=str)
-    return "errcatalog:metrics:" + hashlib.sha256(identity.encode()).hexdigest()
+    # The version names the shape of what is cached: an entry written by older code (before resolution times) is
+    # never read by newer code within the same rollup generation.
+    return "errcatalog:metrics:v2:" + hashlib.sha256(identity.encode()).hexdigest()
 
 
 def metric_row(sums: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,11 +211,14 @@ def metric_row(sums: Mapping[str, Any]) -> dict[str, Any]:
     histogram = sums.get("latency_histogram") or []
     row["latency_p50_ms"] = percentile(histogram, 0.50)
     row["latency_p95_ms"] = percentile(histogram, 0.95)
+    resolution = sums.get("resolution_histogram") or []
+    row["resolution_p50_seconds"] = percentile(resolution, 0.50, bounds=RESOLUTION_BOUNDS_SECONDS)
+    row["resolution_p90_seconds"] = percentile(resolution, 0.90, bounds=RESOLUTION_BOUNDS_SECONDS)
     return row
 
 
-def percentile(histogram: list[int], quantile: float) -> float | None:
-    """The ``quantile`` of a latency histogram over ``LATENCY_BOUNDS_MS``; None when it is empty.
+def percentile(histogram: list[int], quantile: float, *, bounds: tuple[float, ...] = LATENCY_BOUNDS_MS) -> float | None:
+    """The ``quantile`` of a histogram over ``bounds`` (latency by default); None when it is empty.
 
     Within a bin the value is interpolated geometrically (the bins are log-spaced); a quantile in the overflow
     bin is reported as the last bound.
@@ -171,15 +230,15 @@ def percentile(histogram: list[int], quantile: float) -> float | None:
     seen = 0
     for index, count in enumerate(histogram):
         if count and seen + count >= target:
-            if index >= len(LATENCY_BOUNDS_MS):
-                return LATENCY_BOUNDS_MS[-1]
-            high = LATENCY_BOUNDS_MS[index]
+            if index >= len(bounds):
+                return bounds[-1]
+            high = bounds[index]
             if index == 0:
                 return high
-            low = LATENCY_BOUNDS_MS[index - 1]
+            low = bounds[index - 1]
             return round(low * (high / low) ** ((target - seen) / count), 3)
         seen += count
-    return LATENCY_BOUNDS_MS[-1]
+    return bounds[-1]
 
 
 def variant_retry_annotations(
@@ -215,8 +274,9 @@ def _merge(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Sums of the cells' counters and histograms (column-wise ``sum(zip(...))``: no per-bin Python loop)."""
     rows = list(rows)
     total: dict[str, Any] = {name: sum(row[name] for row in rows) for name in COUNTERS}
-    histograms = [row["latency_histogram"] for row in rows]
-    total["latency_histogram"] = [sum(column) for column in zip(*histograms, strict=True)] if histograms else []
+    for name in ("latency_histogram", "resolution_histogram"):
+        histograms = [row[name] for row in rows]
+        total[name] = [sum(column) for column in zip(*histograms, strict=True)] if histograms else []
     return total
 
 
@@ -309,7 +369,7 @@ def _recent_episodes(start: datetime, end: datetime, filters: Mapping[str, str |
         if value:
             lookup &= Q(**{name: value})
     fields = ("id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending", "retries")
-    fields += ("recovered_at_attempt", "sentry_event_id")
+    fields += ("recovered_at_attempt", "resolution_seconds", "sentry_event_id")
     episodes = Episode.objects.filter(lookup).order_by("-started_at", "-id").values(*fields)[:RECENT_EPISODES]
     return [
         {

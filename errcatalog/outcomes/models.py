@@ -23,7 +23,7 @@ class Episode(models.Model):
     class Ending(models.TextChoices):
         OPEN = "open", "Open"
         RECOVERED = "recovered", "Recovered"  # a retry succeeded
-        EXHAUSTED = "exhausted", "Exhausted"  # more than MAX_ATTEMPTS retries failed
+        EXHAUSTED = "exhausted", "Exhausted"  # retry number MAX_ATTEMPTS (3) failed too
         ABANDONED = "abandoned", "Abandoned"  # the window passed without a success
 
     tool = models.CharField(max_length=128)
@@ -42,6 +42,13 @@ class Episode(models.Model):
         null=True, blank=True, help_text="Which retry succeeded (1 = the first retry)."
     )
     ending = models.CharField(max_length=16, choices=Ending.choices, default=Ending.OPEN)
+    # Seed 003's "user resolution time": how long the caller took to get what it asked for after the error. Stored
+    # (not derived from the two times at read time) so rollups can bin it in SQL, portably.
+    resolution_seconds = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Recovered episodes: seconds from the first failed call to the recovering call.",
+    )
     # Set by every write (ingest and the abandoned-episode closer): rollups find the episodes that changed since
     # their last run by it, whatever times the episode itself records.
     changed_at = models.DateTimeField(default=timezone.now, db_default=Now())
@@ -61,6 +68,10 @@ class Episode(models.Model):
             models.CheckConstraint(
                 condition=Q(recovered_at_attempt__isnull=True) | Q(ending="recovered"),
                 name="episode_recovered_attempt_only_when_recovered",
+            ),
+            models.CheckConstraint(
+                condition=Q(resolution_seconds__isnull=True) | (Q(ending="recovered") & Q(resolution_seconds__gte=0)),
+                name="episode_resolution_only_when_recovered",
             ),
         ]
 
@@ -84,6 +95,9 @@ class OutcomeEvent(models.Model):
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     code = models.CharField(max_length=64, blank=True)
     variant = models.CharField(max_length=40, blank=True)
+    # The locale of the variant served (as the catalog spells it); blank for the catalog default and for events
+    # recorded before locales were.
+    locale = models.CharField(max_length=16, blank=True, default="")
     interactive = models.BooleanField(default=False)
     elicitation = models.CharField(max_length=16, blank=True)
     # 0: not a retry; n: the n-th call after the error that opened ``episode``.
@@ -141,6 +155,8 @@ class Rollup(RollupCounts):
     bucket = models.DateTimeField(help_text="Start of the bucket (UTC).")
     # Counts per latency bin (errcatalog.outcomes.rollups.LATENCY_BOUNDS_MS): percentiles over any window.
     latency_histogram = models.JSONField(default=list)
+    # Recovered episodes per resolution-time bin (errcatalog.outcomes.rollups.RESOLUTION_BOUNDS_SECONDS).
+    resolution_histogram = models.JSONField(default=list)
 
     class Meta:
         indexes = [models.Index(fields=["bucket"], name="rollup_bucket")]
@@ -168,6 +184,8 @@ class RollupState(models.Model):
 
 # Bins of a latency histogram: errcatalog.outcomes.rollups.LATENCY_BOUNDS_MS (40 bounds) and an overflow bin.
 LATENCY_BINS = 41
+# Bins of a resolution-time histogram: errcatalog.outcomes.rollups.RESOLUTION_BOUNDS_SECONDS and an overflow bin.
+RESOLUTION_BINS = 41
 
 
 class RollupSummary(RollupCounts):
@@ -175,8 +193,9 @@ class RollupSummary(RollupCounts):
 
     ``Rollup`` keeps a bucket's latency histogram as a JSON list, and summing JSON elements costs the database
     several times what summing integer columns does, so the rows the metrics read carry one integer column per
-    bin (``latency_bin_0`` …). Day rows are the sums of the day's bucket rows: 7- and 30-day windows read 24
-    times fewer rows. Written with ``Rollup`` by ``errcatalog.outcomes.rollups``, in the same transaction.
+    bin (``latency_bin_0`` …, ``resolution_bin_0`` …). Day rows are the sums of the day's bucket rows: 7- and
+    30-day windows read 24 times fewer rows. Written with ``Rollup`` by ``errcatalog.outcomes.rollups``, in the same
+    transaction.
     """
 
     class Span(models.TextChoices):
@@ -201,9 +220,15 @@ class RollupSummary(RollupCounts):
     def latency_histogram(self) -> list[int]:
         return [getattr(self, f"latency_bin_{index}") for index in range(LATENCY_BINS)]
 
+    @property
+    def resolution_histogram(self) -> list[int]:
+        return [getattr(self, f"resolution_bin_{index}") for index in range(RESOLUTION_BINS)]
+
 
 for _index in range(LATENCY_BINS):
     RollupSummary.add_to_class(f"latency_bin_{_index}", models.PositiveIntegerField(default=0))
+for _index in range(RESOLUTION_BINS):
+    RollupSummary.add_to_class(f"resolution_bin_{_index}", models.PositiveIntegerField(default=0))
 
 
 class _DaySummaries(models.Manager):

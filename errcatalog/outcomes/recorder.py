@@ -3,7 +3,9 @@
 Interface (fixed):
 - ``record(event: OutcomeEvent) -> None``: called once per tool call on the request path. O(1), never raises,
   never blocks on I/O. Appends to a bounded in-process buffer; a background flusher sends batches to the
-  Redis stream (``REDIS_URL`` set) or, without Redis, as ``errcatalog.ingest_outcomes`` Celery tasks.
+  Redis stream (``REDIS_URL`` set); without Redis, on Celery's filesystem broker, to batch files in the spool
+  folder (``spool``; a ``drain_outcomes`` task is sent after each so a worker stores them now); on another
+  broker, as ``errcatalog.ingest_outcomes`` Celery tasks.
 - ``submit(events: Sequence[OutcomeEvent]) -> None``: durable push now, for the REST batch endpoint. Raises
   ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then).
 - ``flush(timeout: float = 5.0) -> bool``: push everything held now (shutdown, tests); True when all went.
@@ -12,8 +14,10 @@ Interface (fixed):
 
 Why this shape: a tool call must not wait for Redis (the issue allows 100 µs at the median), and must keep
 serving while Redis is down. So ``record`` only appends to a bounded ``deque`` (no lock, no I/O); a daemon thread
-wakes every ``FLUSH_INTERVAL_MS`` (sooner when ``BATCH_SIZE`` events wait) and sends them in one pipelined round
-trip. Events leave the process buffer only when the send succeeded; while it fails they stay, up to
+wakes every ``FLUSH_INTERVAL_MS`` (sooner when half of ``MAX_UNSENT`` or ``BATCH_SIZE`` events wait) and sends
+them in one pipelined round trip. What a SIGKILL of the process loses is what it holds unsent: at most
+``MAX_UNSENT`` events while the buffer is reachable (the other half covers calls answered during a send).
+Events leave the process buffer only when the send succeeded; while it fails they stay, up to
 ``LOCAL_BUFFER_MAX``, the oldest dropped and counted beyond that.
 
 Settings: ``record`` must not read ``django.conf.settings`` itself (one attribute read through Django's lazy proxy
@@ -33,6 +37,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -40,6 +45,7 @@ import redis
 from django.conf import settings
 from django.core.signals import setting_changed
 
+from errcatalog.outcomes import spool
 from errcatalog.outcomes.events import OutcomeEvent
 
 logger = logging.getLogger("errcatalog.outcomes.recorder")
@@ -71,6 +77,7 @@ class _Destination:
     """Where a flush sends, read from settings at that moment."""
 
     redis_url: str
+    spool_dir: str
     stream_key: str
     stream_maxlen: int
     batch_size: int
@@ -89,6 +96,7 @@ def _destination() -> _Destination:
     outcomes = settings.OUTCOMES
     return _Destination(
         redis_url=settings.REDIS_URL,
+        spool_dir=outcomes["SPOOL_DIR"],
         stream_key=outcomes["STREAM_KEY"],
         stream_maxlen=outcomes["STREAM_MAXLEN"],
         batch_size=outcomes["BATCH_SIZE"],
@@ -120,6 +128,7 @@ class _Recorder:
         self._enabled: bool | None = None
         self._limit = 0  # LOCAL_BUFFER_MAX
         self._batch_size = 1 << 30  # BATCH_SIZE
+        self._wake_at = 1 << 30  # the flusher is woken when this many events wait: BATCH_SIZE or MAX_UNSENT / 2
         self._interval = 0.1  # FLUSH_INTERVAL_MS, in seconds
         self._thread: threading.Thread | None = None
         self._redis: redis.Redis | None = None
@@ -145,8 +154,8 @@ class _Recorder:
             self.dropped_full += 1  # the append pushes the oldest out
         buffer.append(event)
         self.recorded += 1
-        if len(buffer) == self._batch_size:
-            self._wake.set()  # a full batch waits: no need to wait for the interval
+        if len(buffer) == self._wake_at:
+            self._wake.set()  # a full batch, or half of what a SIGKILL may lose, waits: send it now
         if self._thread is None:
             self._start()
 
@@ -157,6 +166,8 @@ class _Recorder:
         limit, batch_size = int(outcomes["LOCAL_BUFFER_MAX"]), int(outcomes["BATCH_SIZE"])
         self._interval = outcomes["FLUSH_INTERVAL_MS"] / 1000
         self._batch_size = batch_size
+        # Capped by the buffer's own bound too, or a length it can never reach would never wake the flusher.
+        self._wake_at = max(1, min(batch_size, int(outcomes["MAX_UNSENT"]) // 2, limit))
         if limit != self._limit:
             # A new bound (first use, or settings changed: rare). A smaller one keeps the newest events.
             old = self._buffer
@@ -248,9 +259,7 @@ class _Recorder:
         else:
             payloads = self._encode(batch, OutcomeEvent.to_wire, sender=sender)
             if payloads:
-                from errcatalog.tasks import ingest_outcomes  # Celery loads lazily: web processes rarely need it
-
-                ingest_outcomes.delay(payloads)
+                _send_without_redis(destination, payloads)
         return len(payloads)
 
     def _encode(self, batch: list[OutcomeEvent], encode: Any, *, sender: bool) -> list[Any]:
@@ -352,8 +361,24 @@ class _Recorder:
         self._init_state()
 
 
+def _send_without_redis(destination: _Destination, payloads: list[dict[str, Any]]) -> None:
+    # Celery loads lazily: web processes rarely need it.
+    from errcatalog.tasks import drain_outcomes, ingest_outcomes
+
+    if not destination.spool_dir:
+        ingest_outcomes.delay(payloads)  # a broker that gives a dead worker's message back (acks_late)
+        return
+    spool.spool_write(Path(destination.spool_dir), payloads)  # raises (events stay held) unless durable
+    try:
+        drain_outcomes.delay()  # a worker stores the batch now; beat's next drain would within a second anyway
+    except Exception as exc:  # the batch is safe on disk: a failed nudge only delays it to that next drain
+        logger.debug("Outcome recorder: could not send drain_outcomes (%s)", type(exc).__name__)
+
+
 def _where(destination: _Destination) -> str:
-    return f"Redis at {destination.label}" if destination.redis_url else "the Celery broker"
+    if destination.redis_url:
+        return f"Redis at {destination.label}"
+    return "the outcome spool folder" if destination.spool_dir else "the Celery broker"
 
 
 _recorder = _Recorder()

@@ -3,13 +3,15 @@
 Calls, errors, interactive errors, retries and latency come from the events that happened in the bucket. Episode
 counts (opened, recovered, recovered at the first retry, exhausted, abandoned, abandoned without any retry) are
 credited to the bucket, tool, code, variant and client of the error that opened the episode, so an episode that
-ends later changes the bucket it started in.
+ends later changes the bucket it started in. So is a recovered episode's resolution time (seed 003's "user
+resolution time": first failed call to recovering call), binned into ``resolution_histogram``.
 
 Interface (fixed):
 - ``compute_due() -> int``: recompute every bucket whose events or episodes changed since the last run, plus the
   current bucket; returns how many buckets were written.
 - ``recompute_bucket(start: datetime) -> int``: recompute one bucket whole (idempotent); returns rows written.
 - ``LATENCY_BOUNDS_MS``: upper bounds of the latency histogram bins stored in ``Rollup.latency_histogram``.
+- ``RESOLUTION_BOUNDS_SECONDS``: the same for resolution times (``Rollup.resolution_histogram``).
 
 Every bucket's rows are also written to ``RollupSummary`` (histogram bins as columns, which the database sums
 several times faster than JSON elements) and summed there per UTC day, which 7- and 30-day windows read.
@@ -31,22 +33,36 @@ from django.db.models import Case, Count, IntegerField, Q, QuerySet, Sum, Value,
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from errcatalog.outcomes.models import LATENCY_BINS, Episode, OutcomeEvent, Rollup, RollupState, RollupSummary
+from errcatalog.outcomes.models import (
+    LATENCY_BINS,
+    RESOLUTION_BINS,
+    Episode,
+    OutcomeEvent,
+    Rollup,
+    RollupState,
+    RollupSummary,
+)
 
 
-def _latency_bounds(low: float = 0.1, high: float = 60_000.0, bins: int = 40) -> tuple[float, ...]:
-    """``bins`` log-spaced upper bounds from 0.1 ms to 60 s (about 7 per decade), rounded to 3 significant digits.
+def _log_bounds(low: float, high: float, bins: int = 40) -> tuple[float, ...]:
+    """``bins`` log-spaced upper bounds from ``low`` to ``high``, rounded to 3 significant digits.
 
-    Percentiles read from these bins are off by at most half a bin, about ±20 %, at any scale.
+    Latency: 0.1 ms to 60 s, about 7 bins per decade; percentiles read from these bins are off by at most half a
+    bin, about ±20 %, at any scale.
     """
     ratio = (high / low) ** (1 / (bins - 1))
     return tuple(float(f"{low * ratio**i:.3g}") for i in range(bins))
 
 
 # A latency above the last bound lands in one extra overflow bin, so a histogram has len(bounds) + 1 counts.
-LATENCY_BOUNDS_MS: tuple[float, ...] = _latency_bounds()
+LATENCY_BOUNDS_MS: tuple[float, ...] = _log_bounds(0.1, 60_000.0)
 HISTOGRAM_SIZE = len(LATENCY_BOUNDS_MS) + 1
 assert HISTOGRAM_SIZE == LATENCY_BINS, "RollupSummary has one column per bin"
+# Resolution times: 0.1 s (an agent retrying at once) to a day (a person answering a question late, with a long
+# retry window), about 6.6 bins per decade, so p50/p90 are within about ±20 % too. Longer lands in the overflow bin.
+RESOLUTION_BOUNDS_SECONDS: tuple[float, ...] = _log_bounds(0.1, 86_400.0)
+RESOLUTION_HISTOGRAM_SIZE = len(RESOLUTION_BOUNDS_SECONDS) + 1
+assert RESOLUTION_HISTOGRAM_SIZE == RESOLUTION_BINS, "RollupSummary has one column per bin"
 Span = RollupSummary.Span
 JOB_NAME = "rollups"
 # Ingest stamps ``ingested_at`` before its transaction commits, so a run also looks this far before its last
@@ -110,6 +126,8 @@ def _summary(span: str, bucket: datetime, values: dict[str, Any]) -> RollupSumma
     values = dict(values)
     histogram = values.pop("latency_histogram")
     bins = {f"latency_bin_{index}": count for index, count in enumerate(histogram)}
+    resolution = values.pop("resolution_histogram")
+    bins |= {f"resolution_bin_{index}": count for index, count in enumerate(resolution)}
     return RollupSummary(span=span, bucket=bucket, **values, **bins)
 
 
@@ -142,11 +160,13 @@ def summed_rows(rows: QuerySet[RollupSummary], dimensions: Iterable[str]) -> Ite
     sums = {f"s_{name}": Sum(name) for name in COUNTERS}
     sums["s_latency_sum_ms"] = Sum("latency_sum_ms")
     bins = {f"h_{index}": Sum(f"latency_bin_{index}") for index in range(HISTOGRAM_SIZE)}
+    bins |= {f"r_{index}": Sum(f"resolution_bin_{index}") for index in range(RESOLUTION_HISTOGRAM_SIZE)}
     for row in rows.values(*dimensions).annotate(**sums, **bins).order_by():
         out = {name: row[name] for name in dimensions}
         out.update({name: row[f"s_{name}"] or 0 for name in COUNTERS})
         out["latency_sum_ms"] = round(row["s_latency_sum_ms"] or 0.0, 3)
         out["latency_histogram"] = [int(row[f"h_{index}"] or 0) for index in range(HISTOGRAM_SIZE)]
+        out["resolution_histogram"] = [int(row[f"r_{index}"] or 0) for index in range(RESOLUTION_HISTOGRAM_SIZE)]
         yield out
 
 
@@ -214,6 +234,18 @@ def _latency_bin() -> Case:
     return Case(*whens, default=Value(len(LATENCY_BOUNDS_MS)), output_field=IntegerField())
 
 
+NO_RESOLUTION = -1
+
+
+def _resolution_bin() -> Case:
+    """The resolution-time bin of an episode, as SQL; ``NO_RESOLUTION`` for an episode that did not recover."""
+    whens = [When(resolution_seconds__isnull=True, then=Value(NO_RESOLUTION))]
+    whens += [
+        When(resolution_seconds__lte=bound, then=Value(index)) for index, bound in enumerate(RESOLUTION_BOUNDS_SECONDS)
+    ]
+    return Case(*whens, default=Value(len(RESOLUTION_BOUNDS_SECONDS)), output_field=IntegerField())
+
+
 def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
     """Counters per cell of the bucket [start, end): two GROUP BY queries, merged by cell."""
     cells: dict[Cell, dict[str, Any]] = {}
@@ -224,6 +256,7 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
             cells[cell] = {name: 0 for name in _EVENT_COUNTERS + _EPISODE_COUNTERS}
             cells[cell]["latency_sum_ms"] = 0.0
             cells[cell]["latency_histogram"] = [0] * HISTOGRAM_SIZE
+            cells[cell]["resolution_histogram"] = [0] * RESOLUTION_HISTOGRAM_SIZE
         return cells[cell]
 
     error = Q(outcome="error")
@@ -251,7 +284,8 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
     recovered = Q(ending=ending.RECOVERED)
     episode_rows = (
         Episode.objects.filter(started_at__gte=start, started_at__lt=end)
-        .values(*_DIMENSIONS)
+        .annotate(resolution_bin=_resolution_bin())
+        .values(*_DIMENSIONS, "resolution_bin")
         .annotate(
             n_episodes=Count("pk"),
             n_recovered=Count("pk", filter=recovered),
@@ -266,6 +300,8 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
         values = cell_values(row)
         for name in _EPISODE_COUNTERS:
             values[name] += row[f"n_{name}"]
+        if row["resolution_bin"] != NO_RESOLUTION:
+            values["resolution_histogram"][row["resolution_bin"]] += row["n_recovered"]
     for values in cells.values():
         values["latency_sum_ms"] = round(values["latency_sum_ms"], 3)
     return cells

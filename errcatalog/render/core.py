@@ -1,12 +1,14 @@
 """From a failure and a catalog snapshot to one rendered error, the source of every face.
 
 Pure: no ORM, no I/O. ``Failure`` has no field for free text, so text from users, upstream servers, exceptions
-or the database has no way in; the names it does carry are screened by ``safe_identifier``.
+or the database has no way in; the names it does carry are screened by ``safe_identifier``, a parameter's schema
+text by ``safe_schema_text`` and a partial result by ``safe_partial_result``, whoever built the failure.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,7 +16,17 @@ from http import HTTPStatus
 from types import MappingProxyType
 from typing import Any
 
-from errcatalog.safety import REDACTED, compose_capped, fill_capped, safe_identifier
+from errcatalog.render.locale import choose_locale
+from errcatalog.render.people import people_markdown
+from errcatalog.safety import (
+    REDACTED,
+    compose_capped,
+    fill_capped,
+    safe_identifier,
+    safe_partial_result,
+    safe_schema_text,
+    template_placeholders,
+)
 from errcatalog.snapshot import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
 
 DEFAULT_MAX_CHARS = 500
@@ -35,6 +47,9 @@ class ParameterFault:
     expected_format: str = ""
     minimum: int | float | None = None
     maximum: int | float | None = None
+    # The number or boolean the caller sent, once validated as one ("got 30, the maximum is 14", seed 002).
+    # Strings are never carried: a string the caller typed could say anything.
+    received: int | float | bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +83,9 @@ class RenderedError:
     instruction: str  # what to do next
     question: str  # for interactive codes, else ""
     text: str  # the composed model-facing text
+    # The people-facing markdown (seed 001's formatErrorForUser): the variant's header, the text, the 404 hint and
+    # the Event ID line, all inside the cap. It is also the markdown block of the MCP face.
+    markdown: str
     retryable: bool
     system: bool
     tool_name: str | None = None
@@ -78,6 +96,8 @@ class RenderedError:
     alternatives: tuple[str, ...] = ()
     parameters: tuple[ParameterFault, ...] = ()
     partial_result: Any = None
+    # The locale of the variant served; "" is the catalog default (variants without a locale).
+    locale: str = ""
     # Seed 003 data fields. Shared by every face of a cached render: faces copy it, never change it.
     data: Mapping[str, Any] = field(default_factory=dict)
 
@@ -102,15 +122,20 @@ def render(
     *,
     variant: str | None = None,
     locale: str = "",
+    locales: tuple[str, ...] = (),
     pick: float = 0.0,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> RenderedError:
     """Render ``failure`` with the catalog entry of its code.
 
     ``variant`` forces a variant by name (previews); otherwise ``pick`` in [0, 1) chooses one by weight.
-    Every text field is capped at ``max_chars`` without cutting a placeholder value.
+    ``locale`` asks for one catalog locale exactly; ``locales`` are a client's language ranges, best first
+    (``requested_locales``), matched against the locales the code has. Every text field is capped at
+    ``max_chars`` without cutting a placeholder value.
     """
     entry = snapshot.entry(failure.code)
+    if locales and entry.locales:
+        locale = choose_locale(entry.locales, locales)
     chosen = entry.variant(name=variant, locale=locale, pick=pick)
     # The same failure recurs (one tool, one missing parameter), and a snapshot never changes, so its renders
     # are cached with it. Failures carrying an unhashable partial result are rendered each time.
@@ -133,18 +158,26 @@ def _render(
     tool = safe_identifier(failure.tool_name) if failure.tool_name is not None else None
     params = tuple(_screen(p) for p in failure.parameters)
     hint = snapshot.hint(tool, params[0].name) if params else None
-    values = _values(failure, entry, tool, params, hint)
+    values = _values(failure, entry, tool, params, hint, chosen.locale)
 
     message = fill_capped(chosen.message, values, max_chars)
     cause = fill_capped(chosen.cause, values, max_chars)
     instruction = fill_capped(chosen.instruction, values, max_chars)
     question = _question(chosen, hint, params, values, max_chars)
-    if question and entry.kind == "needs_input":
-        text = question
-    else:
-        # What happened, why, and what to do next, as one text under the cap.
-        templates = (chosen.message, chosen.cause, chosen.instruction)
-        text = compose_capped(templates, (message, cause, instruction), values, max_chars)
+    text = _text(entry, chosen, hint, params, values, (message, cause, instruction, question), max_chars)
+    event_id = _event_id(failure.event_id)
+    # A question stands alone (seed 003: a helpful assistant asking, not a system reporting a failure); every other
+    # text is led by its variant's header.
+    header = "" if question and entry.kind == "needs_input" else chosen.header
+    markdown = people_markdown(header, text, status_code=failure.status_code, event_id=event_id, specific=bool(params))
+    if len(markdown) > max_chars:
+        # The header, the 404 hint and the Event ID line count inside the cap (seed 002: under 500 characters):
+        # the text gives up the room they take, cut the same way as any capped text.
+        room = max(1, max_chars - (len(markdown) - len(text)))
+        shorter = _text(entry, chosen, hint, params, values, None, room)
+        markdown = people_markdown(
+            header, shorter, status_code=failure.status_code, event_id=event_id, specific=bool(params)
+        )
     retry_after = failure.retry_after if failure.retry_after is not None else entry.retry_after_seconds
 
     return RenderedError(
@@ -158,18 +191,45 @@ def _render(
         instruction=instruction,
         question=question,
         text=text,
+        markdown=markdown,
         retryable=entry.retryable,
         system=entry.system,
         tool_name=tool,
         status_code=failure.status_code,
         jsonrpc_code=entry.jsonrpc_code,
-        event_id=_event_id(failure.event_id),
+        event_id=event_id,
         retry_after=retry_after if entry.retryable else None,
         alternatives=tuple(a for a in map(safe_identifier, failure.alternatives) if a != REDACTED),
         parameters=params,
-        partial_result=failure.partial_result,
-        data=MappingProxyType(_data(entry, tool, params, hint, failure, bool(question))),
+        partial_result=safe_partial_result(failure.partial_result),
+        locale=chosen.locale,
+        data=MappingProxyType(_data(entry, tool, params, hint, failure, bool(question), values, max_chars)),
     )
+
+
+def _text(
+    entry: CodeEntry,
+    chosen: VariantEntry,
+    hint: HintEntry | None,
+    params: tuple[ParameterFault, ...],
+    values: dict[str, str],
+    filled: tuple[str, str, str, str] | None,
+    limit: int,
+) -> str:
+    """The model-facing text under ``limit``: the question of an interactive code, else what happened, why and
+    what to do next. ``filled`` holds the parts already filled under the full cap, when ``limit`` is that cap."""
+    if filled is None:
+        filled = (
+            fill_capped(chosen.message, values, limit),
+            fill_capped(chosen.cause, values, limit),
+            fill_capped(chosen.instruction, values, limit),
+            _question(chosen, hint, params, values, limit),
+        )
+    message, cause, instruction, question = filled
+    if question and entry.kind == "needs_input":
+        return question
+    templates = (chosen.message, chosen.cause, chosen.instruction)
+    return compose_capped(templates, (message, cause, instruction), values, limit)
 
 
 def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[str, ...]:
@@ -191,29 +251,66 @@ def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[st
 
 
 def _screen(p: ParameterFault) -> ParameterFault:
+    """The fault as the model may see it: the same screen whether it came from a tool's schema or an API caller."""
+    parameter_type = safe_identifier(p.type) if p.type else ""
     return ParameterFault(
         name=safe_identifier(p.name),
         problem=p.problem if p.problem in ("missing", "invalid") else "invalid",
-        description=p.description,
-        type=p.type,
-        expected_format=p.expected_format,
-        minimum=p.minimum,
-        maximum=p.maximum,
+        description=safe_schema_text(p.description),
+        type="" if parameter_type == REDACTED else parameter_type,
+        expected_format=safe_schema_text(p.expected_format),
+        minimum=_bound(p.minimum),
+        maximum=_bound(p.maximum),
+        received=_received(p.received),
     )
+
+
+# A received number is named only while it is short: a 300-digit integer is no help to anyone reading it.
+RECEIVED_MAX_CHARS = 24
+
+
+def _received(value: object) -> int | float | bool | None:
+    """A value the caller sent, if it is a boolean or a finite number of bounded length; else None."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value if len(_number(value)) <= RECEIVED_MAX_CHARS else None
+
+
+def _received_text(value: int | float | bool | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as the caller wrote it, in JSON
+    return _number(value)
+
+
+def _bound(value: object) -> int | float | None:
+    """A schema bound that is a finite number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _number(value: int | float | None) -> str:
     if value is None:
         return ""
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         value = int(value)
     return str(value)
 
 
-def _join_names(names: list[str]) -> str:
+# The word that joins the last two names of a list ("to and subject"), by a variant locale's language; the catalog
+# default's is English.
+_LIST_AND = {"": "and", "de": "und", "fr": "et"}
+
+
+def _join_names(names: list[str], locale: str = "") -> str:
     if len(names) <= 1:
         return "".join(names)
-    return f"{', '.join(names[:-1])} and {names[-1]}"
+    conjunction = _LIST_AND.get(locale.split("-", 1)[0].lower(), "and")
+    return f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
 def _values(
@@ -222,13 +319,14 @@ def _values(
     tool: str | None,
     params: tuple[ParameterFault, ...],
     hint: HintEntry | None,
+    locale: str = "",
 ) -> dict[str, str]:
     first = params[0] if params else None
     status = failure.status_code
     values = {
         "tool_name": tool or "",
         "parameter": first.name if first else "",
-        "parameters": _join_names([p.name for p in params]),
+        "parameters": _join_names([p.name for p in params], locale),
         "parameter_description": (hint and hint.description) or (first and first.description) or "",
         "parameter_type": (hint and hint.parameter_type) or (first and first.type) or "",
         "expected_format": (hint and hint.example) or (first and first.expected_format) or "",
@@ -241,6 +339,7 @@ def _values(
         "retry_after": str(failure.retry_after if failure.retry_after is not None else entry.retry_after_seconds or ""),
         "service": safe_identifier(failure.service) if failure.service else "",
         "network_failure": NETWORK_FAILURES.get(failure.network_failure or "", ""),
+        "received": _received_text(first.received) if first else "",
     }
     if values["parameter_description"] == "" and first:
         values["parameter_description"] = f"a value for {first.name}"
@@ -276,7 +375,8 @@ def _question(
 ) -> str:
     # A hint's question asks for one missing parameter; several missing parameters get the code's question,
     # which names them all, and an invalid value gets the code's question about its format.
-    asks_for_one = len(params) == 1 and params[0].problem == "missing"
+    # A hint's question is written in the catalog default's language: a variant of another locale asks its own.
+    asks_for_one = len(params) == 1 and params[0].problem == "missing" and not chosen.locale
     template = hint.question if hint and hint.question and asks_for_one else chosen.question
     return fill_capped(template, values, max_chars) if template else ""
 
@@ -288,8 +388,14 @@ def _data(
     hint: HintEntry | None,
     failure: Failure,
     interactive: bool,
+    values: dict[str, str],
+    max_chars: int,
 ) -> dict[str, Any]:
-    """The ``data`` fields of seed 003: what a client's retry logic reads."""
+    """The ``data`` fields of seed 003: what a client's retry logic reads.
+
+    ``setup_url``, ``action_required``, ``optional_parameters`` and ``guidance`` come from the code's catalog
+    entry (filled only with server-controlled placeholder values), never from a tool's or upstream's text.
+    """
     data: dict[str, Any] = {
         "retry_capable": entry.retryable or interactive,
         "error_category": entry.code.lower(),
@@ -299,8 +405,16 @@ def _data(
     param_type = (hint and hint.parameter_type) or (params[0].type if params else "")
     if len(missing) == 1 and not invalid:
         data["required_parameter"] = missing[0].name
-    elif missing:
+    if missing and (len(missing) > 1 or invalid or entry.optional_parameters or entry.guidance):
+        # Seed 003's Zapier example lists required parameters beside the optional ones and the guidance.
         data["required_parameters"] = [p.name for p in missing]
+    if missing and entry.optional_parameters:
+        named = {p.name for p in missing}
+        data["optional_parameters"] = [n for n in entry.optional_parameters if n not in named]
+    if missing and entry.guidance:
+        guidance = fill_capped(entry.guidance, values, max_chars)
+        if guidance:
+            data["guidance"] = guidance
     if invalid:
         data["parameter"] = invalid[0].name
         expected = (hint and hint.example) or invalid[0].expected_format
@@ -311,6 +425,14 @@ def _data(
         data["parameter_type"] = param_type
     if failure.service:
         data["service"] = safe_identifier(failure.service)
+    if entry.setup_url and all(values.get(name) for name in template_placeholders(entry.setup_url)):
+        # Only a complete link: "/integrations/{service}" without a service would point nowhere.
+        setup_url = fill_capped(entry.setup_url, values, max_chars)
+        # A redacted name has no place in a link: the field is left out rather than pointing somewhere wrong.
+        if setup_url and REDACTED not in setup_url:
+            data["setup_url"] = setup_url
+    if entry.action_required:
+        data["action_required"] = entry.action_required
     if tool:
         data["tool_name"] = tool
     return data

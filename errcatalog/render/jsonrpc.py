@@ -39,7 +39,7 @@ def jsonrpc_code(rendered: RenderedError, *, protocol_version: str = "", legacy:
 def error_object(rendered: RenderedError, *, protocol_version: str = "", legacy: bool = False) -> dict[str, Any]:
     """The ``error`` member: the question (or the composed text) as message, seed 003 fields as data."""
     data = dict(rendered.data)
-    data.setdefault("retry_capable", rendered.retryable)
+    data["retry_capable"] = bool(data.get("retry_capable")) or rendered.retryable
     if rendered.retry_after is not None:
         data["retry_after_seconds"] = rendered.retry_after
     if rendered.event_id:

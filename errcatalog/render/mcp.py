@@ -8,6 +8,7 @@ from typing import Any
 from errcatalog.render.core import RenderedError
 
 FORMATS = ("markdown", "json", "both")
+SETUP_FIELDS = ("setup_url", "action_required")
 
 
 def envelope(rendered: RenderedError) -> dict[str, Any]:
@@ -16,7 +17,8 @@ def envelope(rendered: RenderedError) -> dict[str, Any]:
         "kind": rendered.envelope_kind,
         "code": rendered.code,
         "message": rendered.text,
-        "retryable": rendered.retryable,
+        # A question is answered by calling again (seed 003's retry_capable): the envelope must not say otherwise.
+        "retryable": rendered.retryable or bool(rendered.data.get("retry_capable")),
     }
     details: dict[str, Any] = {}
     if rendered.status_code is not None:
@@ -29,6 +31,9 @@ def envelope(rendered: RenderedError) -> dict[str, Any]:
         details["alternatives"] = list(rendered.alternatives)
     if rendered.kind == "needs_input":
         details.update(rendered.data)
+    else:
+        # Seed 003's setup fields belong to authentication and configuration errors of either kind.
+        details.update({k: rendered.data[k] for k in SETUP_FIELDS if k in rendered.data})
     if rendered.partial_result is not None:
         details["partialResult"] = rendered.partial_result
     if details:
@@ -81,12 +86,16 @@ def envelope_json(rendered: RenderedError) -> str:
 
 
 def tool_result(rendered: RenderedError, fmt: str = "markdown") -> dict[str, Any]:
-    """A ``CallToolResult`` as a JSON-ready dict; ``fmt`` gates the content blocks exactly as seed 000."""
+    """A ``CallToolResult`` as a JSON-ready dict; ``fmt`` gates the content blocks exactly as seed 000.
+
+    The markdown block is the people-facing markdown (seed 001's header, 404 hint and Event ID line, inside the
+    cap); a variant without a header gives seed 000's plain message.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
     content = []
     if fmt in ("markdown", "both"):
-        content.append({"type": "text", "text": rendered.text, "mimeType": "text/markdown"})
+        content.append({"type": "text", "text": rendered.markdown, "mimeType": "text/markdown"})
     if fmt in ("json", "both"):
         content.append({"type": "text", "text": envelope_json(rendered), "mimeType": "application/json"})
     return {"content": content, "structuredContent": envelope(rendered), "isError": True}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from errcatalog.render.core import RenderedError
@@ -10,12 +11,15 @@ from errcatalog.render.core import RenderedError
 PROVIDERS = ("openai", "anthropic", "gemini")
 _RETRY_NOTE = "You may retry this call."
 _PARTIAL_NOTE = "Partial data is available in 'partial_result'."
+# An instruction that already gives retry advice ("Retry once after a short pause", "do not retry for at least
+# 30 seconds") is not followed by the generic note: a message states its retry advice once.
+_GIVES_RETRY_ADVICE = re.compile(r"\bretry|\bretrying\b|\btry again\b", re.IGNORECASE)
 
 
 def anatomy(rendered: RenderedError) -> dict[str, Any]:
     """The error payload for a model, keys in seed 002's order; optional keys only when they have a value."""
     instruction = rendered.instruction
-    if rendered.retryable:
+    if rendered.retryable and not _GIVES_RETRY_ADVICE.search(instruction):
         instruction = f"{instruction} {_RETRY_NOTE}".strip()
     if rendered.partial_result is not None:
         instruction = f"{instruction} {_PARTIAL_NOTE}".strip()
@@ -48,8 +52,8 @@ def _details(rendered: RenderedError) -> dict[str, Any]:
     if invalid:
         p = invalid[0]
         details["field"] = p.name
-        # The rejected value is never echoed (seed 003).
-        details["received"] = "[REDACTED]"
+        # A rejected string is never echoed (seed 003); a validated number or boolean is (seed 002's "received").
+        details["received"] = p.received if p.received is not None else "[REDACTED]"
         if p.minimum is not None:
             details["min"] = p.minimum
         if p.maximum is not None:

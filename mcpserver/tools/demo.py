@@ -15,6 +15,7 @@ web_search             seed 003 service_configuration (no API key)
 read_inbox             seed 003 authentication_required (Gmail not connected)
 summarize_text         seed 001 LLMProviderError ("AI Provider Error")
 search_events          seed 001 ApiPermissionError (403) when querying across all projects
+agent_search_events    seed 001's embedded agent tool: the same search answering {result} or {error} (agentTool)
 =====================  ==========================================================================================
 
 Failures are raised as the typed exceptions of ``errcatalog.errors`` (or the standard library's TimeoutError and
@@ -41,14 +42,16 @@ from django.core.validators import validate_email
 from django.utils import timezone
 
 from errcatalog.errors import (
+    APICallError,
     ConfigurationError,
-    LLMProviderError,
     ToolTimeout,
     UserInputError,
     create_api_error,
+    llm_provider_error,
 )
 from errcatalog.render.mcp import FORMATS, indented_json
 from mcpserver import documents
+from mcpserver.agent_tools import agent_tool
 from mcpserver.models import Document
 from mcpserver.registry import ToolOutput, tool
 
@@ -360,6 +363,38 @@ def get_forecast(location: str, days: int, format: str | None = None) -> ToolOut
     return format_output(format, markdown="\n".join(rows), data=data)
 
 
+# Headers that carry credentials: never sent on to another origin than the one they were meant for.
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    default_port = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default_port
+
+
+class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, but drops credential headers when one leads to another origin.
+
+    urllib copies every header of the request onto the redirected one, so an API key meant for the weather service
+    would go to any host its answer redirects to (an open redirect there, or a compromised upstream).
+    """
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(new.full_url) != _origin(req.full_url):
+            for name in [name for name in new.headers if name.lower() in CREDENTIAL_HEADERS]:
+                del new.headers[name]
+            for name in [name for name in new.unredirected_hdrs if name.lower() in CREDENTIAL_HEADERS]:
+                del new.unredirected_hdrs[name]
+        return new
+
+
+_opener = urllib.request.build_opener(_SameOriginCredentials)
+
+
 def _fetch_json(url: str, *, params: dict[str, str], headers: dict[str, str], timeout: float, service: str) -> Any:
     """GET ``url`` and decode its JSON answer, raising what the classifier understands on failure.
 
@@ -375,16 +410,14 @@ def _fetch_json(url: str, *, params: dict[str, str], headers: dict[str, str], ti
         urllib.parse.urlunsplit(parts._replace(query=query)), headers={"Accept": "application/json", **headers}
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        with _opener.open(request, timeout=timeout) as response:
             raw = response.read(UPSTREAM_BODY_MAX_BYTES)
     except urllib.error.HTTPError as exc:
-        retry_after = exc.headers.get("Retry-After", "")
+        # Both are the upstream's: create_api_error bounds them (a status outside 100-599 is unknown, a
+        # Retry-After of any shape becomes whole seconds or nothing).
+        retry_after = exc.headers.get("Retry-After") if exc.headers is not None else None
         exc.close()
-        raise create_api_error(
-            exc.code,
-            f"{service}: upstream answered {exc.code}",
-            retry_after=int(retry_after) if retry_after.isdigit() else None,
-        ) from None
+        raise create_api_error(exc.code, f"{service}: upstream answered {exc.code}", retry_after=retry_after) from None
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, TimeoutError):
             raise TimeoutError(f"{service}: upstream did not answer in {timeout}s") from exc
@@ -529,8 +562,20 @@ def read_inbox(limit: int = 10) -> dict[str, Any]:
     annotations={**READ_ONLY_REMOTE, "idempotentHint": False},
 )
 def summarize_text(text: str) -> dict[str, Any]:
-    # No AI provider is available to the demo: seed 001's LLMProviderError, which retrying cannot fix.
-    raise LLMProviderError("summarize_text: no LLM provider is configured")
+    # The demo's provider call is always refused the way OpenAI refuses an unsupported region: the AI SDK's
+    # APICallError with a 403, converted to seed 001's LLMProviderError right after the call, which retrying cannot
+    # fix (a 5xx would stay a system error, captured in Sentry).
+    refused = APICallError(403, "openai", "summarize_text: unsupported_country_region_territory")
+    raise llm_provider_error(refused)
+
+
+# The project argument of both event-search tools.
+PROJECT_PROPERTY = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 100,
+    "description": f'Slug of the project whose events to search, such as "{DEMO_PROJECT}".',
+}
 
 
 @tool(
@@ -545,12 +590,7 @@ def summarize_text(text: str) -> dict[str, Any]:
     input_schema={
         "type": "object",
         "properties": {
-            "project": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 100,
-                "description": f'Slug of the project whose events to search, such as "{DEMO_PROJECT}".',
-            },
+            "project": PROJECT_PROPERTY,
             "query": {
                 "type": "string",
                 "maxLength": 200,
@@ -576,3 +616,30 @@ def search_events(project: str | None = None, query: str = "", limit: int = 10) 
         raise create_api_error(404, "search_events: unknown project")
     events = documents.document_events(title_contains=query, limit=limit)
     return {"project": project, "count": len(events), "events": events}
+
+
+# Seed 001's embedded agent tool: what an AI agent inside another tool calls. It never fails: it answers
+# {"result": …} or {"error": "Input Error: …"} (``mcpserver.agent_tools``).
+_search_events_for_agent = agent_tool(search_events)
+
+
+@tool(
+    toolset=TOOLSET,
+    title="Search events (agent tool)",
+    description=f"""
+        Search the activity events of a project the way an embedded agent tool does (seed 001's agentTool).
+
+        It always answers with an object: "result" holds the events; "error" says what went wrong and whether
+        trying again can help. Name the project ("{DEMO_PROJECT}"): querying across all projects is not allowed.
+    """,
+    input_schema={
+        "type": "object",
+        "properties": {
+            "project": PROJECT_PROPERTY,
+        },
+        "additionalProperties": False,
+    },
+    annotations=READ_ONLY,
+)
+def agent_search_events(project: str | None = None) -> dict[str, Any]:
+    return _search_events_for_agent(project=project)

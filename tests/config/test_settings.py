@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,8 +29,77 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "Set the SECRET_KEY environment variable." in result.stderr
 
 
-def test_production_starts_with_a_secret_key():
-    assert _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY="s3cret-for-test").returncode == 0
+STRONG_KEY = "k3y-" + "0123456789abcdef" * 4
+
+
+def test_production_starts_with_a_strong_secret_key():
+    assert _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=STRONG_KEY).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "",  # set but empty
+        "insecure-embedded-development-key",  # the debug default
+        "collectstatic-only",  # the key the Dockerfile used to build with
+        "django-insecure-" + "0123456789abcdef" * 4,  # startproject's marker
+        "s3cret-for-test",  # short
+        "ab" * 40,  # long but two characters
+    ],
+)
+def test_production_refuses_an_empty_known_or_weak_secret_key(key):
+    result = _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=key)
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr and "Traceback" in result.stderr
+
+
+def test_debug_needs_no_secret_key():
+    assert _load_settings(ERRCATALOG_DEBUG="1").returncode == 0
+
+
+def _settings_values(names: str, **env: str) -> dict:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("SECRET_KEY", "ERRCATALOG_DEBUG", "SECURE_"))}
+    script = f"import json, config.settings as s; print(json.dumps({{n: getattr(s, n) for n in {names.split()!r}}}))"
+    result = subprocess.run(  # noqa: S603 (our own interpreter and a fixed script)
+        [sys.executable, "-c", script], cwd=ROOT, env=environ | env, capture_output=True, text=True, check=True
+    )
+    return json.loads(result.stdout)
+
+
+HTTPS_SETTINGS = (
+    "SECURE_SSL_REDIRECT SECURE_HSTS_SECONDS SECURE_HSTS_INCLUDE_SUBDOMAINS SECURE_HSTS_PRELOAD "
+    "SESSION_COOKIE_SECURE CSRF_COOKIE_SECURE"
+)
+
+
+def test_production_turns_every_https_protection_on_by_default():
+    values = _settings_values(HTTPS_SETTINGS, ERRCATALOG_DEBUG="0", SECRET_KEY=STRONG_KEY)
+    assert values == {
+        "SECURE_SSL_REDIRECT": True,
+        "SECURE_HSTS_SECONDS": 31_536_000,
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": True,
+        "SECURE_HSTS_PRELOAD": True,
+        "SESSION_COOKIE_SECURE": True,
+        "CSRF_COOKIE_SECURE": True,
+    }
+
+
+def test_debug_keeps_plain_http_on_127_0_0_1_working():
+    # ./dev up serves http://127.0.0.1:8000: no redirect to HTTPS, no HSTS, cookies over HTTP.
+    values = _settings_values(HTTPS_SETTINGS, ERRCATALOG_DEBUG="1")
+    assert not any(values.values()), values
+
+
+@pytest.mark.parametrize("hosts", ["*", "errors.example.com,*", "errors.example.com:443", "https://errors.example.com"])
+def test_production_allowed_hosts_are_whole_host_names(hosts):
+    result = _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS=hosts)
+    assert result.returncode != 0
+    assert "ALLOWED_HOSTS" in result.stderr
+
+
+@pytest.mark.parametrize("hosts", ["errors.example.com", ".example.com,127.0.0.1", "[::1],localhost"])
+def test_production_accepts_host_names_and_subdomain_patterns(hosts):
+    assert _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS=hosts).returncode == 0
 
 
 @pytest.mark.parametrize("raw", ["yes", "no", "enabled", "2"])
@@ -55,3 +125,15 @@ def test_env_int_and_choice_name_the_variable(monkeypatch):
     monkeypatch.setenv("SOME_CHOICE", "html")
     with pytest.raises(ImproperlyConfigured, match="SOME_CHOICE must be one of markdown, json"):
         env_choice("SOME_CHOICE", "markdown", ("markdown", "json"))
+
+
+@pytest.mark.parametrize("origins", ["errors.example.com", "*", "https://*", "https://errors.example.com/admin"])
+def test_csrf_trusted_origins_are_whole_origins(origins):
+    result = _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=STRONG_KEY, CSRF_TRUSTED_ORIGINS=origins)
+    assert result.returncode != 0
+    assert "CSRF_TRUSTED_ORIGINS" in result.stderr
+
+
+def test_csrf_trusted_origins_accept_origins_and_django_subdomain_patterns():
+    origins = "https://errors.example.com,https://*.example.com,http://127.0.0.1:8000"
+    assert _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=STRONG_KEY, CSRF_TRUSTED_ORIGINS=origins).returncode == 0

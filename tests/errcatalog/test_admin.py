@@ -297,7 +297,11 @@ def test_preview_of_missing_parameter_asks_a_question(writer):
     previews, page = _preview(writer, "MISSING_PARAMETER")
     assert "Question:" in page
     assert "needsInput:v1" in page
-    assert all(p.rendered.question.startswith("Question:") for _, p in previews)
+    # Each variant is previewed in its own locale: the German one asks in German.
+    questions = {p.variant.locale: p.rendered.question for _, p in previews}
+    assert questions[""].startswith("Question:")
+    assert questions["de"].startswith("Frage: ")
+    assert "Frage:" in page
     assert all(p.rendered.tool_name == "send_email" for _, p in previews)
 
 
@@ -396,6 +400,19 @@ def test_adding_a_token_shows_its_key_once_and_never_the_hash(writer, staff_user
     assert raw_key not in writer.get(_url(ClientToken, "change", token.pk)).content.decode()
 
 
+def test_a_token_for_metrics_is_added_in_admin(writer, staff_user):
+    response = writer.post(
+        _url(ClientToken, "add"),
+        {"name": "grafana", "user": staff_user.pk, "tool_scope": "[]", "can_read_metrics": "on"},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    token = ClientToken.objects.get(name="grafana")
+    assert token.can_read_metrics and not token.can_write_catalog
+    assert "can_read_metrics" in writer.get(_url(ClientToken, "change", token.pk)).content.decode()
+
+
 def test_revoke_action_revokes_the_selected_tokens(writer, staff_user):
     kept, _ = client_token_create(user=staff_user, name="kept")
     revoked, _ = client_token_create(user=staff_user, name="lost laptop")
@@ -423,3 +440,11 @@ def test_only_staff_get_in(client, catalog, plain_user, who):
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("admin:login"))
+
+
+@pytest.mark.django_db
+def test_view_site_goes_to_the_dashboard(client, staff_user):
+    client.force_login(staff_user)
+    page = client.get("/admin/").content.decode()
+    assert '<a href="/dashboard/">View site</a>' in page
+    assert 'rel="icon" type="image/svg+xml" href="/static/errcatalog/favicon.svg"' in page

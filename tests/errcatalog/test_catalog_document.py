@@ -42,7 +42,8 @@ SEED_CODES = {
     "FUNCTION_NOT_FOUND": ("tool", "error", False, False, -32602, IN),
     "INVALID_ARGUMENTS": ("tool", "error", False, False, -32602, IN),
     "EXECUTION_FAILURE": ("tool", "error", False, True, -32603, ERR),
-    "TIMEOUT": ("tool", "error", True, True, -31408, ERR),
+    # Not retryable: seed 002 offers a narrower search, not the same call again.
+    "TIMEOUT": ("tool", "error", False, True, -31408, ERR),
     "SERVICE_UNAVAILABLE": ("server", "error", True, True, -31503, ERR),
     # seed 003
     "MISSING_PARAMETER": ("user_input", "needs_input", False, False, -32602, IN),
@@ -89,7 +90,22 @@ def test_default_catalog_covers_every_seed_code_as_specified(default_document):
             system,
             jsonrpc,
         ), code
-        assert [v["header"] for v in entry["variants"]] == [header], code
+        # Every locale's variant carries the same header (interactive codes also ship a German variant).
+        assert {v["header"] for v in entry["variants"]} == {header}, code
+        assert [v["name"] for v in entry["variants"] if not v["locale"]] == ["default"], code
+
+
+def test_default_catalog_asks_every_interactive_question_in_german_too(default_document):
+    for entry in default_document["codes"]:
+        german = [v for v in entry["variants"] if v["locale"] == "de"]
+        if entry["kind"] == "needs_input":
+            assert [v["name"] for v in german] == ["default"], entry["code"]
+            # Seed 003's shape in German: "Frage: …? Bitte … ."
+            assert german[0]["question"].startswith("Frage: "), entry["code"]
+            assert "? " in german[0]["question"] and " Bitte " in german[0]["question"], entry["code"]
+            assert german[0]["question"].endswith("."), entry["code"]
+        else:
+            assert german == [], entry["code"]
 
 
 def test_default_http_statuses_follow_the_seeds(default_document):
@@ -114,7 +130,8 @@ def test_every_default_code_says_what_why_and_next_within_the_cap(default_docume
             composed = " ".join((variant["message"], variant["cause"], variant["instruction"]))
             assert len(composed) < 450, entry["code"]
             if entry["kind"] == "needs_input":
-                assert variant["question"].startswith("Question: "), entry["code"]
+                lead = {"": "Question: ", "de": "Frage: "}[variant["locale"]]
+                assert variant["question"].startswith(lead), entry["code"]
             else:
                 assert variant["question"] == "", entry["code"]
 
@@ -128,7 +145,9 @@ def test_default_wording_uses_the_placeholders_the_renderer_has(default_document
     assert variants["INVALID_PARAMETER"]["question"].startswith(
         "Question: There seems to be an issue with {parameter}."
     )
-    assert variants["INVALID_PARAMETER"]["question"].endswith("follows the format {expected_format}.")
+    # Read aloud: "The expected format is a number from 1 to 14." (never "follows the format a number from…").
+    assert "The expected format is {expected_format}." in variants["INVALID_PARAMETER"]["question"]
+    assert "The value {received} is not allowed." in variants["INVALID_PARAMETER"]["question"]
     assert variants["AUTHENTICATION_REQUIRED"]["question"].startswith("Question: Your {service} service needs")
     assert variants["SERVICE_CONFIGURATION"]["question"].startswith("Question: The {service} service needs")
 
@@ -155,7 +174,12 @@ def test_default_hints_ask_the_seed_003_questions(default_document):
 
 def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(default_document):
     rules = default_document["rules"]
-    assert [r["position"] for r in rules] == list(range(10, 10 * len(rules) + 1, 10))
+    # Spaced by ten, except the two rules issue 10 inserted between exception rules (33: a provider's unconverted
+    # APICallError, 36: SafetyRefusal), so installed catalogs keep every position they had.
+    inserted = {33, 36}
+    original = [r["position"] for r in rules if r["position"] not in inserted]
+    assert original == list(range(10, 10 * len(original) + 1, 10))
+    assert [r["code"] for r in rules if r["position"] in inserted] == ["LLM_PROVIDER_ERROR", "SAFETY_REFUSAL"]
     off = [r for r in rules if not r["active"]]
     assert {(r["exception"], r["code"]) for r in off} == {
         ("ValueError", "INVALID_PARAMS"),
@@ -163,8 +187,8 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     }
     assert all("must reach Sentry" in r["note"] for r in off)
     # Exception-class rules come before transport and status rules, ranges after the statuses inside them.
-    kinds = ["exception" if r["exception"] else "transport" if r["transport"] else "other" for r in rules[:12]]
-    assert kinds == ["exception"] * 10 + ["transport"] * 2
+    kinds = ["exception" if r["exception"] else "transport" if r["transport"] else "other" for r in rules[:14]]
+    assert kinds == ["exception"] * 12 + ["transport"] * 2
     by_status = [(r["status_min"], r["status_max"], r["code"]) for r in rules if r["status_min"] is not None]
     assert by_status.index((500, 599, "SERVER_ERROR")) > by_status.index((503, 503, "SERVICE_UNAVAILABLE"))
     assert by_status[-1] == (400, 499, "CLIENT_ERROR")
@@ -253,7 +277,8 @@ def test_every_problem_is_listed_with_entry_and_field_in_schema_order():
         "catalog.yaml: codes[0] (X_ERROR) → variants[0].message: {x.__class__}: attribute access and indexing are "
         "not allowed in placeholders.",
         "catalog.yaml: codes[0] (X_ERROR) → colour: unknown key. Known keys: code, category, kind, retryable, "
-        "retry_after_seconds, http_statuses, jsonrpc_code, system, doc_url, explanation, active, variants.",
+        "retry_after_seconds, http_statuses, jsonrpc_code, system, doc_url, explanation, setup_url, action_required, "
+        "optional_parameters, guidance, active, variants.",
         "catalog.yaml: codes[1] (lower_case) → code: 'lower_case': must be UPPER_SNAKE_CASE, e.g. NETWORK_ERROR.",
         "catalog.yaml: codes[1] (lower_case) → variants: a code needs at least one variant.",
         "catalog.yaml: rules[0] (position 1) → code: NOPE is not a code of this document.",

@@ -24,8 +24,14 @@ from django.utils import timezone
 from errcatalog.outcomes import rollups
 from errcatalog.outcomes.metrics import percentile
 from errcatalog.outcomes.models import Episode, OutcomeEvent, Rollup
-from errcatalog.outcomes.rollups import HISTOGRAM_SIZE, bucket_seconds, bucket_start
-from errcatalog.views import format_ms, format_rate
+from errcatalog.outcomes.rollups import (
+    HISTOGRAM_SIZE,
+    RESOLUTION_BOUNDS_SECONDS,
+    RESOLUTION_HISTOGRAM_SIZE,
+    bucket_seconds,
+    bucket_start,
+)
+from errcatalog.views import format_ms, format_rate, format_seconds
 
 pytestmark = pytest.mark.django_db
 
@@ -64,14 +70,20 @@ def call_events(
 
 
 def episodes(at: datetime, endings: list[tuple[str, int, int | None, str]], **cell: str) -> None:
-    """Episodes opened at ``at`` in one cell: (ending, retries, recovered_at_attempt, sentry_event_id) each."""
+    """Episodes opened at ``at`` in one cell: (ending, retries, recovered_at_attempt, sentry_event_id) each.
+
+    A recovered episode ends 25 s per retry plus 7 s per position after it started, and its resolution time is
+    that span, as ingestion stores it; the others end a minute after they started.
+    """
     for index, (ending, retries, attempt, event_id) in enumerate(endings):
         started = at + timedelta(seconds=index)
+        duration = 25.0 * retries + 7.0 * index if ending == "recovered" else 60.0
         Episode.objects.create(
             session=uuid.uuid4().hex,
             started_at=started,
-            last_at=started + timedelta(seconds=30),
-            ended_at=None if ending == "open" else started + timedelta(seconds=60),
+            last_at=started + timedelta(seconds=min(duration, 30.0)),
+            ended_at=None if ending == "open" else started + timedelta(seconds=duration),
+            resolution_seconds=duration if ending == "recovered" else None,
             ending=ending,
             retries=retries,
             recovered_at_attempt=attempt,
@@ -98,7 +110,7 @@ def build_outcomes(now: datetime | None = None) -> dict[str, Any]:
     call_events(at, 8, outcome="error", interactive=5, latency_ms=7.0, **friendly)
     # plain: recovered 3 (2 at the first retry), exhausted 1, abandoned 2 (one never retried), one still open.
     episodes(at, [("recovered", 1, 1, "a" * 32), ("recovered", 1, 1, ""), ("recovered", 2, 2, "")], **plain)
-    episodes(at, [("exhausted", 4, None, ""), ("abandoned", 0, None, ""), ("abandoned", 2, None, "")], **plain)
+    episodes(at, [("exhausted", 3, None, ""), ("abandoned", 0, None, ""), ("abandoned", 2, None, "")], **plain)
     episodes(at, [("open", 1, None, "")], **plain)
     # friendly: recovered 4 (3 at the first retry), abandoned 1 without a retry.
     episodes(at, [("recovered", 1, 1, "b" * 32), ("recovered", 1, 1, ""), ("recovered", 1, 1, "")], **friendly)
@@ -107,7 +119,7 @@ def build_outcomes(now: datetime | None = None) -> dict[str, Any]:
     missing = {"tool": "store_document", "code": "NOT_FOUND", "variant": "", "client": "cursor"}
     call_events(at, 25, tool="store_document", client="cursor", latency_ms=30.0)
     call_events(at, 5, outcome="error", interactive=1, latency_ms=900.0, **missing)
-    episodes(at, [("recovered", 1, 1, ""), ("exhausted", 4, None, ""), ("exhausted", 4, None, "")], **missing)
+    episodes(at, [("recovered", 1, 1, ""), ("exhausted", 3, None, ""), ("exhausted", 3, None, "")], **missing)
     episodes(at, [("abandoned", 1, None, ""), ("abandoned", 1, None, "")], **missing)
     rollups.recompute_bucket(recent)
     rollups.recompute_bucket(older)
@@ -121,6 +133,11 @@ def expected_totals(**filters: str) -> dict[str, Any]:
     hist = [0] * HISTOGRAM_SIZE
     for counts in rows.values_list("latency_histogram", flat=True):
         hist = [a + b for a, b in zip(hist, counts, strict=True)]
+    resolution = [0] * RESOLUTION_HISTOGRAM_SIZE
+    for counts in rows.values_list("resolution_histogram", flat=True):
+        resolution = [a + b for a, b in zip(resolution, counts, strict=True)]
+    p50 = percentile(resolution, 0.5, bounds=RESOLUTION_BOUNDS_SECONDS)
+    p90 = percentile(resolution, 0.9, bounds=RESOLUTION_BOUNDS_SECONDS)
     retried = sums["recovered"] + sums["exhausted"] + sums["abandoned"] - sums["abandoned_without_retry"]
     return {
         **sums,
@@ -129,6 +146,9 @@ def expected_totals(**filters: str) -> dict[str, Any]:
         "retry_success_rate": sums["recovered"] / retried if retried else None,
         "first_retry_success_rate": sums["first_retry_recovered"] / retried if retried else None,
         "latency_text": f"{format_ms(percentile(hist, 0.5))} / {format_ms(percentile(hist, 0.95))}",
+        "resolution_p50_seconds": p50,
+        "resolution_p90_seconds": p90,
+        "resolution_text": f"{format_seconds(p50)} / {format_seconds(p90)}",
     }
 
 
@@ -178,6 +198,25 @@ def test_staff_user_sees_the_dashboard(client, staff_user):
     assert "Outcomes dashboard" in page
     assert 'src="/static/errcatalog/vendor/chart.umd.min.js"' in page
     assert "onclick" not in page and "onchange" not in page  # no inline handlers: the script wires everything
+
+
+def test_unreachable_redis_gets_a_503_page_not_a_500(client, staff_user, settings, tmp_path):
+    from errcatalog.dependencies import REDIS
+    from tests.errcatalog.outcomes.recorder_support import throwaway_redis
+
+    client.force_login(staff_user)
+    with throwaway_redis(tmp_path) as server:
+        settings.REDIS_URL = server.url
+        settings.CACHES = {
+            "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": server.url}
+        }
+        server.kill()
+        try:
+            response = client.get(DASHBOARD)
+        finally:
+            REDIS.reset()
+    assert response.status_code == 503
+    assert "The metrics store is unavailable right now" in response.content.decode()
 
 
 def test_admin_index_links_to_the_dashboard(client, staff_user):
@@ -230,6 +269,7 @@ def test_tiles_show_the_rollup_numbers(client, staff_user):
     for key in ("error_rate", "retry_success_rate", "first_retry_success_rate", "interactive_error_rate"):
         assert tile_text(page, key) == format_rate(totals[key]), key
     assert tile_text(page, "latency") == totals["latency_text"]
+    assert tile_text(page, "resolution") == totals["resolution_text"] != "— / —"
     # recovered 8 of 14 retried episodes: 57.1 %, under the 60 % target; interactive 15 of 23: 65.2 % < 80 %.
     assert tile_text(page, "retry_success_rate") == "57.1 %"
     assert "ed-tile-bad" in tile_class(page, "retry_success_rate")
@@ -258,6 +298,7 @@ def test_rates_without_data_show_a_dash_not_zero(client, staff_user):
     for key in ("error_rate", "retry_success_rate", "first_retry_success_rate", "interactive_error_rate"):
         assert tile_text(page, key) == "—", key
     assert tile_text(page, "latency") == "— / —"
+    assert tile_text(page, "resolution") == "— / —"
     assert "0.0 %" not in page
 
 
@@ -352,7 +393,7 @@ def test_a_clear_winner_is_marked_as_more_than_noise(client, staff_user):
     at = bucket + timedelta(minutes=1)
     cell = {"tool": "send_email", "code": "RATE_LIMITED", "client": "claude"}
     episodes(at, [("recovered", 1, 1, "")] * 20, variant="short", **cell)
-    episodes(at, [("recovered", 1, 1, "")] * 2 + [("exhausted", 4, None, "")] * 18, variant="long", **cell)
+    episodes(at, [("recovered", 1, 1, "")] * 2 + [("exhausted", 3, None, "")] * 18, variant="long", **cell)
     rollups.recompute_bucket(bucket)
     client.force_login(staff_user)
     page = get_page(client)
@@ -370,3 +411,45 @@ def test_filter_lists_offer_the_values_of_the_window(client, staff_user):
     page = get_page(client)
     tool_select = re.search(r'<select name="tool">(.*?)</select>', page, re.DOTALL).group(1)
     assert re.findall(r'<option value="([^"]*)"', tool_select) == ["", "send_email", "store_document"]
+
+
+def test_clients_are_named_by_their_token_name(client, staff_user):
+    """MCP calls are stored under ``token:<id>``, a reporter's clients under ``token:<id>/<client>``; the page
+    shows the token's name (and the reporter's client), keeping the stored key as the row key and filter value."""
+    from errcatalog.tokens import client_token_create
+
+    quickstart, _key = client_token_create(user=staff_user, name="quickstart")
+    reporter, _key = client_token_create(user=staff_user, name="ci-reporter")
+    at = bucket_start(timezone.now()) - timedelta(seconds=bucket_seconds()) + timedelta(minutes=5)
+    cell = {"tool": "send_email", "code": "MISSING_PARAMETER", "variant": "plain"}
+    call_events(at, 3, outcome="error", client=f"token:{quickstart.pk}", **cell)
+    call_events(at, 2, outcome="error", client=f"token:{reporter.pk}/ide", **cell)
+    call_events(at, 1, outcome="error", client="token:999999", **cell)  # a deleted token: its key as it is
+    episodes(at, [("recovered", 1, 1, "")], client=f"token:{quickstart.pk}", **cell)
+    rollups.recompute_bucket(bucket_start(at))
+    client.force_login(staff_user)
+    page = get_page(client)
+
+    client_table = re.search(r'id="ed-breakdown-client".*?</table>', page, re.DOTALL).group(0)
+    rows = dict(re.findall(r'<tr data-key="([^"]*)">\s*<th scope="row" data-sort="[^"]*">([^<]*)</th>', client_table))
+    assert rows == {
+        f"token:{quickstart.pk}": "quickstart",
+        f"token:{reporter.pk}/ide": "ci-reporter / ide",
+        "token:999999": "token:999999",
+    }
+    client_select = re.search(r'<select name="client">(.*?)</select>', page, re.DOTALL).group(1)
+    options = dict(re.findall(r'<option value="([^"]*)">([^<]*)</option>', client_select))
+    assert options[f"token:{quickstart.pk}"] == "quickstart"
+    assert options[f"token:{reporter.pk}/ide"] == "ci-reporter / ide"
+    episode_rows = re.search(r'id="ed-episodes".*?</table>', page, re.DOTALL).group(0)
+    assert "<td>quickstart</td>" in episode_rows and f"token:{quickstart.pk}" not in episode_rows
+
+
+def test_tokens_sharing_a_name_stay_apart(client, staff_user):
+    from errcatalog.selectors import client_display_names
+    from errcatalog.tokens import client_token_create
+
+    first, _key = client_token_create(user=staff_user, name="agents")
+    second, _key = client_token_create(user=staff_user, name="agents")
+    names = client_display_names([f"token:{first.pk}", f"token:{second.pk}/x", "claude", "token:abc"])
+    assert names == {f"token:{first.pk}": f"agents #{first.pk}", f"token:{second.pk}/x": f"agents #{second.pk} / x"}

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
-from errcatalog.views import format_rate
+from errcatalog.views import format_rate, format_seconds
 from tests.errcatalog.test_dashboard import build_outcomes, expected_totals
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,6 +35,12 @@ def outcomes(staff_user) -> dict[str, Any]:
         "totals": expected_totals(),
         "recent_totals": expected_totals(bucket=buckets["recent"]),
         "older_totals": expected_totals(bucket=buckets["older"]),
+        "code_totals": {code: expected_totals(code=code) for code in ("MISSING_PARAMETER", "NOT_FOUND")},
+        "tool_totals": {tool: expected_totals(tool=tool) for tool in ("send_email", "store_document")},
+        "variant_totals": {
+            f"MISSING_PARAMETER/{name}": expected_totals(code="MISSING_PARAMETER", variant=name)
+            for name in ("plain", "friendly")
+        },
     }
 
 
@@ -82,6 +88,20 @@ def chart(page: Page, canvas_id: str) -> dict[str, Any]:
     )
 
 
+def cell_text(page: Page, table_id: str, key: str, column: str) -> str:
+    """The text of a breakdown table's cell: the row of ``key``, the column headed ``data-column=column``."""
+    return page.evaluate(
+        """([tableId, key, column]) => {
+            const table = document.getElementById(tableId);
+            const headers = [...table.querySelectorAll("thead th")];
+            const index = headers.findIndex((th) => th.dataset.column === column);
+            const row = [...table.querySelectorAll("tbody tr")].find((tr) => tr.dataset.key === key);
+            return row.children[index].textContent.trim();
+        }""",
+        [table_id, key, column],
+    )
+
+
 def row_keys(page: Page, table_id: str) -> list[str]:
     return page.eval_on_selector_all(f"#{table_id} tbody tr", "(rows) => rows.map((r) => r.dataset.key)")
 
@@ -97,6 +117,18 @@ def test_staff_dashboard_shows_the_database_numbers(browser, live_server, outcom
     for key in RATE_KEYS:
         assert page.inner_text(f"[data-kpi={key}] .ed-kpi-value") == format_rate(totals[key]), key
     assert page.inner_text("[data-kpi=latency] .ed-kpi-value") == totals["latency_text"]
+    # Seed 003's user resolution time: p50 / p90 from the rollups' resolution histograms, overall and per code,
+    # tool and variant, as the database's rows give them.
+    assert page.inner_text("[data-kpi=resolution] .ed-kpi-value") == totals["resolution_text"] != "— / —"
+    for dimension in ("code", "tool", "variant"):
+        for key, expected in outcomes[f"{dimension}_totals"].items():
+            for column in ("resolution_p50_seconds", "resolution_p90_seconds"):
+                shown = cell_text(page, f"ed-breakdown-{dimension}", key, column)
+                assert shown == format_seconds(expected[column]), (dimension, key, column)
+    assert (
+        outcomes["variant_totals"]["MISSING_PARAMETER/plain"]["resolution_p50_seconds"]
+        != (outcomes["variant_totals"]["MISSING_PARAMETER/friendly"]["resolution_p50_seconds"])
+    )  # the fixture tells the variants apart
     assert "ed-tile-bad" in page.get_attribute("[data-kpi=retry_success_rate]", "class")
     assert page.inner_text("[data-kpi=retry_success_rate] .ed-tile-target") == "target > 60 %"
 

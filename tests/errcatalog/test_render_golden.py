@@ -15,10 +15,14 @@ Pinned examples, by seed:
   missing parameters in one question, as JSON-RPC errors.
 - 004: the JSON-RPC code table, and FastMCP's legacy -32001/-32000 as an option.
 
-Deliberate deviations, each pinned by a test here: a rejected value is "[REDACTED]" instead of echoed (seed 002
-shows ``"received": 30``), several missing parameters are listed as ``required_parameters`` (seed 003 uses
-both that and ``missing_parameters``), and JSON-RPC errors carry both ``parameter_type`` and ``tool_name``
-(seed 003's examples each show one or the other).
+Seed 000's variants have no header: a variant's header (seed 001) leads the markdown block, and seed 000's
+messages stand alone. The per-seed modules in tests/errcatalog/seeds/ rebuild the same examples through the MCP
+endpoint and the REST API as well.
+
+Deliberate deviations, each pinned by a test here: a rejected string is "[REDACTED]" instead of echoed (seed 002
+shows ``"received": 30``, which is shown when the value was validated as a number), several missing parameters
+are listed as ``required_parameters`` (seed 003 uses both that and ``missing_parameters``), and JSON-RPC errors
+carry both ``parameter_type`` and ``tool_name`` (seed 003's examples each show one or the other).
 """
 
 from __future__ import annotations
@@ -71,13 +75,20 @@ def _with_variant(code: dict, name: str, message: str, instruction: str) -> dict
 SEED_CATALOG = CatalogSnapshot.from_document(
     {
         "codes": [
-            # Seed 000.
-            _code("NETWORK_ERROR", "Network error: {network_failure}", retryable=True, system=True),
-            _code("AUTHENTICATION_ERROR", "Authentication required: Missing or invalid API key"),
-            _code("SERVER_ERROR", "Internal server error: Database connection failed", retryable=True, system=True),
-            _code("CLIENT_ERROR", "Invalid request: {parameter} must be between {minimum} and {maximum}"),
-            _code("NOT_FOUND", "Resource not found: /api/patterns/invalid-resource"),
-            _code("UNKNOWN_ERROR", "Unknown error occurred", system=True),
+            # Seed 000. Its messages stand alone, so these variants have no header (seed 001's headers lead the
+            # markdown block of variants that have one).
+            _code("NETWORK_ERROR", "Network error: {network_failure}", retryable=True, system=True, header=""),
+            _code("AUTHENTICATION_ERROR", "Authentication required: Missing or invalid API key", header=""),
+            _code(
+                "SERVER_ERROR",
+                "Internal server error: Database connection failed",
+                retryable=True,
+                system=True,
+                header="",
+            ),
+            _code("CLIENT_ERROR", "Invalid request: {parameter} must be between {minimum} and {maximum}", header=""),
+            _code("NOT_FOUND", "Resource not found: /api/patterns/invalid-resource", header=""),
+            _code("UNKNOWN_ERROR", "Unknown error occurred", system=True, header=""),
             # Seed 001.
             _code("PROJECT_NOT_FOUND", "Project not found", header="Input Error"),
             _code(
@@ -295,7 +306,7 @@ def test_invalid_argument_details_redact_the_received_value():
     payload = anatomy(render(SEED_CATALOG, Failure("INVALID_ARGUMENTS", tool_name="get_forecast", parameters=(fault,))))
     assert payload["message"] == "Parameter 'days' must be between 1 and 14."
     assert payload["instruction"] == "Retry with 'days' set to 14 or less."
-    # Seed 002 shows "received": 30; we never echo the rejected value.
+    # Without a validated number to name (seed 002's "received": 30), nothing the caller sent is echoed.
     assert payload["details"] == {"field": "days", "received": "[REDACTED]", "min": 1, "max": 14}
 
 
@@ -423,9 +434,16 @@ def test_default_agent_wrapper_uses_seed_001_sentences(default_snapshot):
     assert user.endswith(". You may be able to resolve this by addressing the concern and trying again.")
     system = agent_error(render(default_snapshot, Failure("SERVER_ERROR", status_code=502, event_id="abc123def456")))
     assert system["error"].startswith("Server Error (502): ")
-    # SERVER_ERROR is retryable (seed 000), so the closing sentence says so instead of seed 001's "cannot be".
-    assert system["error"].endswith(
-        "Event ID: abc123def456. This is a temporary system error; retrying later may succeed."
+    # A 5xx ends exactly as seed 001's does, and its text is what happened only: the catalog's retry instruction
+    # would contradict the fixed sentence, and a message states its retry advice once.
+    assert system["error"] == (
+        "Server Error (502): Internal server error: the service behind this tool failed while handling the request. "
+        "Event ID: abc123def456. This is a system error that cannot be resolved by retrying."
+    )
+    network = agent_error(render(default_snapshot, Failure("NETWORK_ERROR", network_failure="timeout")))["error"]
+    # Without a status, a retryable system error (seed 000's network errors) keeps the temporary close.
+    assert network == (
+        "Server Error: Network error: Request timeout. This is a temporary system error; retrying later may succeed."
     )
     unknown = agent_error(render(default_snapshot, Failure("UNKNOWN_ERROR", event_id="abc123def456")))["error"]
     assert unknown.endswith("Event ID: abc123def456. This is a system error that cannot be resolved by retrying.")

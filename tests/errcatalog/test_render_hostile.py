@@ -141,7 +141,10 @@ def test_identifier_shaped_names_are_shown():
     assert safe_identifier("get_wether") == "get_wether"
     assert safe_identifier("weather.get-forecast_2") == "weather.get-forecast_2"
     assert safe_identifier("get weather") == REDACTED
-    assert safe_identifier("x" * 65) == REDACTED
+    # The tool-name vocabulary (errcatalog.vocabulary): up to 128 characters, any of them first.
+    assert safe_identifier("x" * 128) == "x" * 128
+    assert safe_identifier("3d_render") == "3d_render"
+    assert safe_identifier("x" * 129) == REDACTED
     assert safe_identifier(None) == REDACTED
 
 

@@ -110,6 +110,16 @@ def test_token_create_defaults_to_read_only_and_every_tool(plain_user):
 
     token = client_token_authenticate(out.getvalue().strip())
     assert not token.can_write_catalog and token.tool_scope == []
+    assert not token.can_read_metrics
+
+
+def test_token_create_metrics_makes_a_monitoring_key(plain_user):
+    out, err = StringIO(), StringIO()
+    call_command("token_create", "--user", "reader", "--name", "grafana", "--metrics", stdout=out, stderr=err)
+
+    token = client_token_authenticate(out.getvalue().strip())
+    assert token.can_read_metrics and not token.can_write_catalog
+    assert "metrics" in err.getvalue()
 
 
 @pytest.mark.parametrize(

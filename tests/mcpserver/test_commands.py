@@ -33,8 +33,23 @@ def test_creates_the_quickstart_token_once_and_prints_configs(django_user_model)
         "url": "http://127.0.0.1:9000/mcp",
         "headers": {"Authorization": f"Bearer {key}"},
     }
-    assert f'npx mcp-remote http://127.0.0.1:9000/mcp --header "Authorization: Bearer {key}"' in first
-    assert "npx @modelcontextprotocol/inspector" in first
+    assert f'npx -y mcp-remote http://127.0.0.1:9000/mcp --header "Authorization: Bearer {key}"' in first
+    # Claude Desktop's entry: the key in mcp-remote's environment, not in its arguments (tests/mcpserver/
+    # test_client_configs.py runs every printed config against ./dev up).
+    claude = json.loads(first.split("through mcp-remote):\n", 1)[1].split("\n  or on the command line", 1)[0])
+    entry = claude["mcpServers"]["errcatalog"]
+    assert entry["args"] == [
+        "-y",
+        "mcp-remote",
+        "http://127.0.0.1:9000/mcp",
+        "--header",
+        "Authorization:${ERRCATALOG_AUTH}",
+    ]
+    assert entry["env"] == {"ERRCATALOG_AUTH": f"Bearer {key}"}
+    assert "npx @modelcontextprotocol/inspector --transport http --server-url http://127.0.0.1:9000/mcp" in first
+    assert "Node 22.19 or later" in first
+    assert f"HEADERS = {{'Authorization': 'Bearer {key}'}}" in first  # the Python SDK script
+    assert f'Authorization: "Bearer {key}"' in first  # the TypeScript SDK module
 
     second = run()
     assert key not in second

@@ -92,6 +92,13 @@ def _list_tools_2026() -> tuple[bytes, dict]:
         ({"Origin": "http://evil.example.com"}, 403),
         ({"Origin": "http://localhost.evil.example.com:80"}, 403),
         ({"Origin": "http://localhost:6274"}, 200),  # MCP Inspector's page on any local port is welcome
+        # Whole host names and numeric ports, not prefixes of the allowed "127.0.0.1:*" / "http://localhost:*".
+        ({"Host": "127.0.0.1:8000.evil.example.com"}, 421),
+        ({"Host": "127.0.0.1:80@evil.example.com"}, 421),
+        ({"Host": "127.0.0.1:"}, 421),
+        ({"Origin": "http://localhost:6274.evil.example.com"}, 403),
+        ({"Origin": "http://localhost:"}, 403),
+        ({"Origin": "http://LocalHost:6274"}, 200),  # host names are case-insensitive
     ],
 )
 def test_host_and_origin_are_checked_on_the_stateless_generation_too(mcp, extra, status):

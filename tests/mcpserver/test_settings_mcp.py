@@ -29,9 +29,10 @@ def test_embedded_default_serves_demo_tools_with_auth_on():
 
 
 def test_production_serves_only_the_catalog_and_derives_the_request_state_key():
-    first = mcp_settings(ERRCATALOG_DEBUG="0", SECRET_KEY="a" * 50)
-    second = mcp_settings(ERRCATALOG_DEBUG="0", SECRET_KEY="a" * 50)
-    other = mcp_settings(ERRCATALOG_DEBUG="0", SECRET_KEY="b" * 50)
+    key, other_key = "0123456789abcdef" * 4, "fedcba9876543210" * 4  # strong enough for production
+    first = mcp_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=key)
+    second = mcp_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=key)
+    other = mcp_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=other_key)
     assert first["TOOLSETS"] == ["catalog"]
     # The same in every process of one deployment, different across deployments.
     assert first["REQUEST_STATE_KEY"] == second["REQUEST_STATE_KEY"] != other["REQUEST_STATE_KEY"]

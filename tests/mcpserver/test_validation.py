@@ -41,7 +41,7 @@ def test_invalid_values_are_described_by_the_schema():
     assert faults["days"].expected_format == "a number from 1 to 14"
     assert (faults["days"].minimum, faults["days"].maximum) == (1, 14)
     assert faults["unit"].expected_format == "one of metric, imperial"
-    assert faults["code"].expected_format == "the pattern ^[A-Z]+$"
+    assert faults["code"].expected_format == "text matching the pattern ^[A-Z]+$"
     assert all("nobody" not in repr(f) and "kelvin" not in repr(f) for f in faults.values())
 
 

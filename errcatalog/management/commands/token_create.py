@@ -1,6 +1,7 @@
-"""``manage.py token_create --user U --name N [--write] [--tool T ...]``: a client token, its key printed once.
+"""``manage.py token_create --user U --name N [--write] [--metrics] [--tool T ...]``: a client token.
 
-The key alone goes to stdout (so ``KEY=$(manage.py token_create ...)`` works); the explanation to stderr.
+Its key is printed once, alone on stdout (so ``KEY=$(manage.py token_create ...)`` works); the explanation goes
+to stderr.
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--user", required=True, help="Username the token acts as.")
         parser.add_argument("--name", required=True, help="What the token is for, e.g. 'claude-desktop'.")
-        parser.add_argument("--write", action="store_true", help="Allow creating, changing and deleting catalog rows.")
+        parser.add_argument(
+            "--write",
+            action="store_true",
+            help="Allow creating, changing and deleting catalog rows (as far as the user's model permissions go).",
+        )
+        parser.add_argument(
+            "--metrics", action="store_true", help="Allow reading outcome metrics (GET /api/v1/metrics/)."
+        )
         parser.add_argument(
             "--tool",
             action="append",
@@ -28,7 +36,7 @@ class Command(BaseCommand):
             help="Limit MCP calls to this tool; repeat for several. Without --tool every tool is allowed.",
         )
 
-    def handle(self, *args, user: str, name: str, write: bool, tool: list[str], **options) -> None:
+    def handle(self, *args, user: str, name: str, write: bool, metrics: bool, tool: list[str], **options) -> None:
         user_model = get_user_model()
         try:
             owner = user_model.objects.get(**{user_model.USERNAME_FIELD: user})
@@ -41,9 +49,12 @@ class Command(BaseCommand):
         bad = [t for t in tool if safe_identifier(t) == REDACTED]
         if bad:
             raise CommandError(f"Not a tool name: {', '.join(map(repr, bad))}.")
-        token, raw_key = client_token_create(user=owner, name=name, tool_scope=tool, can_write_catalog=write)
+        token, raw_key = client_token_create(
+            user=owner, name=name, tool_scope=tool, can_write_catalog=write, can_read_metrics=metrics
+        )
         scope = ", ".join(token.tool_scope) if token.tool_scope else "all tools"
         rights = "catalog read and write" if write else "catalog read-only"
+        rights += ", metrics" if metrics else ""
         self.stderr.write(
             f"Created token {token.name!r} ({token.key_prefix}…) for {user}: {rights}, {scope}.\n"
             "Store the key now; it is not shown again."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
@@ -79,10 +80,28 @@ def bearer():
     return bearer_client
 
 
+CATALOG_MODELS = (ErrorCode, TemplateVariant, ParameterHint, ClassificationRule)
+
+
+def grant(user, *codenames: str) -> None:
+    """Give ``user`` the named catalog permissions ("add_errorcode", ...) and drop Django's cached copy."""
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="errcatalog", codename__in=codenames))
+    for cache in ("_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cache, None)
+
+
 @pytest.fixture
-def writer_client(plain_user) -> APIClient:
-    """A token with catalog write rights (its user is not staff: the token's flag decides)."""
-    _token, raw_key = client_token_create(user=plain_user, name="ci-writer", can_write_catalog=True)
+def catalog_editor(django_user_model):
+    """A user who is not staff but holds every add/change/delete permission of the catalog models."""
+    user = django_user_model.objects.create_user(username="editor", password="pw-editor")
+    grant(user, *(f"{a}_{m._meta.model_name}" for m in CATALOG_MODELS for a in ("add", "change", "delete")))
+    return user
+
+
+@pytest.fixture
+def writer_client(catalog_editor) -> APIClient:
+    """A token with catalog write rights whose user holds the catalog's model permissions (not staff)."""
+    _token, raw_key = client_token_create(user=catalog_editor, name="ci-writer", can_write_catalog=True)
     return bearer_client(raw_key)
 
 

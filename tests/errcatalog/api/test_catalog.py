@@ -295,9 +295,9 @@ def test_invalid_rules_are_refused(catalog, editor, rule, field):
     assert field in assert_api_error(response, 400, "invalid")["fields"]
 
 
-def test_api_edits_are_recorded_in_history_with_the_token_user(catalog, writer_client, plain_user):
+def test_api_edits_are_recorded_in_history_with_the_token_user(catalog, writer_client, catalog_editor):
     writer_client.patch("/api/v1/codes/NOT_FOUND/", {"retryable": True}, format="json")
 
     latest = ErrorCode.objects.get(code="NOT_FOUND").history.order_by("-history_date").first()
     assert latest.retryable is True
-    assert latest.history_user == plain_user
+    assert latest.history_user == catalog_editor

@@ -10,7 +10,10 @@ import uuid
 import pytest
 import redis
 
-from errcatalog.outcomes import recorder
+from errcatalog.api.views import reporter_event_id
+from errcatalog.outcomes import ingest, recorder
+from errcatalog.outcomes.events import OutcomeEvent as WireEvent
+from errcatalog.outcomes.models import OutcomeEvent
 from errcatalog.tokens import client_token_create
 from tests.errcatalog.api.conftest import bearer_client
 from tests.errcatalog.api.error_shape import assert_api_error
@@ -59,9 +62,19 @@ def test_a_batch_is_accepted_into_the_buffer_with_clients_under_the_token(report
     assert response.status_code == 202, response.content
     assert response.json() == {"accepted": 2}
     stored = streamed(buffer, settings)
-    assert [e["id"] for e in stored] == [e["id"] for e in events]
+    assert [e["id"] for e in stored] == [reporter_event_id(token, e["id"]) for e in events]
     assert [e["client"] for e in stored] == [f"token:{token.pk}/ide", f"token:{token.pk}"]
     assert stored[1]["code"] == "MISSING_PARAMETER" and stored[1]["interactive"] is True
+
+
+def test_an_event_may_say_which_locale_was_served(reporter, buffer, settings):
+    _token, client = reporter
+    events = [wire(outcome="error", code="MISSING_PARAMETER", variant="default", locale="de"), wire()]
+
+    response = client.post(URL, {"events": events}, format="json")
+
+    assert response.status_code == 202, response.content
+    assert [e.get("locale") for e in streamed(buffer, settings)] == ["de", None]
 
 
 def test_an_empty_batch_is_accepted_and_sends_nothing(reporter, buffer, settings):
@@ -99,6 +112,9 @@ def test_one_bad_event_refuses_the_whole_batch_naming_each_problem(reporter, buf
         ({"events": [wire(tool="t" * 100_000)]}, "events.0.tool"),
         ({"events": [wire(client="<script>alert(1)</script>")]}, "events.0.client"),
         ({"events": [wire(client="c" * 128)]}, "events.0.client"),  # too long once under the token
+        ({"events": [wire(locale="<script>de</script>")]}, "events.0.locale"),
+        ({"events": [wire(locale="de" * 9)]}, "events.0.locale"),  # longer than a catalog locale can be
+        ({"events": [wire(locale=["de"])]}, "events.0.locale"),
     ],
 )
 def test_malformed_batches_are_refused(reporter, buffer, settings, body, field):
@@ -149,3 +165,65 @@ def test_an_unreachable_buffer_answers_503_with_retry_after(reporter, settings):
 
     assert_api_error(response, 503, "outcomes_unavailable")
     assert response["Retry-After"] == "5"
+
+
+# --- Event IDs belong to their reporter ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def second_reporter(django_user_model):
+    user = django_user_model.objects.create_user(username="other-reporter", password="pw")
+    token, raw_key = client_token_create(user=user, name="other-mcp")
+    return token, bearer_client(raw_key)
+
+
+def test_another_reporter_cannot_claim_an_event_id_already_sent(reporter, second_reporter, buffer):
+    (first, first_client), (second, second_client) = reporter, second_reporter
+    shared_id = uuid.uuid4().hex
+    assert first_client.post(URL, {"events": [wire(id=shared_id, client="ide")]}, format="json").status_code == 202
+    ingest.drain()
+
+    # The same ID from another token is that reporter's own event: stored, and the first one left as it was.
+    sent = wire(id=shared_id, outcome="error", code="NOT_FOUND")
+    assert second_client.post(URL, {"events": [sent]}, format="json").status_code == 202
+    ingest.drain()
+
+    rows = {row.client: row for row in OutcomeEvent.objects.filter(source="api")}
+    assert set(rows) == {f"token:{first.pk}/ide", f"token:{second.pk}"}
+    assert rows[f"token:{first.pk}/ide"].outcome == "ok"
+    assert rows[f"token:{second.pk}"].code == "NOT_FOUND"
+    assert rows[f"token:{first.pk}/ide"].id != rows[f"token:{second.pk}"].id
+
+
+def test_a_reporter_resending_its_batch_is_stored_once(reporter, buffer):
+    _token, client = reporter
+    batch = {"events": [wire(), wire(outcome="error", code="NOT_FOUND"), wire(client="ide")]}
+
+    for _ in range(3):
+        assert client.post(URL, batch, format="json").json() == {"accepted": 3}
+        ingest.drain()
+
+    assert OutcomeEvent.objects.filter(source="api").count() == 3
+
+
+def test_a_reporter_cannot_claim_the_id_of_an_event_of_this_endpoint(reporter, buffer):
+    token, client = reporter
+    own = WireEvent(tool="explain_error", outcome="ok", client="token:999")
+    ingest.ingest_events([own])
+
+    assert client.post(URL, {"events": [wire(id=own.id)]}, format="json").status_code == 202
+    ingest.drain()
+
+    assert OutcomeEvent.objects.get(id=own.id).client == "token:999"
+    assert OutcomeEvent.objects.get(source="api").client == f"token:{token.pk}"
+
+
+@pytest.mark.parametrize("bad_id", ["", "not-a-uuid", 12345, None, "<script>" + "0" * 24])
+def test_an_event_id_that_is_not_a_uuid_is_refused_per_item(reporter, buffer, settings, bad_id):
+    _token, client = reporter
+
+    error = assert_api_error(client.post(URL, {"events": [wire(), wire(id=bad_id)]}, format="json"), 400, "invalid")
+
+    assert list(error["fields"]) == ["events.1.id"]
+    assert "<script>" not in json.dumps(error)
+    assert streamed(buffer, settings) == []

@@ -171,6 +171,27 @@ class CeleryWorkerProcess:
             self.process = None
 
 
+def process_environment(*, database_url: str, redis_url: str, data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a process of ours the test starts (a worker, a web server): production's way, settings
+    from variables only, none of the test's own ``ERRCATALOG_*``/``DATABASE_*``/... variables leaking in."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("ERRCATALOG_", "DATABASE_", "REDIS_", "CELERY_", "SENTRY_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DATABASE_URL=database_url,
+        DATABASE_CONN_MAX_AGE="0",
+        REDIS_URL=redis_url,
+        CELERY_BROKER_URL=redis_url or "filesystem://",
+        ERRCATALOG_DATA_DIR=str(data_dir),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
 @pytest.fixture
 def worker_database(tmp_path) -> WorkerDatabase:
     return WorkerDatabase(tmp_path)
@@ -185,20 +206,7 @@ def celery_worker_process(tmp_path, redis_url, worker_database) -> Iterator[Cele
     """
     data_dir = tmp_path / "worker-data"
     data_dir.mkdir()
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("ERRCATALOG_", "DATABASE_", "REDIS_", "CELERY_", "SENTRY_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        DATABASE_URL=worker_database.url,
-        DATABASE_CONN_MAX_AGE="0",
-        REDIS_URL=redis_url,
-        CELERY_BROKER_URL=redis_url,
-        ERRCATALOG_DATA_DIR=str(data_dir),
-        PYTHONUNBUFFERED="1",
-    )
+    env = process_environment(database_url=worker_database.url, redis_url=redis_url, data_dir=data_dir)
     worker_database.push()  # the schema (SQLite); tests that add rows before starting a worker push again
     worker = CeleryWorkerProcess(env, tmp_path)
     yield worker

@@ -52,11 +52,16 @@ def wait_for(condition: Callable[[], object], *, seconds: float = 15.0, what: st
 
 
 class ThrowawayRedis:
-    """A ``redis-server`` subprocess on a fixed free port, without persistence, that a test can kill and restart."""
+    """A ``redis-server`` subprocess on a fixed free port, that a test can kill and restart.
 
-    def __init__(self, workdir: Path) -> None:
+    Without persistence by default; ``appendonly=True`` keeps what it acknowledged across a kill, as in production.
+    """
+
+    def __init__(self, workdir: Path, *, appendonly: bool = False) -> None:
         self.port = free_port()
         self.workdir = workdir
+        # As docker-compose runs it: what Redis acknowledged survives a kill and is back after ``start``.
+        self.appendonly = appendonly
         self.process: subprocess.Popen | None = None
 
     @property
@@ -67,7 +72,7 @@ class ThrowawayRedis:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         self.process = subprocess.Popen(  # noqa: S603 (fixed command line)
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
+             "--dir", str(self.workdir), "--appendonly", "yes" if self.appendonly else "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip

@@ -15,10 +15,15 @@ def event(at: datetime, *, outcome: str = "ok", tool: str = "send_email", client
 
 
 def episode(started: datetime, *, ending: str, code: str = "MISSING_PARAMETER", variant: str = "friendly", **fields):
-    """An episode opened at ``started``: its last call 30 s later, ended a minute after it opened unless open."""
+    """An episode opened at ``started``: its last call 30 s later, ended a minute after it opened unless open.
+
+    A recovered episode gets the resolution time ingestion would store: from its start to its end.
+    """
     fields.setdefault("last_at", started + timedelta(seconds=30))
     if ending != "open":
         fields.setdefault("ended_at", started + timedelta(minutes=1))
+    if ending == "recovered":
+        fields.setdefault("resolution_seconds", (fields["ended_at"] - started).total_seconds())
     return Episode.objects.create(
         tool="send_email",
         client="token:1",

@@ -1,5 +1,6 @@
 """The whole outcome path with real processes: MCP tool calls → recorder → buffer → Celery worker → database →
-rollups → metrics. Once on the embedded setup (Celery's filesystem broker, no Redis), once on Redis."""
+rollups → metrics. Once on the embedded setup (batch files in the spool folder, Celery's filesystem broker, no
+Redis), once on Redis."""
 
 from __future__ import annotations
 
@@ -85,6 +86,7 @@ def test_embedded_setup_records_through_a_filesystem_broker_worker(
 ):
     settings.REDIS_URL = ""
     data_dir = Path(celery_worker_process.env["ERRCATALOG_DATA_DIR"])
+    settings.OUTCOMES = {**settings.OUTCOMES, "SPOOL_DIR": str(data_dir / "outcomes" / "spool")}
     worker_database.push()
     celery_worker_process.start(REDIS_URL="", CELERY_BROKER_URL="filesystem://")
     # The folders the settings give a worker with this data dir (config/settings.py).

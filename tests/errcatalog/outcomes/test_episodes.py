@@ -70,18 +70,61 @@ def test_failed_retries_count_up_until_a_success():
     assert (episode.ending, episode.recovered_at_attempt) == ("recovered", 3)
 
 
-def test_more_failed_retries_than_the_limit_exhaust_the_episode():
-    links, (episode,) = run([call("error", n) for n in range(4)])
+def seed_003_client(outcomes_of_retries: list[str]) -> list[OutcomeEvent]:
+    """The calls of a client that follows seed 003 exactly: one failed call, then at most
+    ``MAX_RETRY_ATTEMPTS = 3`` retries (``while (... && retryAttempts < MAX_RETRY_ATTEMPTS)``), stopping at the
+    first success."""
+    max_retry_attempts = 3
+    calls = [call("error", 0)]
+    for number, outcome in enumerate(outcomes_of_retries[:max_retry_attempts], start=1):
+        calls.append(call(outcome, number))
+        if outcome == "ok":
+            break
+    return calls
+
+
+def test_the_third_failed_retry_exhausts_the_episode_as_seed_003_caps_retries_at_three():
+    links, (episode,) = run(seed_003_client(["error", "error", "error"]))
     assert attempts(links) == [0, 1, 2, 3]
-    assert episode.ending == "open"  # three failed retries: the limit is reached, not exceeded
-    links, (episode,) = run([call("error", n) for n in range(5)])
-    assert (episode.ending, episode.retries, episode.ended_at) == ("exhausted", 4, T0 + 4)
+    # The fourth failed call is the client's last: the episode ends there, not at a fifth call that never comes.
+    assert (episode.ending, episode.retries, episode.ended_at) == ("exhausted", 3, T0 + 3)
+    assert episode.recovered_at_attempt is None
+
+
+def test_two_failed_retries_leave_the_episode_open_for_the_third():
+    links, (episode,) = run(seed_003_client(["error", "error"]))
+    assert attempts(links) == [0, 1, 2]
+    assert (episode.ending, episode.retries) == ("open", 2)
+
+
+def test_success_at_the_third_and_last_retry_recovers():
+    _links, (episode,) = run(seed_003_client(["error", "error", "ok"]))
+    assert (episode.ending, episode.recovered_at_attempt) == ("recovered", 3)
+
+
+def test_a_recovered_episode_resolves_from_the_first_failed_call_to_the_recovering_call():
+    _links, (episode,) = run([call("error", 0), call("error", 12.5), call("input_required", 20), call("ok", 42.25)])
+    assert (episode.ending, episode.resolution_seconds) == ("recovered", 42.25)
+
+
+def test_episodes_that_did_not_recover_have_no_resolution_time():
+    _links, (exhausted,) = run(seed_003_client(["error", "error", "error"]))
+    _links, (still_open,) = run([call("error", 0)])
+    _links, (abandoned, _next) = run([call("error", 0), call("error", WINDOW + 1)])
+    assert [e.ending for e in (exhausted, still_open, abandoned)] == ["exhausted", "open", "abandoned"]
+    assert exhausted.resolution_seconds is still_open.resolution_seconds is abandoned.resolution_seconds is None
+
+
+def test_the_limit_is_the_setting():
+    events = [call("error", n) for n in range(3)]
+    _links, (episode,) = correlate({}, events, window=WINDOW, max_attempts=2)
+    assert (episode.ending, episode.retries) == ("exhausted", 2)
 
 
 def test_a_call_after_exhaustion_starts_fresh():
-    links, touched = run([call("error", n) for n in range(5)] + [call("ok", 6), call("error", 7)])
+    links, touched = run([call("error", n) for n in range(4)] + [call("ok", 5), call("error", 6)])
     assert [episode.ending for episode in touched] == ["exhausted", "open"]
-    assert links[5].episode is None and links[6].episode is touched[1] and links[6].attempt == 0
+    assert links[4].episode is None and links[5].episode is touched[1] and links[5].attempt == 0
 
 
 def test_retry_exactly_at_the_window_edge_still_counts():
@@ -173,6 +216,38 @@ def test_episode_spanning_batches_is_continued_from_the_database():
     )
     rows = OutcomeEventRow.objects.order_by("occurred_at")
     assert [(row.attempt, row.episode_id) for row in rows] == [(0, episode.pk), (1, episode.pk), (2, episode.pk)]
+
+
+@pytest.mark.django_db
+def test_seed_003_client_exhausts_its_stored_episode_at_the_fourth_failed_call():
+    now = datetime.now(UTC).timestamp()
+    error = {"tool": "send_email", "client": "c", "outcome": "error", "code": "E_X"}
+    events = [OutcomeEvent(**error, ts=now - 40 + n) for n in range(4)]
+    assert ingest.ingest_events(events) == 4
+    episode = Episode.objects.get()
+    assert (episode.ending, episode.retries, episode.recovered_at_attempt) == ("exhausted", 3, None)
+    assert episode.ended_at == episode.last_at
+    # Nothing is left for the periodic closer: the episode is not counted as abandoned later.
+    assert episodes.close_abandoned(datetime.fromtimestamp(now + 2 * WINDOW, UTC)) == 0
+    assert Episode.objects.get().ending == "exhausted"
+
+
+@pytest.mark.django_db
+def test_ingestion_stores_the_resolution_time_of_episodes_recovered_in_one_batch_or_across_batches():
+    now = datetime.now(UTC).timestamp()
+    same_batch = [
+        OutcomeEvent(tool="a", client="c", outcome="error", code="E_X", ts=now - 100),
+        OutcomeEvent(tool="a", client="c", outcome="ok", ts=now - 97.5),
+    ]
+    ingest.ingest_events(same_batch)  # opened and recovered at once: the INSERT carries the time
+    ingest.ingest_events([OutcomeEvent(tool="b", client="c", outcome="error", code="E_X", ts=now - 90)])
+    ingest.ingest_events([OutcomeEvent(tool="b", client="c", outcome="error", code="E_X", ts=now - 60)])
+    ingest.ingest_events([OutcomeEvent(tool="b", client="c", outcome="ok", ts=now - 30)])  # the UPDATE does
+    ingest.ingest_events([OutcomeEvent(tool="d", client="c", outcome="error", code="E_X", ts=now - 10)])
+    stored = dict(Episode.objects.values_list("tool", "resolution_seconds"))
+    assert stored["a"] == pytest.approx(2.5, abs=1e-3)
+    assert stored["b"] == pytest.approx(60.0, abs=1e-3)
+    assert stored["d"] is None  # still open
 
 
 @pytest.mark.django_db

@@ -15,6 +15,7 @@ from errcatalog.outcomes import ingest
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.models import Episode
 from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+from errcatalog.outcomes.spool import spool_size, spool_write
 
 pytestmark = pytest.mark.django_db
 
@@ -123,9 +124,23 @@ def test_wire_batch_counts_and_skips_invalid_events(caplog):
 # --- drain -------------------------------------------------------------------------------------------------------
 
 
-def test_drain_without_redis_does_nothing(settings):
+def test_drain_without_redis_or_spool_does_nothing(settings):
     settings.REDIS_URL = ""
+    settings.OUTCOMES = {**settings.OUTCOMES, "SPOOL_DIR": ""}
     assert ingest.drain() == 0
+
+
+def test_drain_without_redis_stores_the_spooled_batches_once_each(settings, tmp_path):
+    settings.REDIS_URL = ""
+    settings.OUTCOMES = {**settings.OUTCOMES, "SPOOL_DIR": str(tmp_path)}
+    first, second = story("token:1"), story("token:2")
+    spool_write(tmp_path, [event.to_wire() for event in first] + [{"id": "not an event"}])
+    spool_write(tmp_path, [event.to_wire() for event in second + first])  # a batch sent again, partly
+
+    assert ingest.drain() == 6
+    assert spool_size(tmp_path) == 0
+    assert OutcomeEventRow.objects.count() == 6
+    assert Episode.objects.filter(ending="recovered").count() == 2
 
 
 def test_drain_stores_acknowledges_and_deletes_including_invalid_entries(stream, caplog):
@@ -148,11 +163,18 @@ def test_drain_reads_batch_after_batch(stream, settings):
     events = [OutcomeEvent(tool="t", client="c", outcome="error", code="E_X", ts=now - 50 + n) for n in range(10)]
     xadd(stream, [event.to_json() for event in events])
     assert ingest.drain() == 10
-    # Correlated across batches in stream order: 0 opens, 1-4 retry (4 > 3: exhausted), 5 opens, 6-9 retry.
-    assert list(Episode.objects.order_by("started_at").values_list("ending", "retries")) == [("exhausted", 4)] * 2
-    assert (
-        list(OutcomeEventRow.objects.order_by("occurred_at").values_list("attempt", flat=True)) == [0, 1, 2, 3, 4] * 2
-    )
+    # Correlated across batches in stream order: 0 opens, 1-3 retry (the third failed retry: exhausted), 4 opens,
+    # 5-7 retry (exhausted), 8 opens, 9 retries (still open).
+    assert list(Episode.objects.order_by("started_at").values_list("ending", "retries")) == [
+        ("exhausted", 3),
+        ("exhausted", 3),
+        ("open", 1),
+    ]
+    assert list(OutcomeEventRow.objects.order_by("occurred_at").values_list("attempt", flat=True)) == [
+        *[0, 1, 2, 3] * 2,
+        0,
+        1,
+    ]
 
 
 def test_redelivered_stream_entries_are_stored_once(stream):

@@ -28,6 +28,8 @@ ROW_FIELDS = {
     "first_retry_success_rate",
     "latency_p50_ms",
     "latency_p95_ms",
+    "resolution_p50_seconds",
+    "resolution_p90_seconds",
 }
 
 
@@ -54,7 +56,7 @@ def traffic():
         )
     episode(hour, ending="recovered", recovered_at_attempt=1, retries=1)
     episode(hour, ending="recovered", recovered_at_attempt=2, retries=2)
-    episode(hour, ending="exhausted", retries=4)
+    episode(hour, ending="exhausted", retries=3)
     episode(hour, ending="abandoned", retries=0)  # never retried: not in the retry rates
     episode(hour, ending="open")  # not ended: not in the retry rates
     episode(hour, ending="recovered", recovered_at_attempt=1, retries=1, code="RATE_LIMITED", sentry_event_id="ab" * 16)
@@ -175,7 +177,7 @@ def test_recent_episodes_link_to_sentry(traffic, settings):
     assert all(e["sentry_url"] is None for e in recent if e["code"] != "RATE_LIMITED")
     assert set(linked) == {
         "id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending", "retries",
-        "recovered_at_attempt", "sentry_event_id", "sentry_url",
+        "recovered_at_attempt", "resolution_seconds", "sentry_event_id", "sentry_url",
     }  # fmt: skip
 
 
@@ -209,3 +211,64 @@ def test_rates_are_none_without_a_denominator():
     row = metric_row({})
     assert row["calls"] == 0
     assert row["error_rate"] is None and row["retry_success_rate"] is None and row["latency_p50_ms"] is None
+
+
+def _exact(values: list[float], quantile: float) -> float:
+    """The nearest-rank quantile of raw values, to compare the histogram's estimate with."""
+    ordered = sorted(values)
+    return ordered[max(int(-(-quantile * len(ordered) // 1)) - 1, 0)]
+
+
+def _within_a_bin(estimate: float | None, exact: float) -> bool:
+    # Log-spaced bins about 1.42 apart: an estimate lies in the bin of the exact value or next to it.
+    return estimate is not None and exact / 1.45 <= estimate <= exact * 1.45
+
+
+def test_user_resolution_time_p50_and_p90_per_code_tool_and_variant_come_from_rollups():
+    hour = datetime(2026, 11, 20, 11, tzinfo=UTC)
+    friendly = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 300.0]
+    terse = [30.0, 60.0, 90.0, 120.0]
+    for seconds in friendly:
+        episode(hour, ending="recovered", recovered_at_attempt=1, retries=1, resolution_seconds=seconds)
+    for seconds in terse:
+        episode(
+            hour, ending="recovered", recovered_at_attempt=2, retries=2, variant="terse", resolution_seconds=seconds
+        )
+    episode(hour, ending="exhausted", retries=3)  # no resolution time: not in the percentiles
+    episode(hour, ending="abandoned", retries=1, variant="terse")
+    roll_up(hour)
+
+    metrics = compute_metrics("24h", now=NOW)
+    everything = friendly + terse
+    totals = metrics["totals"]
+    assert _within_a_bin(totals["resolution_p50_seconds"], _exact(everything, 0.5))
+    assert _within_a_bin(totals["resolution_p90_seconds"], _exact(everything, 0.9))
+    variants = {row["variant"]: row for row in metrics["breakdowns"]["variant"]}
+    assert _within_a_bin(variants["friendly"]["resolution_p50_seconds"], 10.0)
+    assert _within_a_bin(variants["friendly"]["resolution_p90_seconds"], 18.0)
+    assert _within_a_bin(variants["terse"]["resolution_p50_seconds"], 60.0)
+    assert _within_a_bin(variants["terse"]["resolution_p90_seconds"], 120.0)
+    (code,) = metrics["breakdowns"]["code"]
+    (tool,) = metrics["breakdowns"]["tool"]
+    assert code["resolution_p50_seconds"] == tool["resolution_p50_seconds"] == totals["resolution_p50_seconds"]
+    assert code["resolution_p90_seconds"] == tool["resolution_p90_seconds"] == totals["resolution_p90_seconds"]
+    (point,) = [row for row in metrics["series"] if row["resolution_p50_seconds"] is not None]
+    assert point["bucket"] == hour.isoformat()
+    # The 7-day window reads the day rows: the same bins, so the same numbers.
+    weekly = compute_metrics("7d", now=NOW)["totals"]
+    assert weekly["resolution_p50_seconds"] == totals["resolution_p50_seconds"]
+    assert weekly["resolution_p90_seconds"] == totals["resolution_p90_seconds"]
+    assert (
+        compute_metrics("24h", now=NOW, variant="terse")["totals"]["resolution_p50_seconds"]
+        == (variants["terse"]["resolution_p50_seconds"])
+    )
+
+
+def test_user_resolution_time_is_none_without_a_recovered_episode(traffic):
+    hour = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    metrics = compute_metrics("24h", now=NOW, code="NOT_THERE")
+    assert metrics["totals"]["resolution_p50_seconds"] is None
+    assert metrics["totals"]["resolution_p90_seconds"] is None
+    recent = {row["ending"]: row for row in compute_metrics("24h", now=NOW)["recent_episodes"]}
+    assert recent["recovered"]["resolution_seconds"] == 60.0 and recent["exhausted"]["resolution_seconds"] is None
+    assert hour.isoformat() in {row["started_at"] for row in recent.values()}

@@ -8,6 +8,7 @@ interval and send with ``recorder.flush``; the others let the flusher do its wor
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 
@@ -107,6 +108,16 @@ def test_a_full_batch_wakes_the_flusher_before_its_interval(outcomes, stream):
         recorder.record(make_event(n))
 
     wait_for(lambda: stream.xlen(STREAM) == 11, what="a full batch to be sent long before the interval")
+
+
+def test_half_of_max_unsent_wakes_the_flusher_so_a_kill_loses_at_most_max_unsent(outcomes, stream):
+    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, BATCH_SIZE=2000, MAX_UNSENT=20)
+    for n in range(9):
+        recorder.record(make_event(n))
+    assert recorder.stats().held == 9  # below half: waits for the interval
+    recorder.record(make_event(9))
+
+    wait_for(lambda: stream.xlen(STREAM) == 10, what="half of MAX_UNSENT to be sent long before the interval")
 
 
 def test_the_stream_is_trimmed_approximately_to_its_bound(outcomes, stream):
@@ -261,8 +272,9 @@ def test_a_forked_child_starts_its_own_flusher_and_leaves_the_parents_events(out
 # --- Without Redis: Celery's filesystem broker ------------------------------------------------------------------
 
 
-def test_without_redis_batches_travel_as_celery_tasks(outcomes, settings, tmp_path):
-    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, BATCH_SIZE=2)
+def test_without_redis_batches_are_spooled_and_a_drain_is_asked_for(outcomes, settings, tmp_path):
+    """Celery's filesystem broker deletes a message when a worker reads it, so batches wait in spool files."""
+    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, BATCH_SIZE=2, SPOOL_DIR=str(tmp_path / "spool"))
     settings.REDIS_URL = ""
     events = [make_event(n) for n in range(3)]
     with celery_filesystem_broker(tmp_path / "queue") as app:
@@ -274,26 +286,51 @@ def test_without_redis_batches_travel_as_celery_tasks(outcomes, settings, tmp_pa
 
         messages = read_task_messages(app)
 
-    assert messages == [
-        ("errcatalog.ingest_outcomes", [[events[0].to_wire(), events[1].to_wire()]]),
-        ("errcatalog.ingest_outcomes", [[events[2].to_wire()]]),
-        ("errcatalog.ingest_outcomes", [[submitted.to_wire()]]),
+    assert spooled_batches(tmp_path / "spool") == [
+        [events[0].to_wire(), events[1].to_wire()],
+        [events[2].to_wire()],
+        [submitted.to_wire()],
     ]
+    assert messages == [("errcatalog.drain_outcomes", [])] * 3
     assert recorder.stats() == recorder.RecorderStats(recorded=3, sent=4, dropped=0, held=0, paused=False)
 
 
+def test_an_unwritable_spool_keeps_the_events_held(outcomes, settings, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, SPOOL_DIR=str(blocker / "spool"))
+    settings.REDIS_URL = ""
+    with celery_filesystem_broker(tmp_path / "queue"):
+        recorder.record(make_event(1))
+        assert recorder.flush(timeout=10) is False
+        assert recorder.stats() == recorder.RecorderStats(recorded=1, sent=0, dropped=0, held=1, paused=True)
+        with pytest.raises(recorder.BufferUnavailable):
+            recorder.submit([make_event(2)])
+
+
+def test_without_redis_or_spool_batches_travel_as_celery_tasks(outcomes, settings, tmp_path):
+    """Another broker (AMQP, say) gives a dead worker's message back itself: the batch rides in the task."""
+    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, BATCH_SIZE=2, SPOOL_DIR="")
+    settings.REDIS_URL = ""
+    events = [make_event(n) for n in range(3)]
+    with celery_filesystem_broker(tmp_path / "queue") as app:
+        for event in events:
+            recorder.record(event)
+        assert recorder.flush(timeout=10) is True
+
+        messages = read_task_messages(app)
+
+    assert messages == [
+        ("errcatalog.ingest_outcomes", [[events[0].to_wire(), events[1].to_wire()]]),
+        ("errcatalog.ingest_outcomes", [[events[2].to_wire()]]),
+    ]
+
+
+def spooled_batches(folder) -> list[list[dict]]:
+    return [json.loads(path.read_bytes()) for path in sorted(folder.glob("*.batch.json"))]
+
+
 # --- The MCP pipeline records every call ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def short_lived_connections():
-    """Tool threads close their database connections after each call, so the test database can be dropped."""
-    from django.db import connection
-
-    max_age = connection.settings_dict["CONN_MAX_AGE"]
-    connection.settings_dict["CONN_MAX_AGE"] = 0
-    yield
-    connection.settings_dict["CONN_MAX_AGE"] = max_age
 
 
 @pytest.mark.django_db(transaction=True)

@@ -65,7 +65,7 @@ def test_an_episode_counts_in_the_bucket_and_cell_it_started_in():
     later = HOUR + timedelta(hours=1)
     episode(HOUR + timedelta(minutes=50), ending="recovered", recovered_at_attempt=1, retries=1, ended_at=later)
     episode(HOUR + timedelta(minutes=51), ending="recovered", recovered_at_attempt=2, retries=2)
-    episode(HOUR + timedelta(minutes=52), ending="exhausted", retries=4)
+    episode(HOUR + timedelta(minutes=52), ending="exhausted", retries=3)
     episode(HOUR + timedelta(minutes=53), ending="abandoned", retries=0)
     episode(HOUR + timedelta(minutes=54), ending="abandoned", retries=2)
     episode(HOUR + timedelta(minutes=55), ending="open", variant="terse")
@@ -82,6 +82,31 @@ def test_an_episode_counts_in_the_bucket_and_cell_it_started_in():
     next_bucket = rows(later)
     assert list(next_bucket) == [("send_email", "", "", "token:1")]
     assert next_bucket[("send_email", "", "", "token:1")].episodes == 0
+
+
+def test_recovered_episodes_bin_their_resolution_time_in_the_cell_they_started_in():
+    bounds = rollups.RESOLUTION_BOUNDS_SECONDS
+    for seconds in (3.0, 40.0, 40.0, 900.0):
+        started = HOUR + timedelta(minutes=10)
+        episode(started, ending="recovered", recovered_at_attempt=1, retries=1, resolution_seconds=seconds)
+    episode(HOUR + timedelta(minutes=20), ending="exhausted", retries=3)
+    episode(HOUR + timedelta(minutes=21), ending="abandoned", retries=1)
+    episode(HOUR + timedelta(minutes=22), ending="recovered", retries=1, recovered_at_attempt=1, variant="terse",
+            resolution_seconds=200_000.0)  # fmt: skip
+
+    rollups.recompute_bucket(HOUR)
+
+    row = rows(HOUR)[("send_email", "MISSING_PARAMETER", "friendly", "token:1")]
+    assert len(row.resolution_histogram) == len(bounds) + 1
+    assert sum(row.resolution_histogram) == row.recovered == 4  # exhausted and abandoned episodes have none
+    first_bin = [next(i for i, bound in enumerate(bounds) if seconds <= bound) for seconds in (3.0, 40.0, 900.0)]
+    assert [row.resolution_histogram[i] for i in first_bin] == [1, 2, 1]
+    terse = rows(HOUR)[("send_email", "MISSING_PARAMETER", "terse", "token:1")]
+    assert terse.resolution_histogram[-1] == 1  # beyond a day: the overflow bin
+    # The reading copy carries the same bins as columns, and so does the day's sum.
+    for span in (RollupSummary.Span.BUCKET, RollupSummary.Span.DAY):
+        summary = RollupSummary.objects.get(span=span, variant="friendly")
+        assert summary.resolution_histogram == row.resolution_histogram
 
 
 def test_recomputing_a_bucket_gives_identical_rows():

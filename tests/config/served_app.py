@@ -1,0 +1,84 @@
+"""The application as production runs it, for tests that take its dependencies away: ``uvicorn
+config.asgi:application`` in a subprocess on a free port, configured from its environment only.
+
+Unlike ``tests/mcpserver/conftest.py``'s in-process server, this one has its own settings (its own Redis URL, its
+own database), its own process-wide state (catalog snapshot, token cache, outcome recorder) and its own log, which
+tests read to check what it said about an outage.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+
+from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
+from tests.errcatalog.outcomes.recorder_support import free_port
+
+UVICORN = str(Path(sys.executable).with_name("uvicorn"))
+
+
+class ServedApp:
+    """``uvicorn config.asgi:application`` in a subprocess; ``start`` waits until it answers HTTP."""
+
+    def __init__(self, env: dict[str, str], folder: Path) -> None:
+        self.env = env
+        self.port = free_port()
+        self.log_path = folder / "web.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+    def start(self) -> ServedApp:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(  # noqa: S603 (fixed command line)
+                [UVICORN, "config.asgi:application", "--host", "127.0.0.1", "--port", str(self.port),
+                 "--log-level", "warning"],
+                cwd=REPO_ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        wait_until(self._answers, seconds=90, what="the web server to answer")
+        return self
+
+    def _answers(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"the web server exited early:\n{self.log()}")
+        try:
+            httpx2.get(f"{self.base_url}/health/", timeout=2)
+        except httpx2.TransportError:
+            return False
+        return True
+
+    def get(self, path: str, *, key: str | None = None) -> httpx2.Response:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx2.get(f"{self.base_url}{path}", headers=headers, timeout=10)
+
+    def post(self, path: str, body: dict, *, key: str | None = None) -> httpx2.Response:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx2.post(f"{self.base_url}{path}", json=body, headers=headers, timeout=10)
+
+    def health(self) -> dict:
+        return self.get("/health/").json()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+            self.process = None

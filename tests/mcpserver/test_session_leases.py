@@ -1,0 +1,87 @@
+"""The per-token account of open 2025 sessions, on a clock the test moves (the HTTP side is test_sessions.py)."""
+
+from __future__ import annotations
+
+from mcpserver.sessions import SessionLeases
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _open(leases: SessionLeases, owner: str, session_id: str, limit: int = 10) -> bool:
+    if not leases.reserve(owner, limit):
+        return False
+    leases.release(owner, session_id)
+    return True
+
+
+def test_a_place_is_held_while_a_session_is_being_opened():
+    leases = SessionLeases(idle_seconds=60, clock=Clock())
+    assert leases.reserve("token:1", 1)
+    assert not leases.reserve("token:1", 1)  # the first opening has not been answered yet
+    leases.release("token:1", None)  # refused by the SDK: nothing was opened
+    assert leases.open_count("token:1") == 0
+
+
+def test_an_idle_session_expires_after_the_idle_time_and_not_before():
+    clock = Clock()
+    leases = SessionLeases(idle_seconds=60, clock=clock)
+    assert _open(leases, "token:1", "a", limit=1)
+    clock.now += 59.9
+    assert not leases.reserve("token:1", 1)
+    clock.now += 0.1
+    assert leases.reserve("token:1", 1)
+
+
+def test_a_request_in_flight_holds_the_session_however_long_it_takes():
+    clock = Clock()
+    leases = SessionLeases(idle_seconds=60, clock=clock)
+    _open(leases, "token:1", "a")
+    assert leases.begin("a", "token:1")  # e.g. the client's GET stream
+    clock.now += 3600
+    assert leases.open_count("token:1") == 1
+    leases.end("a", gone=False)
+    clock.now += 59
+    assert leases.open_count("token:1") == 1
+    clock.now += 1
+    assert leases.open_count("token:1") == 0
+
+
+def test_a_deleted_session_frees_its_place_at_once():
+    leases = SessionLeases(idle_seconds=60, clock=Clock())
+    _open(leases, "token:1", "a")
+    assert leases.begin("a", "token:1")
+    leases.end("a", gone=True)
+    assert leases.open_count("token:1") == 0 and len(leases) == 0
+
+
+def test_another_tokens_requests_neither_hold_nor_end_a_session():
+    clock = Clock()
+    leases = SessionLeases(idle_seconds=60, clock=clock)
+    _open(leases, "token:1", "a")
+    assert not leases.begin("a", "token:2")
+    assert leases.open_count("token:2") == 0
+    assert leases.open_count("token:1") == 1
+
+
+def test_tokens_have_places_of_their_own():
+    leases = SessionLeases(idle_seconds=60, clock=Clock())
+    assert _open(leases, "token:1", "a", limit=1)
+    assert not leases.reserve("token:1", 1)
+    assert _open(leases, "token:2", "b", limit=1)
+
+
+def test_expired_sessions_of_owners_who_never_return_are_swept():
+    clock = Clock()
+    leases = SessionLeases(idle_seconds=60, clock=clock)
+    for n in range(1000):
+        _open(leases, f"token:{n}", f"s{n}")
+    assert len(leases) == 1000
+    clock.now += 61
+    _open(leases, "token:new", "fresh")
+    assert len(leases) == 1
