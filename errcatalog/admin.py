@@ -18,6 +18,7 @@ from django.db.models import Count
 from django.http import HttpResponse
 from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
+from django.utils.timezone import localtime
 from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.catalog_document import catalog_document_from_db, dump_catalog
@@ -49,6 +50,13 @@ PLACEHOLDER_HELP = format_html(
 _TEXTAREA = {"widget": forms.Textarea(attrs={"rows": 2, "cols": 90})}
 # Short JSON lists ([400, 422], ["send_email"]) fit on one line.
 _JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
+
+
+@admin.display(description="Updated", ordering="updated_at")
+def _updated(obj: ErrorCode | TemplateVariant) -> str:
+    """A fixed-width local time: the locale's "Sept. 30, 2026, 12:59 p.m." grows and shrinks with the date, and a
+    list page that fits a laptop screen in November may not in September."""
+    return localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M")
 
 
 def _max_chars() -> int:
@@ -135,7 +143,7 @@ class ClassificationRuleInline(admin.TabularInline):
 
 @admin.register(ErrorCode)
 class ErrorCodeAdmin(SimpleHistoryAdmin):
-    list_display = ("code", "category", "kind", "retryable", "system", "active", "variant_count", "updated_at")
+    list_display = ("code", "category", "kind", "retryable", "system", "active", "variant_count", _updated)
     list_filter = ("category", "kind", "retryable", "system", "active")
     search_fields = ("code", "explanation", "variants__message")
     readonly_fields = ("updated_at",)
@@ -202,7 +210,7 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
 
 @admin.register(TemplateVariant)
 class TemplateVariantAdmin(SimpleHistoryAdmin):
-    list_display = ("code", "name", "locale", "weight", "header", "active", "retry_success", "updated_at")
+    list_display = ("code", "name", "locale", "weight", "header", "active", "retry_success", _updated)
     list_filter = ("header", "active", "locale", "error_code__category", "error_code__kind")
     search_fields = ("error_code__code", "name", "message", "cause", "instruction", "question")
     list_select_related = ("error_code",)
