@@ -127,7 +127,7 @@ def stored_count() -> int:
 def measure(total: int, timeout: float) -> tuple[float, list[tuple[float, int]]]:
     """Send drains once a second until every event is stored; returns the elapsed time and (time, count) samples."""
     from config.celery import app
-    from errcatalog.tasks import drain_outcomes
+    from errcatalog.outcomes.tasks import drain_outcomes
 
     # Workers must be consuming before the clock starts: a ping answered by each means they are.
     wait_start = time.monotonic()

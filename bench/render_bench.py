@@ -34,7 +34,7 @@ from errcatalog.render import (
     tool_result,
     user_markdown,
 )
-from errcatalog.snapshot import CatalogSnapshot
+from errcatalog.render.entries import CatalogSnapshot
 
 DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "errcatalog" / "data" / "default_catalog.yaml"
 

@@ -31,9 +31,9 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from errcatalog.catalog.snapshot import catalog_snapshot_held
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.outcomes import recorder
-from errcatalog.snapshot import catalog_snapshot_held
 
 OK, UNAVAILABLE = "ok", "unavailable"
 

@@ -200,14 +200,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ERRCATALOG_API_MAX_BODY_BYTES", 2_621_440
 REST_FRAMEWORK = {
     # Bearer first: its challenge makes DRF answer 401 (not 403) to requests without credentials.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "errcatalog.api.authentication.ClientTokenAuthentication",
+        "errcatalog.web.api.authentication.ClientTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON only, with the body's size (DATA_UPLOAD_MAX_MEMORY_SIZE) and nesting depth checked before parsing.
-    "DEFAULT_PARSER_CLASSES": ["errcatalog.api.parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["errcatalog.web.api.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "errcatalog.api.exceptions.api_exception_handler",
+    "EXCEPTION_HANDLER": "errcatalog.web.api.exceptions.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
 }
@@ -224,7 +224,7 @@ SPECTACULAR_SETTINGS = {
     # One name per choice set, where several fields share one (the classify and render requests' transport).
     "ENUM_NAME_OVERRIDES": {
         "TransportFailureEnum": ["connection", "timeout"],
-        "RuleTransportEnum": "errcatalog.models.Transport",
+        "RuleTransportEnum": "errcatalog.catalog.models.Transport",
     },
 }
 
@@ -339,7 +339,7 @@ if CELERY_BROKER_URL == "filesystem://":
 CELERY_TASK_IGNORE_RESULT = True
 # A task is acknowledged after it ran, and given back when its worker dies (on brokers that can: kombu's filesystem
 # transport deletes a message when it is read, so outcome batches wait in OUTCOMES["SPOOL_DIR"] there instead).
-# Each task also states this, with its retry policy, in errcatalog/tasks.py.
+# Each task also states this, with its retry policy, in errcatalog/outcomes/tasks.py.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -370,7 +370,7 @@ if SENTRY_DSN:
         data_collection={"user_info": False, "http_bodies": [], "queues": False},
         traces_sample_rate=0.0,
         # A Celery task that fails for good is captured, named (config/celery.py adds a ``task`` tag); a retry is
-        # not (errcatalog/tasks.py). Beat's check-ins are off: beat sends a task a second.
+        # not (errcatalog/outcomes/tasks.py). Beat's check-ins are off: beat sends a task a second.
         integrations=[CeleryIntegration(monitor_beat_tasks=False)],
         # The automatic MCP integration records spans, not our 4xx/5xx rule: the pipeline decides what is
         # captured (system errors only), so the integration stays off.

@@ -7,7 +7,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import health
-from errcatalog.api.views import endpoint_not_found
+from errcatalog.web.api.views import endpoint_not_found
 
 urlpatterns = [
     path("health/", health, name="health"),
@@ -16,8 +16,8 @@ urlpatterns = [
     # Browsers ask for /favicon.ico on pages that link no icon (the browsable API, a raw JSON answer).
     path("favicon.ico", RedirectView.as_view(url=static("errcatalog/favicon.svg")), name="favicon"),
     path("admin/", admin.site.urls),
-    path("dashboard/", include("errcatalog.urls")),
-    path("api/v1/", include("errcatalog.api.urls")),
+    path("dashboard/", include("errcatalog.web.urls")),
+    path("api/v1/", include("errcatalog.web.api.urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Last under the API prefix: any other path gets a 404 in the API's error shape.

@@ -8,4 +8,4 @@ class ErrcatalogConfig(AppConfig):
     verbose_name = "Error catalog"
 
     def ready(self) -> None:
-        from errcatalog import signals  # noqa: F401  (connects snapshot invalidation)
+        from errcatalog.catalog import signals  # noqa: F401  (connects snapshot invalidation)

@@ -1,302 +1,13 @@
-"""The error catalog: codes, their template variants, parameter hints and classification rules.
+"""The app's models, defined with their domains; Django finds them here.
 
-Models hold data and the constraints that keep it valid; rendering works on a frozen snapshot of these rows
-(see ``errcatalog.snapshot``), never on the models themselves.
+Code imports a model from its domain (``errcatalog.catalog.models``, ``errcatalog.access.models``,
+``errcatalog.outcomes.models``), never from this module, so that the import contracts can see which domain
+uses which.
 """
 
-from __future__ import annotations
-
-from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
-from django.db import models
-from django.db.models import F, Q
-from simple_history.models import HistoricalRecords
-
-from errcatalog.safety import template_errors
-from errcatalog.vocabulary import is_tool_name
-
-CODE_PATTERN = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
-# JSON-RPC 2.0 reserves -32768..-32000 for the protocol; product codes must live outside it (DESIGN §4.5).
-JSONRPC_RESERVED_MIN = -32768
-JSONRPC_RESERVED_MAX = -32000
-# Codes defined by JSON-RPC itself and by the MCP specification, the only reserved codes a row may use.
-JSONRPC_DEFINED_CODES = (-32700, -32600, -32601, -32602, -32603, -32002, -32020, -32021, -32022, -32042)
-# The legacy codes FastMCP chose (seed 004), reproducible as an option.
-JSONRPC_LEGACY_CODES = (-32001, -32000)
-
-
-class Category(models.TextChoices):
-    NETWORK = "network", "Network"
-    SERVER = "server", "Server"
-    CLIENT = "client", "Client request"
-    NOT_FOUND = "not_found", "Not found"
-    AUTHENTICATION = "authentication", "Authentication / permission"
-    VALIDATION = "validation", "Validation"
-    RATE_LIMIT = "rate_limit", "Rate limit"
-    USER_INPUT = "user_input", "User input"
-    CONFIGURATION = "configuration", "Configuration"
-    PROVIDER = "provider", "LLM provider"
-    TOOL = "tool", "Tool call"
-    PROTOCOL = "protocol", "Protocol (JSON-RPC)"
-    UNKNOWN = "unknown", "Unknown"
-
-
-class Kind(models.TextChoices):
-    ERROR = "error", "Error (toolError:v1)"
-    NEEDS_INPUT = "needs_input", "Needs input (needsInput:v1)"
-
-
-class Header(models.TextChoices):
-    # No header: the text alone, as seed 000's messages are shown.
-    NONE = "", "No header"
-    INPUT_ERROR = "Input Error", "Input Error"
-    ERROR = "Error", "Error"
-    PROVIDER_ERROR = "AI Provider Error", "AI Provider Error"
-
-
-class Transport(models.TextChoices):
-    ANY = "", "Any"
-    TIMEOUT = "timeout", "Timeout"
-    CONNECTION = "connection", "Connection failure"
-
-
-def _validate_template(value: str) -> None:
-    problems = template_errors(value)
-    if problems:
-        raise ValidationError(problems)
-
-
-# Seed 003's setup_url: a path on the client's side ("/integrations/gmail") or an https URL; it may use
-# placeholders ("/integrations/{service}"), whose values are identifier-shaped.
-SETUP_URL_PATTERN = r"^((/|https://)\S*)?$"
-# Seed 003's action_required: a machine-readable action name ("reconfigure_credentials").
-ACTION_REQUIRED_PATTERN = r"^([a-z][a-z0-9_]*)?$"
-
-
-def _validate_parameter_names(value: object) -> None:
-    if not isinstance(value, list) or not all(isinstance(n, str) and is_tool_name(n) for n in value):
-        raise ValidationError("Give a list of parameter names (letters, digits, _ - . only).")
-    if len(set(value)) != len(value):
-        raise ValidationError("Each parameter name may appear once.")
-
-
-class ErrorCode(models.Model):
-    code = models.CharField(max_length=64, unique=True, help_text="Stable identifier, UPPER_SNAKE_CASE.")
-    category = models.CharField(max_length=32, choices=Category.choices)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.ERROR)
-    retryable = models.BooleanField(default=False)
-    retry_after_seconds = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Suggested wait before retrying, when the failure does not say."
-    )
-    http_statuses = models.JSONField(default=list, blank=True, help_text="HTTP statuses this code stands for.")
-    jsonrpc_code = models.IntegerField(
-        null=True,
-        blank=True,
-        help_text="JSON-RPC error code used when this failure goes out as a JSON-RPC error.",
-    )
-    system = models.BooleanField(
-        default=False,
-        help_text="System errors are captured in Sentry; user-correctable ones are only logged.",
-    )
-    doc_url = models.URLField(blank=True)
-    explanation = models.TextField(blank=True, help_text="The long explanation: causes and fixes.")
-    # Seed 003's data fields: catalog text only, never filled from a tool's or upstream's text.
-    setup_url = models.CharField(
-        max_length=200,
-        blank=True,
-        validators=[
-            RegexValidator(SETUP_URL_PATTERN, "Use a path such as /integrations/gmail or an https URL."),
-            _validate_template,
-        ],
-        help_text='Where the user sets the service up (data.setup_url), e.g. "/integrations/{service}".',
-    )
-    action_required = models.CharField(
-        max_length=64,
-        blank=True,
-        validators=[RegexValidator(ACTION_REQUIRED_PATTERN, "Use lower_snake_case, e.g. reconfigure_credentials.")],
-        help_text='What the user has to do (data.action_required), e.g. "reconfigure_credentials".',
-    )
-    optional_parameters = models.JSONField(
-        default=list,
-        blank=True,
-        validators=[_validate_parameter_names],
-        help_text="For missing input: parameters the model may also give (data.optional_parameters).",
-    )
-    guidance = models.TextField(
-        blank=True,
-        validators=[_validate_template],
-        help_text="For missing input: a sentence on what the tool needs (data.guidance).",
-    )
-    active = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    history = HistoricalRecords()
-
-    class Meta:
-        ordering = ["code"]
-        constraints = [
-            models.CheckConstraint(condition=Q(code__regex=CODE_PATTERN), name="errorcode_code_upper_snake"),
-            models.CheckConstraint(
-                condition=Q(jsonrpc_code__isnull=True)
-                | Q(jsonrpc_code__lt=JSONRPC_RESERVED_MIN)
-                | Q(jsonrpc_code__gt=JSONRPC_RESERVED_MAX)
-                | Q(jsonrpc_code__in=JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES),
-                name="errorcode_jsonrpc_outside_reserved",
-            ),
-            models.CheckConstraint(
-                condition=Q(retry_after_seconds__isnull=True) | Q(retry_after_seconds__lte=86400),
-                name="errorcode_retry_after_at_most_a_day",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.code
-
-    def clean(self) -> None:
-        statuses = self.http_statuses
-        if not isinstance(statuses, list) or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 100 <= s <= 599 for s in statuses
-        ):
-            raise ValidationError({"http_statuses": "Give a list of HTTP status codes between 100 and 599."})
-
-
-class TemplateVariant(models.Model):
-    """One wording of a code's message; several weighted variants of one code are A/B-tested."""
-
-    error_code = models.ForeignKey(ErrorCode, on_delete=models.CASCADE, related_name="variants")
-    name = models.SlugField(max_length=40, default="default")
-    locale = models.CharField(max_length=16, blank=True, help_text="Blank: used for every locale.")
-    weight = models.PositiveSmallIntegerField(default=100, help_text="Relative share of renders (0 = paused).")
-    header = models.CharField(max_length=32, choices=Header.choices, default=Header.ERROR, blank=True)
-    message = models.TextField(validators=[_validate_template], help_text="What happened.")
-    cause = models.TextField(blank=True, validators=[_validate_template], help_text="Why it happened.")
-    # Blank only to reproduce a one-sentence message such as seed 000's; seed 002 wants every error to say what next.
-    instruction = models.TextField(
-        blank=True,
-        validators=[_validate_template],
-        help_text="What to do next (leave empty only for a one-line message).",
-    )
-    question = models.TextField(
-        blank=True, validators=[_validate_template], help_text="For interactive codes: the question to ask."
-    )
-    active = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    history = HistoricalRecords()
-
-    class Meta:
-        ordering = ["error_code__code", "locale", "name"]
-        constraints = [
-            models.UniqueConstraint(fields=["error_code", "locale", "name"], name="variant_unique_name"),
-            models.CheckConstraint(condition=Q(weight__lte=1000), name="variant_weight_at_most_1000"),
-        ]
-
-    def __str__(self) -> str:
-        suffix = f" [{self.locale}]" if self.locale else ""
-        return f"{self.error_code_id and self.error_code.code}/{self.name}{suffix}"
-
-
-class ParameterHint(models.Model):
-    """How to ask for one tool parameter: wording that the tool's schema alone does not give."""
-
-    tool = models.CharField(max_length=128)
-    parameter = models.CharField(max_length=128)
-    description = models.CharField(max_length=200, blank=True, help_text='E.g. "the recipient email address".')
-    parameter_type = models.CharField(max_length=64, blank=True, help_text='E.g. "email_address".')
-    example = models.CharField(max_length=200, blank=True, help_text='The expected format, e.g. "user@domain.com".')
-    question = models.TextField(blank=True, validators=[_validate_template], help_text="Overrides the code's question.")
-    updated_at = models.DateTimeField(auto_now=True)
-
-    history = HistoricalRecords()
-
-    class Meta:
-        ordering = ["tool", "parameter"]
-        constraints = [models.UniqueConstraint(fields=["tool", "parameter"], name="hint_unique_tool_parameter")]
-
-    def __str__(self) -> str:
-        return f"{self.tool}.{self.parameter}"
-
-
-class ClassificationRule(models.Model):
-    """Maps a raw failure to a code. Rules are tried by ascending position; every set condition must hold."""
-
-    position = models.PositiveIntegerField(unique=True)
-    error_code = models.ForeignKey(ErrorCode, on_delete=models.PROTECT, related_name="rules")
-    exception = models.CharField(
-        max_length=128,
-        blank=True,
-        help_text="Exception class name; subclasses match too (e.g. TimeoutError).",
-    )
-    status_min = models.PositiveSmallIntegerField(null=True, blank=True)
-    status_max = models.PositiveSmallIntegerField(null=True, blank=True)
-    jsonrpc_code = models.IntegerField(null=True, blank=True)
-    upstream = models.CharField(max_length=64, blank=True, help_text="Only for this upstream server (blank: any).")
-    transport = models.CharField(max_length=16, choices=Transport.choices, blank=True)
-    active = models.BooleanField(default=True)
-    note = models.CharField(max_length=200, blank=True)
-
-    history = HistoricalRecords()
-
-    class Meta:
-        ordering = ["position"]
-        constraints = [
-            models.CheckConstraint(
-                condition=(Q(status_min__isnull=True) | Q(status_min__gte=100, status_min__lte=599))
-                & (Q(status_max__isnull=True) | Q(status_max__gte=100, status_max__lte=599)),
-                name="rule_status_in_http_range",
-            ),
-            models.CheckConstraint(
-                condition=Q(status_min__isnull=True) | Q(status_max__isnull=True) | Q(status_min__lte=F("status_max")),
-                name="rule_status_min_le_max",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"#{self.position} → {self.error_code_id and self.error_code.code}"
-
-
-class ClientToken(models.Model):
-    """A bearer key for the REST API and the MCP endpoint, acting as its user. Only a hash of the key is kept.
-
-    Keys are created by ``errcatalog.tokens.client_token_create``, which returns the raw key exactly once.
-    """
-
-    name = models.CharField(max_length=100, help_text="What the key is for, e.g. the client or machine using it.")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="client_tokens")
-    key_prefix = models.CharField(max_length=8, editable=False, help_text="The key's first characters.")
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    tool_scope = models.JSONField(
-        default=list, blank=True, help_text="MCP tools this key may call; empty allows every tool."
-    )
-    can_write_catalog = models.BooleanField(default=False, help_text="May create, change and delete catalog rows.")
-    can_read_metrics = models.BooleanField(
-        default=False,
-        help_text="May read outcome metrics (GET /api/v1/metrics/). Tokens of staff users may read them anyway.",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        constraints = [
-            models.CheckConstraint(condition=Q(key_hash__regex=r"^[0-9a-f]{64}$"), name="clienttoken_hash_sha256_hex"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.key_prefix}…)"
-
-    @property
-    def revoked(self) -> bool:
-        return self.revoked_at is not None
-
-    def allows_tool(self, tool_name: str) -> bool:
-        return not self.tool_scope or tool_name in self.tool_scope
-
-
-# Outcome storage lives with the rest of the outcome code; importing it here registers it with this app.
-from errcatalog.outcomes.models import (  # noqa: E402, F401
+from errcatalog.access.models import ClientToken
+from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.outcomes.models import (
     DailyRollup,
     Episode,
     Outcome,
@@ -305,3 +16,18 @@ from errcatalog.outcomes.models import (  # noqa: E402, F401
     RollupState,
     RollupSummary,
 )
+
+__all__ = [
+    "ClassificationRule",
+    "ClientToken",
+    "DailyRollup",
+    "Episode",
+    "ErrorCode",
+    "Outcome",
+    "OutcomeEvent",
+    "ParameterHint",
+    "Rollup",
+    "RollupState",
+    "RollupSummary",
+    "TemplateVariant",
+]

@@ -17,10 +17,10 @@ from typing import Any
 import sentry_sdk
 from django.conf import settings
 
-from errcatalog.classify import classify, facts_from_exception
+from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.errors import ApiServerError, http_status
 from errcatalog.render import Failure, agent_error, agent_result, render
-from errcatalog.snapshot import catalog_snapshot
+from errcatalog.render.classify import classify, facts_from_exception
 
 logger = logging.getLogger("mcpserver.agent_tools")
 

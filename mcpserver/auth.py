@@ -25,9 +25,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import client_token_authenticate, key_hash
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
-from errcatalog.models import ClientToken
-from errcatalog.tokens import client_token_authenticate, key_hash
 from mcpserver.jsonrpc_errors import screened_send
 
 UNAUTHORIZED_MESSAGE = (

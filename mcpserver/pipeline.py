@@ -23,13 +23,14 @@ from django.conf import settings
 from django.db import close_old_connections
 from sentry_sdk.integrations.logging import ignore_logger
 
-from errcatalog.classify import classify, facts_from_exception
+from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, error_object, render, tool_result
+from errcatalog.render.classify import classify, facts_from_exception
+from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
-from errcatalog.snapshot import CatalogSnapshot, CodeEntry, acatalog_snapshot
 from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation
 from mcpserver.auth import ClientIdentity

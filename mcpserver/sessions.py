@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.render import Failure, error_object, render
-from errcatalog.snapshot import acatalog_snapshot
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity
 from mcpserver.jsonrpc_errors import sanction
 from mcpserver.ratelimit import rate_limit_retry_after

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from errcatalog.snapshot import CatalogSnapshot
+from errcatalog.render.entries import CatalogSnapshot
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +39,7 @@ def _outcome_recording_off(settings, _outcome_spool_dir):
 
 @pytest.fixture(scope="session")
 def default_document() -> dict:
-    from errcatalog.catalog_document import DEFAULT_CATALOG_PATH, read_catalog_file
+    from errcatalog.catalog.document import DEFAULT_CATALOG_PATH, read_catalog_file
 
     return read_catalog_file(DEFAULT_CATALOG_PATH)
 

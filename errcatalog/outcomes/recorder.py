@@ -363,7 +363,7 @@ class _Recorder:
 
 def _send_without_redis(destination: _Destination, payloads: list[dict[str, Any]]) -> None:
     # Celery loads lazily: web processes rarely need it.
-    from errcatalog.tasks import drain_outcomes, ingest_outcomes
+    from errcatalog.outcomes.tasks import drain_outcomes, ingest_outcomes
 
     if not destination.spool_dir:
         ingest_outcomes.delay(payloads)  # a broker that gives a dead worker's message back (acks_late)

@@ -16,6 +16,7 @@ from http import HTTPStatus
 from types import MappingProxyType
 from typing import Any
 
+from errcatalog.render.entries import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
 from errcatalog.render.locale import choose_locale
 from errcatalog.render.people import people_markdown
 from errcatalog.safety import (
@@ -27,7 +28,6 @@ from errcatalog.safety import (
     safe_schema_text,
     template_placeholders,
 )
-from errcatalog.snapshot import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
 
 DEFAULT_MAX_CHARS = 500
 # Distinct failures kept per snapshot; past this the cache starts over, which bounds its memory.

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from errcatalog.catalog.models import Category
+from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.errors import UserInputError
-from errcatalog.models import Category
 from errcatalog.render import did_you_mean
-from errcatalog.snapshot import CodeEntry, catalog_snapshot
+from errcatalog.render.entries import CodeEntry
 from mcpserver.registry import ToolOutput, tool
 
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}

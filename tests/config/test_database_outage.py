@@ -92,8 +92,8 @@ def postgres() -> Iterator[ThrowawayPostgres]:
 
 SETUP = """
 from django.contrib.auth import get_user_model
-from errcatalog.catalog_document import catalog_load_defaults
-from errcatalog.tokens import client_token_create
+from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.access.tokens import client_token_create
 catalog_load_defaults(reset=False)
 owner = get_user_model().objects.create_user(username="agent-owner", password="pw", is_staff=True)
 print(client_token_create(user=owner, name="warm")[1])

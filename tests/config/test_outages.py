@@ -16,10 +16,10 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from errcatalog.catalog_document import catalog_load_defaults
-from errcatalog.models import ErrorCode
+from errcatalog.access.tokens import client_token_create
+from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.models import ErrorCode
 from errcatalog.outcomes.models import OutcomeEvent
-from errcatalog.tokens import client_token_create
 from tests.config.served_app import ServedApp
 from tests.errcatalog.outcomes.conftest import celery_app_on, process_environment, wait_until
 from tests.errcatalog.outcomes.recorder_support import ThrowawayRedis
@@ -155,7 +155,7 @@ def test_mcp_calls_are_answered_and_counted_through_a_redis_outage(
     wait_until(nothing_held, what="the web process to send what it held")
     dropped = served.health()["outcomes"]["dropped"]
     assert dropped > 0  # the outage outlasted the in-memory bound
-    from errcatalog.tasks import drain_outcomes
+    from errcatalog.outcomes.tasks import drain_outcomes
 
     with celery_app_on(redis_server.url, {}):
         # What beat does in production, once a second.

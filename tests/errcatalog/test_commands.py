@@ -13,14 +13,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from errcatalog import models
-from errcatalog.catalog_document import (
-    DEFAULT_CATALOG_PATH,
-    catalog_document_from_db,
-    dump_catalog,
-    read_catalog_file,
-)
-from errcatalog.snapshot import CatalogSnapshot, catalog_snapshot
+from errcatalog.catalog import models
+from errcatalog.catalog.document import DEFAULT_CATALOG_PATH, catalog_document_from_db, dump_catalog, read_catalog_file
+from errcatalog.catalog.snapshot import catalog_snapshot
+from errcatalog.render.entries import CatalogSnapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -32,8 +32,8 @@ def admin_data(staff_user) -> None:
     """The default catalog, a few tokens and users: list pages with the rows a new installation has."""
     from django.contrib.auth.models import Group
 
-    from errcatalog.catalog_document import catalog_load_defaults
-    from errcatalog.tokens import client_token_create
+    from errcatalog.access.tokens import client_token_create
+    from errcatalog.catalog.document import catalog_load_defaults
 
     catalog_load_defaults(reset=False)
     Group.objects.create(name="catalog writers")

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from errcatalog.catalog_document import (
+from errcatalog.catalog.document import (
     CatalogFileError,
     catalog_document_from_db,
     catalog_import,
@@ -14,9 +14,9 @@ from errcatalog.catalog_document import (
     parse_catalog_text,
     validate_catalog_document,
 )
-from errcatalog.models import ErrorCode
+from errcatalog.catalog.models import ErrorCode
 from errcatalog.render import Failure, ParameterFault, envelope, error_object, render
-from errcatalog.snapshot import CatalogSnapshot
+from errcatalog.render.entries import CatalogSnapshot
 
 DOC = {
     "format": "errcatalog/v1",

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from errcatalog.classify import classify, facts_from_exception
 from errcatalog.errors import (
     ApiError,
     ApiRateLimitError,
@@ -20,6 +19,7 @@ from errcatalog.errors import (
     http_status,
     parse_retry_after,
 )
+from errcatalog.render.classify import classify, facts_from_exception
 
 NOW = 1_800_000_000.0
 MAXIMUM = 3600

@@ -15,10 +15,10 @@ from django.core.exceptions import ValidationError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from errcatalog.api.serializers import validate_identifier
 from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
 from errcatalog.safety import REDACTED, safe_identifier
 from errcatalog.vocabulary import INVALID_TOOL_NAME, is_tool_name, recorded_tool_name
+from errcatalog.web.api.serializers import validate_identifier
 from mcpserver.registry import ToolRegistry, ToolSpec
 
 # name -> is it a tool name (the MCP rule: 1-128 of A-Z a-z 0-9 _ - .)
@@ -79,7 +79,7 @@ def _accepted_by_api(name: str) -> bool:
 
 
 def _accepted_in_a_token_scope(name: str) -> bool:
-    from errcatalog.admin import ClientTokenForm
+    from errcatalog.access.admin import ClientTokenForm
 
     form = ClientTokenForm()
     form.cleaned_data = {"tool_scope": [name]}
@@ -123,10 +123,10 @@ def test_the_checks_agree_on_any_text(name):
 def test_calls_of_any_name_are_counted_through_ingest(settings, redis_url, short_lived_connections):
     from django.core.cache import cache
 
-    from errcatalog.catalog_document import catalog_load_defaults
+    from errcatalog.catalog.document import catalog_load_defaults
+    from errcatalog.catalog.snapshot import catalog_changed
     from errcatalog.outcomes import ingest, recorder
     from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
-    from errcatalog.snapshot import catalog_changed
     from mcpserver.auth import ClientIdentity
     from mcpserver.pipeline import ToolCall, call_tool
 

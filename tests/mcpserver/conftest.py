@@ -158,8 +158,8 @@ def catalog(transactional_db):
     """The default catalog in the database (transactional tests start from an empty one)."""
     from django.core.cache import cache
 
-    from errcatalog.catalog_document import catalog_load_defaults
-    from errcatalog.snapshot import catalog_changed
+    from errcatalog.catalog.document import catalog_load_defaults
+    from errcatalog.catalog.snapshot import catalog_changed
 
     # Token ids repeat after each flush (SQLite), so per-token rate-limit counters must not outlive a test.
     cache.clear()
@@ -174,7 +174,7 @@ def token_owner(transactional_db, django_user_model):
 
 @pytest.fixture
 def api_key(token_owner, catalog) -> str:
-    from errcatalog.tokens import client_token_create
+    from errcatalog.access.tokens import client_token_create
 
     return client_token_create(user=token_owner, name="tests")[1]
 

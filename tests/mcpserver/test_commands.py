@@ -9,8 +9,8 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
-from errcatalog.models import ClientToken
-from errcatalog.tokens import client_token_authenticate
+from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import client_token_authenticate
 
 pytestmark = pytest.mark.django_db
 

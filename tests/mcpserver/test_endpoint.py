@@ -175,7 +175,7 @@ def test_extra_arguments_a_schema_allows_are_not_passed_to_the_function(mcp):
 
 def test_session_is_bound_to_the_token_that_opened_it(mcp, token_owner):
     """A 2025 session opened with one token answers 404 to a request with another (the SDK's owner check)."""
-    from errcatalog.tokens import client_token_create
+    from errcatalog.access.tokens import client_token_create
 
     _token, other_key = client_token_create(user=token_owner, name="other")
     initialize = {

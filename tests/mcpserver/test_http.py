@@ -8,7 +8,7 @@ import json
 import httpx2
 import pytest
 
-from errcatalog.tokens import client_token_create, client_token_revoke
+from errcatalog.access.tokens import client_token_create, client_token_revoke
 from mcpserver.auth import UNAUTHORIZED_MESSAGE
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,7 +19,7 @@ import uvicorn
 from django.conf import settings as django_settings
 from mcp.shared.exceptions import MCPError
 
-from errcatalog.tokens import client_token_create
+from errcatalog.access.tokens import client_token_create
 from mcpserver.sessions import SESSION_LIMIT_JSONRPC_CODE
 from tests.mcpserver.conftest import SERVED_TOOLSETS, McpTarget, _free_port
 

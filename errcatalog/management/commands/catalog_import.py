@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, transaction
 
-from errcatalog.catalog_document import CatalogFileError, catalog_import, read_catalog_file
+from errcatalog.catalog.document import CatalogFileError, catalog_import, read_catalog_file
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from errcatalog.catalog_document import DEFAULT_CATALOG_PATH, CatalogFileError, catalog_load_defaults
+from errcatalog.catalog.document import DEFAULT_CATALOG_PATH, CatalogFileError, catalog_load_defaults
 
 
 class Command(BaseCommand):

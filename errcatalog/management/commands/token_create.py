@@ -9,9 +9,9 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from errcatalog.models import ClientToken
+from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import client_token_create
 from errcatalog.safety import REDACTED, safe_identifier
-from errcatalog.tokens import client_token_create
 
 
 class Command(BaseCommand):

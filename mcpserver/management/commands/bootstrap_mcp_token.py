@@ -11,8 +11,8 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from errcatalog.models import ClientToken
-from errcatalog.tokens import client_token_create
+from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import client_token_create
 
 TOKEN_NAME = "quickstart"  # noqa: S105 (the token's display name, not a secret)
 KEY_PLACEHOLDER = "<your token>"

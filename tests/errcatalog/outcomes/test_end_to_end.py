@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from errcatalog.catalog_document import catalog_load_defaults
+from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import recorder, rollups
 from errcatalog.outcomes.metrics import compute_metrics
 from errcatalog.outcomes.models import Episode, OutcomeEvent
-from errcatalog.snapshot import catalog_changed
-from errcatalog.tasks import drain_outcomes
+from errcatalog.outcomes.tasks import drain_outcomes
 from mcpserver.auth import ClientIdentity
 from mcpserver.pipeline import ToolCall, call_tool
 from mcpserver.registry import autodiscover

@@ -9,11 +9,11 @@ import uuid
 import pytest
 from django.core.cache import cache
 
-from errcatalog.catalog_document import catalog_load_defaults
+from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent, from_wire
 from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
-from errcatalog.snapshot import catalog_changed
 from mcpserver.auth import ClientIdentity
 from mcpserver.pipeline import ToolCall, call_tool
 from mcpserver.registry import autodiscover

@@ -16,7 +16,7 @@ from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.models import Episode
 from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
 from errcatalog.outcomes.spool import spool_size
-from errcatalog.tasks import drain_outcomes
+from errcatalog.outcomes.tasks import drain_outcomes
 from tests.errcatalog.outcomes.conftest import celery_app_on, wait_until
 from tests.errcatalog.outcomes.recorder_support import celery_filesystem_broker
 

@@ -10,13 +10,13 @@ import asyncio
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from errcatalog.access.tokens import client_token_create
+from errcatalog.catalog.models import ErrorCode
+from errcatalog.catalog.services import error_code_update
+from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.errors import ApiAuthenticationError, ApiClientError, ApiNotFoundError, ApiServerError
-from errcatalog.models import ErrorCode
-from errcatalog.services import error_code_update
-from errcatalog.snapshot import catalog_changed
-from errcatalog.tokens import client_token_create
 from mcpserver.registry import tool
-from tests.errcatalog.api.conftest import bearer_client
+from tests.errcatalog.web.api.conftest import bearer_client
 from tests.mcpserver.conftest import McpTarget, api_key, catalog, mcp, mcp_url, token_owner  # noqa: F401 (fixtures)
 
 PROTOCOLS = ("2026-07-28", "2025-11-25")
@@ -74,7 +74,7 @@ def rest_render(client, **body) -> dict:
 
 def seed_catalog(document: dict) -> None:
     """Put a writer's catalog (seed wording typed in) into the database, over the default one."""
-    from errcatalog.catalog_document import catalog_import
+    from errcatalog.catalog.document import catalog_import
 
     catalog_import({"format": "errcatalog/v1", **document})
     catalog_changed()

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from errcatalog.catalog_document import validate_catalog_document
+from errcatalog.catalog.document import validate_catalog_document
 from errcatalog.render import Failure, ParameterFault, render, tool_result
-from errcatalog.snapshot import CatalogSnapshot
+from errcatalog.render.entries import CatalogSnapshot
 from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
 
 GOLDEN = Path(__file__).parent.parent / "golden"

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from errcatalog.catalog_document import validate_catalog_document
-from errcatalog.classify import classify, facts_from_exception
+from errcatalog.catalog.document import validate_catalog_document
 from errcatalog.errors import APICallError, ApiServerError, LLMProviderError, llm_provider_error
 from errcatalog.render import Failure, ParameterFault, agent_error, agent_result, render, tool_result
-from errcatalog.snapshot import CatalogSnapshot
+from errcatalog.render.classify import classify, facts_from_exception
+from errcatalog.render.entries import CatalogSnapshot
 from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
 
 INPUT_CLOSE = "You may be able to resolve this by addressing the concern and trying again."

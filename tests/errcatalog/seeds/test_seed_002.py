@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from errcatalog.catalog_document import validate_catalog_document
-from errcatalog.classify import classify, facts_from_exception
+from errcatalog.catalog.document import validate_catalog_document
 from errcatalog.errors import SafetyRefusal
 from errcatalog.render import Failure, ParameterFault, anatomy, provider_result, render, tool_result
-from errcatalog.snapshot import CatalogSnapshot
+from errcatalog.render.classify import classify, facts_from_exception
+from errcatalog.render.entries import CatalogSnapshot
 from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
 
 GOLDEN = Path(__file__).parent.parent / "golden"

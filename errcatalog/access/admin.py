@@ -1,0 +1,97 @@
+"""Django admin for client tokens: a key is created by the token service and shown once."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import client_token_create, client_token_revoke
+from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
+
+# Short JSON lists (["send_email"]) fit on one line.
+_JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
+
+
+class ClientTokenForm(forms.ModelForm):
+    class Meta:
+        model = ClientToken
+        fields = ("name", "user", "tool_scope", "can_write_catalog", "can_read_metrics")
+
+    def clean_tool_scope(self):
+        scope = self.cleaned_data["tool_scope"]
+        if not isinstance(scope, list) or not all(is_tool_name(tool) for tool in scope):
+            raise ValidationError(
+                f'Give a list of tool names ({TOOL_NAME_RULE}), e.g. ["send_email"], or [] for every tool.'
+            )
+        return scope
+
+
+@admin.register(ClientToken)
+class ClientTokenAdmin(admin.ModelAdmin):
+    """Keys are created by the token service and shown once; the stored hash is never displayed."""
+
+    form = ClientTokenForm
+    formfield_overrides = {models.JSONField: _JSON_LINE}
+    list_display = (
+        "name",
+        "user",
+        "key_prefix",
+        "can_write_catalog",
+        "can_read_metrics",
+        "created_at",
+        "last_used_at",
+        "revoked",
+    )
+    list_filter = ("can_write_catalog", "can_read_metrics", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("name", "key_prefix", "user__username")
+    list_select_related = ("user",)
+    autocomplete_fields = ("user",)
+    actions = ("revoke",)
+    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", "can_write_catalog", "can_read_metrics")}),)
+    fieldsets = (
+        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", "can_write_catalog", "can_read_metrics")}),
+        ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
+    )
+
+    def get_fieldsets(self, request, obj=None):
+        return self.add_fieldsets if obj is None else self.fieldsets
+
+    def get_readonly_fields(self, request, obj=None):
+        # A key belongs to one user for life, and revoking is final: it goes through the action only.
+        if obj is None:
+            return ()
+        return ("user", "key_prefix", "created_at", "last_used_at", "revoked_at")
+
+    @admin.display(description="Revoked", boolean=True, ordering="revoked_at")
+    def revoked(self, obj: ClientToken) -> bool:
+        return obj.revoked
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        token, raw_key = client_token_create(
+            user=obj.user,
+            name=obj.name,
+            tool_scope=obj.tool_scope,
+            can_write_catalog=obj.can_write_catalog,
+            can_read_metrics=obj.can_read_metrics,
+        )
+        # The admin's own add flow (log entry, redirect) continues with ``obj``, so it becomes the created row.
+        obj.pk = token.pk
+        obj.refresh_from_db()
+        self.message_user(
+            request,
+            f"The key of “{token.name}” is shown only this once; copy it now: {raw_key}",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset) -> None:
+        tokens = list(queryset.filter(revoked_at__isnull=True))
+        for token in tokens:
+            client_token_revoke(token=token)
+        self.message_user(request, f"Revoked {len(tokens)} token(s).", messages.SUCCESS)

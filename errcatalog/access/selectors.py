@@ -1,0 +1,35 @@
+"""Reads of client tokens, shaped for the pages that show who called."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from errcatalog.access.models import ClientToken
+
+# Outcome client keys: ``token:<id>`` for an MCP client (mcpserver.auth), ``token:<id>/<client>`` for a client
+# named by a reporter through the outcomes API (errcatalog.web.api.views).
+_TOKEN_CLIENT_KEY = re.compile(r"token:(\d{1,18})(?:/(.+))?", re.DOTALL)
+
+
+def client_display_names(keys: Iterable[str]) -> dict[str, str]:
+    """A readable name for each outcome client key that names a token: the token's name, then the reporter's
+    client after a slash ("quickstart", "ci-reporter / ide"); one query for all keys.
+
+    Keys of deleted tokens and other keys are left out (shown as they are). When two tokens of the shown keys
+    share a name, the token's id follows it ("agents #3") so that their rows stay apart.
+    """
+    parsed = {key: match.groups() for key in keys if (match := _TOKEN_CLIENT_KEY.fullmatch(key))}
+    ids = {int(token_id) for token_id, _client in parsed.values()}
+    tokens = dict(ClientToken.objects.filter(pk__in=ids).values_list("pk", "name"))
+    shared = {name for name, count in Counter(tokens.values()).items() if count > 1}
+    names = {}
+    for key, (token_id, client) in parsed.items():
+        name = tokens.get(int(token_id))
+        if name is None:
+            continue
+        if name in shared:
+            name = f"{name} #{token_id}"
+        names[key] = f"{name} / {client}" if client else name
+    return names

@@ -1,0 +1,300 @@
+"""Django admin for the people who write the catalog: codes, their wording, hints and classification rules;
+and for client tokens.
+
+Every catalog model keeps its history (django-simple-history), so each change can be inspected and reverted
+from the object's History page. The ErrorCode change page shows every face of every variant rendered from the
+saved catalog (``errcatalog.catalog.preview_samples``); ``static/errcatalog/preview.js`` re-renders a variant's faces
+from its unsaved text through the REST API's render endpoint while it is being edited.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin
+from django.db import models
+from django.db.models import Count
+from django.http import HttpResponse
+from django.urls import NoReverseMatch, reverse, reverse_lazy
+from django.utils.html import format_html, format_html_join
+from django.utils.timezone import localtime
+from simple_history.admin import SimpleHistoryAdmin
+
+from errcatalog.catalog.document import catalog_document_from_db, dump_catalog
+from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.catalog.preview_samples import code_preview
+from errcatalog.outcomes.metrics import variant_retry_annotations
+from errcatalog.render.entries import CatalogSnapshot
+from errcatalog.safety import PLACEHOLDERS
+
+# Admin's "View site" link: the site people come to the admin for is the outcomes dashboard (there is no "/").
+admin.site.site_url = reverse_lazy("errcatalog-dashboard")
+# The navigation sidebar repeats the admin index beside every list page and takes 280 of a 1366-pixel laptop
+# screen's pixels, which the list pages' columns need (tests/errcatalog/test_first_hour_browser.py). The
+# breadcrumbs and the index remain the way between models.
+admin.site.enable_nav_sidebar = False
+
+# Styles of the placeholder list, the length budget and the preview.
+ADMIN_CSS = {"all": ("errcatalog/admin.css",)}
+
+PLACEHOLDER_HELP = format_html(
+    "<details><summary>Allowed placeholders</summary><dl class='errcatalog-placeholders'>{}</dl>"
+    "<p>Anything else in braces is refused, and so are attribute access and indexing such as "
+    "<code>{{x.__class__}}</code> or <code>{{0[1]}}</code>. Write <code>{{{{</code> and <code>}}}}</code> "
+    "for literal braces.</p></details>",
+    format_html_join("", "<dt><code>{{{}}}</code></dt><dd>{}</dd>", sorted(PLACEHOLDERS.items())),
+)
+_TEXTAREA = {"widget": forms.Textarea(attrs={"rows": 2, "cols": 90})}
+# Short JSON lists ([400, 422], ["send_email"]) fit on one line.
+_JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
+
+
+@admin.display(description="Updated", ordering="updated_at")
+def _updated(obj: ErrorCode | TemplateVariant) -> str:
+    """A fixed-width local time: the locale's "Sept. 30, 2026, 12:59 p.m." grows and shrinks with the date, and a
+    list page that fits a laptop screen in November may not in September."""
+    return localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M")
+
+
+def _max_chars() -> int:
+    return settings.ERRCATALOG["MAX_MESSAGE_CHARS"]
+
+
+def _budget(variant: TemplateVariant) -> str:
+    """Template characters against the cap; the live preview keeps these numbers current while typing."""
+    limit = _max_chars()
+    composed = len(" ".join(t for t in (variant.message, variant.cause, variant.instruction) if t))
+    question = len(variant.question)
+    return format_html(
+        '<span class="errcatalog-budget" data-max="{}">'
+        'Message + cause + instruction: <b data-count="composed" class="{}">{}</b> / {} · '
+        'question: <b data-count="question" class="{}">{}</b> / {} characters, before placeholders are filled. '
+        "Longer text is cut at the limit.</span>",
+        limit,
+        "errcatalog-over" if composed > limit else "",
+        composed,
+        limit,
+        "errcatalog-over" if question > limit else "",
+        question,
+        limit,
+    )
+
+
+def _rule_conditions(rule: ClassificationRule) -> str:
+    parts = []
+    if rule.exception:
+        parts.append(f"exception {rule.exception}")
+    if rule.status_min is not None or rule.status_max is not None:
+        low, high = rule.status_min, rule.status_max
+        parts.append(f"status {low}" if low == high else f"status {low or 100}-{high or 599}")
+    if rule.jsonrpc_code is not None:
+        parts.append(f"JSON-RPC {rule.jsonrpc_code}")
+    if rule.transport:
+        parts.append(rule.get_transport_display().lower())
+    if rule.upstream:
+        parts.append(f"upstream {rule.upstream}")
+    return ", ".join(parts) or "any failure"
+
+
+# --- Error codes ------------------------------------------------------------------------------------------
+
+
+class TemplateVariantInline(admin.StackedInline):
+    model = TemplateVariant
+    extra = 0
+    show_change_link = True  # each variant's own page has its history and revert
+    formfield_overrides = {models.TextField: _TEXTAREA}
+    readonly_fields = ("budget",)
+    fieldsets = (
+        (None, {"fields": (("name", "locale", "weight", "header", "active"),)}),
+        (
+            "Wording",
+            {"fields": ("message", "cause", "instruction", "question", "budget"), "description": PLACEHOLDER_HELP},
+        ),
+    )
+
+    @admin.display(description="Length")
+    def budget(self, obj: TemplateVariant) -> str:
+        return _budget(obj)
+
+
+class ClassificationRuleInline(admin.TabularInline):
+    """The rules that lead to this code, for reference; they are edited on their own page, in order."""
+
+    model = ClassificationRule
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ("position", "conditions", "note", "active")
+    readonly_fields = fields
+    ordering = ("position",)
+    verbose_name_plural = "Classification rules that choose this code"
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Conditions")
+    def conditions(self, obj: ClassificationRule) -> str:
+        return _rule_conditions(obj)
+
+
+@admin.register(ErrorCode)
+class ErrorCodeAdmin(SimpleHistoryAdmin):
+    list_display = ("code", "category", "kind", "retryable", "system", "active", "variant_count", _updated)
+    list_filter = ("category", "kind", "retryable", "system", "active")
+    search_fields = ("code", "explanation", "variants__message")
+    readonly_fields = ("updated_at",)
+    fieldsets = (
+        (None, {"fields": ("code", ("category", "kind"), "active")}),
+        ("Behaviour", {"fields": (("retryable", "retry_after_seconds"), "system", "http_statuses", "jsonrpc_code")}),
+        ("Explanation", {"fields": ("doc_url", "explanation", "updated_at")}),
+        (
+            "Data for clients (seed 003)",
+            {
+                "description": "Sent in the error's data: setup fields for authentication and configuration errors, "
+                "optional parameters and guidance for missing input. Catalog text only.",
+                "fields": (("setup_url", "action_required"), "optional_parameters", "guidance"),
+            },
+        ),
+    )
+    inlines = (TemplateVariantInline, ClassificationRuleInline)
+    actions = ("export_yaml",)
+    formfield_overrides = {models.JSONField: _JSON_LINE}
+
+    class Media:
+        css = ADMIN_CSS
+        js = ("errcatalog/preview.js",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(variant_count=Count("variants"))
+
+    @admin.display(description="Variants", ordering="variant_count")
+    def variant_count(self, obj: ErrorCode) -> int:
+        return obj.variant_count
+
+    @admin.action(description="Export selected codes as YAML")
+    def export_yaml(self, request, queryset) -> HttpResponse:
+        # A catalog document of just these codes and their variants; importing it adds or updates them.
+        selected = set(queryset.values_list("code", flat=True))
+        document = catalog_document_from_db()
+        document.update(codes=[c for c in document["codes"] if c["code"] in selected], hints=[], rules=[])
+        response = HttpResponse(dump_catalog(document, "yaml"), content_type="application/yaml; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="errcatalog-codes.yaml"'
+        return response
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # The preview shows the saved catalog, so it is built fresh from the rows rather than from the
+        # per-process snapshot cache: a writer must see what they have just saved.
+        if obj is not None and obj.pk:
+            snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
+            previews = code_preview(
+                snapshot,
+                obj.code,
+                max_chars=_max_chars(),
+                legacy_codes=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"],
+            )
+            ids = {(name, locale): pk for name, locale, pk in obj.variants.values_list("name", "locale", "pk")}
+            context["variant_previews"] = [(ids.get((p.variant.name, p.variant.locale)), p) for p in previews]
+            try:
+                context["render_url"] = reverse("api-render")
+            except NoReverseMatch:  # without the REST API the page keeps the preview of the saved catalog
+                context["render_url"] = ""
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+# --- Template variants ------------------------------------------------------------------------------------
+
+
+@admin.register(TemplateVariant)
+class TemplateVariantAdmin(SimpleHistoryAdmin):
+    list_display = ("code", "name", "locale", "weight", "header", "active", "retry_success", _updated)
+    list_filter = ("header", "active", "locale", "error_code__category", "error_code__kind")
+    search_fields = ("error_code__code", "name", "message", "cause", "instruction", "question")
+    list_select_related = ("error_code",)
+    autocomplete_fields = ("error_code",)
+    formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 90})}}
+    readonly_fields = ("budget", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("error_code", ("name", "locale"), ("weight", "header"), "active")}),
+        (
+            "Wording",
+            {
+                "fields": ("message", "cause", "instruction", "question", "budget", "updated_at"),
+                "description": PLACEHOLDER_HELP,
+            },
+        ),
+    )
+
+    class Media:
+        css = ADMIN_CSS
+
+    @admin.display(description="Code", ordering="error_code__code")
+    def code(self, obj: TemplateVariant) -> str:
+        return obj.error_code.code
+
+    def get_queryset(self, request):
+        # The live retry success rate, from the daily rollups, in the page's own query (no query per row).
+        annotations = variant_retry_annotations(code_ref="error_code__code", variant_ref="name")
+        return super().get_queryset(request).annotate(**annotations)
+
+    @admin.display(description="Retry success (30 d)")
+    def retry_success(self, obj: TemplateVariant) -> str:
+        """Recovered / retried-and-ended episodes over 30 days (errcatalog.outcomes.metrics); "—" without any."""
+        retried = getattr(obj, "retry_episodes_30d", None) or 0
+        if retried <= 0:
+            return "—"
+        recovered = getattr(obj, "retry_recovered_30d", None) or 0
+        return f"{round(100 * recovered / retried)}% of {retried}"
+
+    @admin.display(description="Length")
+    def budget(self, obj: TemplateVariant) -> str:
+        return _budget(obj)
+
+
+# --- Parameter hints and classification rules -------------------------------------------------------------
+
+
+@admin.register(ParameterHint)
+class ParameterHintAdmin(SimpleHistoryAdmin):
+    list_display = ("tool", "parameter", "description", "parameter_type", "example", "has_question")
+    list_filter = ("tool", "parameter_type")
+    search_fields = ("tool", "parameter", "description", "question")
+    formfield_overrides = {models.TextField: _TEXTAREA}
+    fieldsets = (
+        (None, {"fields": (("tool", "parameter"), "description", ("parameter_type", "example"))}),
+        ("Question override", {"fields": ("question",), "description": PLACEHOLDER_HELP}),
+    )
+
+    class Media:
+        css = ADMIN_CSS
+
+    @admin.display(description="Own question", boolean=True)
+    def has_question(self, obj: ParameterHint) -> bool:
+        return bool(obj.question)
+
+
+@admin.register(ClassificationRule)
+class ClassificationRuleAdmin(SimpleHistoryAdmin):
+    list_display = ("position", "code", "conditions", "note", "active")
+    list_display_links = ("position",)
+    list_editable = ("active",)
+    list_filter = ("active", "transport", "error_code__category")
+    search_fields = ("error_code__code", "exception", "upstream", "note")
+    list_select_related = ("error_code",)
+    autocomplete_fields = ("error_code",)
+    ordering = ("position",)
+    fieldsets = (
+        (None, {"fields": ("position", "error_code", "active", "note")}),
+        (
+            "Conditions (all that are set must hold)",
+            {"fields": ("exception", ("status_min", "status_max"), "jsonrpc_code", "transport", "upstream")},
+        ),
+    )
+
+    @admin.display(description="Code", ordering="error_code__code")
+    def code(self, obj: ClassificationRule) -> str:
+        return obj.error_code.code
+
+    @admin.display(description="Conditions")
+    def conditions(self, obj: ClassificationRule) -> str:
+        return _rule_conditions(obj)

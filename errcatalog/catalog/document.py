@@ -1,0 +1,694 @@
+"""The catalog document: the whole catalog as one YAML or JSON text, for import, export and the shipped defaults.
+
+A document (format ``errcatalog/v1``) is validated in two passes, and every problem of both is reported at once:
+structure against ``data/catalog.schema.json`` (JSON Schema 2020-12), then the rules a schema cannot say
+(placeholders, uniqueness, references, reserved JSON-RPC codes). A valid document is normalised: defaults
+filled in, keys in the schema's order, lists sorted, so ``catalog_document_from_db`` after an import equals the
+imported document and export → import → export is byte-identical.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.db import IntegrityError, transaction
+from django.db import models as db_models
+from jsonschema import Draft202012Validator, ValidationError
+
+from errcatalog.catalog import models
+from errcatalog.safety import template_errors
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+DEFAULT_CATALOG_PATH: Path = DATA_DIR / "default_catalog.yaml"
+SCHEMA_PATH: Path = DATA_DIR / "catalog.schema.json"
+FORMAT = "errcatalog/v1"
+FORMATS = ("yaml", "json")
+SUFFIX_FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+
+# Fields that are templates: rendered with placeholders, so they must pass ``safety.template_errors``.
+VARIANT_TEMPLATE_FIELDS = ("message", "cause", "instruction", "question")
+CODE_TEMPLATE_FIELDS = ("setup_url", "guidance")
+HINT_TEMPLATE_FIELDS = ("question",)
+
+DocPath = tuple[str | int, ...]
+Problem = tuple[DocPath, str]
+
+
+class CatalogFileError(Exception):
+    """A catalog document that cannot be used; the message lists every problem, one per line.
+
+    Each line names the source, the entry and the field, e.g.
+    ``catalog.yaml: codes[3] (NETWORK_ERROR) → variants[0].message: {x.y}: attribute access and indexing are
+    not allowed in placeholders.``
+    """
+
+    def __init__(self, source: str, problems: Iterable[str]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        super().__init__("\n".join(f"{source}: {problem}" for problem in self.problems))
+
+
+# --- Reading ----------------------------------------------------------------------------------------------
+
+
+def read_catalog_file(path: str | Path) -> dict:
+    """Read, validate and normalise a catalog file (.yaml, .yml or .json); raise ``CatalogFileError``."""
+    path = Path(path)
+    source = str(path)
+    fmt = SUFFIX_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise CatalogFileError(source, ["unknown file type; a catalog file ends in .yaml, .yml or .json."])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogFileError(source, ["no such file."]) from None
+    except OSError as exc:
+        raise CatalogFileError(source, [f"cannot read the file ({exc.strerror or exc})."]) from None
+    except UnicodeDecodeError as exc:
+        raise CatalogFileError(source, [f"not UTF-8 text (byte {exc.start})."]) from None
+    return validate_catalog_document(parse_catalog_text(text, fmt, source=source), source=source)
+
+
+def parse_catalog_text(text: str, fmt: str, *, source: str = "<document>") -> Any:
+    """Parse catalog text as YAML (safe loader) or JSON, without validating it. Duplicate keys are errors."""
+    if fmt == "yaml":
+        try:
+            # A SafeLoader subclass: it builds only plain data, like yaml.safe_load.
+            return yaml.load(text, Loader=_CatalogYamlLoader)  # noqa: S506
+        except yaml.YAMLError as exc:
+            raise CatalogFileError(source, [_yaml_problem(exc)]) from None
+    if fmt == "json":
+        try:
+            return json.loads(text, object_pairs_hook=_json_object)
+        except json.JSONDecodeError as exc:
+            raise CatalogFileError(
+                source, [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}."]
+            ) from None
+        except _DuplicateKeyError as exc:
+            raise CatalogFileError(source, [f"invalid JSON: duplicate key {exc.args[0]!r}."]) from None
+    raise ValueError(f"fmt must be one of {', '.join(FORMATS)}")
+
+
+class _CatalogYamlLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses duplicate keys instead of silently keeping the last one."""
+
+
+def _construct_mapping(loader: _CatalogYamlLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[Any] = set()
+    for key_node, _value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_CatalogYamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    return f"{where}invalid YAML: {what}" + (f" ({context})" if context else "") + "."
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKeyError(key)
+        obj[key] = value
+    return obj
+
+
+# --- Validation and normalisation -------------------------------------------------------------------------
+
+
+@cache
+def catalog_schema() -> Mapping[str, Any]:
+    """The JSON Schema of catalog documents (``data/catalog.schema.json``)."""
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return schema
+
+
+def validate_catalog_document(doc: Any, *, source: str = "<document>") -> dict:
+    """Validate a parsed catalog document and return it normalised; raise ``CatalogFileError`` listing every
+    problem.
+
+    Normalised: every key present (defaults filled), keys in canonical order, codes sorted by code, variants by
+    (locale, name), hints by (tool, parameter), rules by position.
+    """
+    filled = _fill_defaults(doc, catalog_schema())
+    problems = _schema_problems(doc) + _semantic_problems(filled)
+    if problems:
+        unique = sorted(set(problems), key=lambda p: (_sort_key(p[0]), p[1]))
+        raise CatalogFileError(source, [f"{_location(filled, path)}: {text}" for path, text in unique])
+    return _sorted_document(filled)
+
+
+def _schema_problems(doc: Any) -> list[Problem]:
+    validator = Draft202012Validator(catalog_schema())
+    problems: list[Problem] = []
+    for error in validator.iter_errors(doc):
+        problems.extend(_describe_schema_error(error))
+    return problems
+
+
+def _describe_schema_error(error: ValidationError) -> list[Problem]:
+    path: DocPath = tuple(error.absolute_path)
+    value = error.instance
+    rule = error.validator
+    given = error.validator_value
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if rule == "required":
+        return [((*path, key), "missing (required).") for key in given if key not in value]
+    if rule == "additionalProperties":
+        known = list(schema.get("properties", {}))
+        problems = []
+        for key in value:
+            if key in known:
+                continue
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else f" Known keys: {', '.join(known)}."
+            problems.append(((*path, str(key)), f"unknown key.{hint}"))
+        return problems
+    if rule == "type":
+        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in ([given] if isinstance(given, str) else given))
+        return [(path, f"must be {wanted}, not {_describe_value(value)}.")]
+    if rule == "enum":
+        return [(path, f"{_show(value)} is not one of: {', '.join(_show(v) for v in given)}.")]
+    if rule in ("const", "pattern") and "errorMessage" in schema:
+        return [(path, f"{_show(value)}: {schema['errorMessage']}.")]
+    if rule == "maxLength":
+        return [(path, f"is longer than {given} characters.")]
+    if rule == "minLength":
+        return [(path, "must not be empty." if given == 1 else f"is shorter than {given} characters.")]
+    if rule == "minimum":
+        return [(path, f"{_show(value)} is below the minimum, {given}.")]
+    if rule == "maximum":
+        return [(path, f"{_show(value)} is above the maximum, {given}.")]
+    if rule == "uniqueItems":
+        return [(path, "lists the same value twice.")]
+    return [(path, f"{error.message}.")]
+
+
+_TYPE_WORDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "a whole number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _describe_value(value: Any) -> str:
+    if value is None:
+        return "null (empty)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {_show(value)}"
+    return f"{type(value).__name__} {_show(value)}"
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _semantic_problems(doc: Any) -> list[Problem]:
+    """What the schema cannot say. Tolerates malformed parts (the schema pass reports those)."""
+    if not isinstance(doc, dict):
+        return []
+    problems: list[Problem] = []
+    codes = doc.get("codes") if isinstance(doc.get("codes"), list) else []
+    defined: dict[str, int] = {}
+    for i, entry in enumerate(codes):
+        if not isinstance(entry, dict):
+            continue
+        at: DocPath = ("codes", i)
+        code = entry.get("code")
+        if isinstance(code, str):
+            if code in defined:
+                problems.append(((*at, "code"), f"duplicate code; codes[{defined[code]}] already defines {code}."))
+            else:
+                defined[code] = i
+        problems.extend(_jsonrpc_problems(entry.get("jsonrpc_code"), (*at, "jsonrpc_code")))
+        problems.extend(_template_problems(entry, CODE_TEMPLATE_FIELDS, at))
+        variants = entry.get("variants")
+        if not isinstance(variants, list):
+            continue
+        if not variants:
+            problems.append(((*at, "variants"), "a code needs at least one variant."))
+        seen_variants: dict[tuple[Any, Any], int] = {}
+        for j, variant in enumerate(variants):
+            if not isinstance(variant, dict):
+                continue
+            key = (variant.get("locale"), variant.get("name"))
+            if key in seen_variants:
+                problems.append(
+                    (
+                        (*at, "variants", j, "name"),
+                        f"duplicate variant {key[1]!r} for locale {key[0]!r}; variants[{seen_variants[key]}] "
+                        "already uses it.",
+                    )
+                )
+            else:
+                seen_variants[key] = j
+            problems.extend(_template_problems(variant, VARIANT_TEMPLATE_FIELDS, (*at, "variants", j)))
+
+    hints = doc.get("hints") if isinstance(doc.get("hints"), list) else []
+    seen_hints: dict[tuple[Any, Any], int] = {}
+    for i, hint in enumerate(hints):
+        if not isinstance(hint, dict):
+            continue
+        key = (hint.get("tool"), hint.get("parameter"))
+        if key in seen_hints:
+            problems.append(
+                (
+                    ("hints", i, "parameter"),
+                    f"duplicate hint; hints[{seen_hints[key]}] is for the same tool and parameter.",
+                )
+            )
+        else:
+            seen_hints[key] = i
+        problems.extend(_template_problems(hint, HINT_TEMPLATE_FIELDS, ("hints", i)))
+
+    rules = doc.get("rules") if isinstance(doc.get("rules"), list) else []
+    seen_positions: dict[Any, int] = {}
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            continue
+        position = rule.get("position")
+        if _is_int(position):
+            if position in seen_positions:
+                problems.append(
+                    (
+                        ("rules", i, "position"),
+                        f"duplicate position; rules[{seen_positions[position]}] already uses it.",
+                    )
+                )
+            else:
+                seen_positions[position] = i
+        code = rule.get("code")
+        if isinstance(code, str) and code not in defined:
+            problems.append((("rules", i, "code"), f"{code} is not a code of this document."))
+        low, high = rule.get("status_min"), rule.get("status_max")
+        if _is_int(low) and _is_int(high) and low > high:
+            problems.append((("rules", i, "status_max"), f"{high} is below status_min ({low})."))
+    return problems
+
+
+def _template_problems(entry: Mapping[str, Any], fields: Iterable[str], at: DocPath) -> list[Problem]:
+    problems: list[Problem] = []
+    for name in fields:
+        value = entry.get(name)
+        if isinstance(value, str):
+            problems.extend(((*at, name), problem) for problem in template_errors(value))
+    return problems
+
+
+def _jsonrpc_problems(value: Any, at: DocPath) -> list[Problem]:
+    allowed = models.JSONRPC_DEFINED_CODES + models.JSONRPC_LEGACY_CODES
+    if _is_int(value) and models.JSONRPC_RESERVED_MIN <= value <= models.JSONRPC_RESERVED_MAX and value not in allowed:
+        return [
+            (
+                at,
+                f"{value} is in the range JSON-RPC reserves "
+                f"({models.JSONRPC_RESERVED_MIN}..{models.JSONRPC_RESERVED_MAX}) but is not a code JSON-RPC or MCP "
+                f"defines ({', '.join(map(str, allowed))}); "
+                "choose a code outside the range, e.g. -31xxx.",
+            )
+        ]
+    return []
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _sort_key(path: DocPath) -> tuple:
+    """Order problems as the document reads: list entries by index, keys in the schema's order."""
+    schema: Mapping[str, Any] = catalog_schema()
+    key = []
+    for part in path:
+        schema = _resolve(schema)
+        if isinstance(part, int):
+            key.append((0, part, ""))
+            schema = schema.get("items", {})
+        else:
+            properties = list(schema.get("properties", {}))
+            key.append((1, properties.index(part) if part in properties else len(properties), part))
+            schema = schema.get("properties", {}).get(part, {})
+    return tuple(key)
+
+
+def _location(doc: Any, path: DocPath) -> str:
+    """``codes[3] (NETWORK_ERROR) → variants[0].message``: where a problem is, in words a person can find."""
+    if not path:
+        return "document"
+    head, rest = path[0], path[1:]
+    text = str(head)
+    node = doc.get(head) if isinstance(doc, dict) else None
+    if rest and isinstance(rest[0], int):
+        index, rest = rest[0], rest[1:]
+        text += f"[{index}]"
+        entry = node[index] if isinstance(node, list) and index < len(node) else None
+        label = _entry_label(head, entry)
+        if label:
+            text += f" ({label})"
+        if rest:
+            text += " → " + _dotted(rest)
+    elif rest:
+        text += "." + _dotted(rest)
+    return text
+
+
+def _entry_label(section: Any, entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return ""
+    if section == "codes" and isinstance(entry.get("code"), str):
+        return entry["code"]
+    if section == "hints" and isinstance(entry.get("tool"), str) and isinstance(entry.get("parameter"), str):
+        return f"{entry['tool']}.{entry['parameter']}"
+    if section == "rules" and _is_int(entry.get("position")):
+        return f"position {entry['position']}"
+    return ""
+
+
+def _dotted(path: DocPath) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Inline a local ``$ref`` (the only kind the catalog schema uses), keeping sibling keywords."""
+    ref = schema.get("$ref")
+    if not ref:
+        return schema
+    target: Any = catalog_schema()
+    for part in ref.removeprefix("#/").split("/"):
+        target = target[part]
+    merged = {**_resolve(target), **schema}
+    merged.pop("$ref")
+    return merged
+
+
+def _fill_defaults(value: Any, schema: Mapping[str, Any]) -> Any:
+    """A copy of ``value`` with the schema's defaults filled in and keys in the schema's order.
+
+    Malformed parts are passed through unchanged (the schema pass reports them); unknown keys are dropped.
+    """
+    schema = _resolve(schema)
+    properties = schema.get("properties")
+    if properties is not None and isinstance(value, dict):
+        out = {}
+        for key, sub in properties.items():
+            if key in value:
+                out[key] = _fill_defaults(value[key], sub)
+            elif "default" in _resolve(sub):
+                out[key] = copy.deepcopy(_resolve(sub)["default"])
+        return out
+    if "items" in schema and isinstance(value, list):
+        return [_fill_defaults(item, schema["items"]) for item in value]
+    types = schema.get("type", ())
+    types = (types,) if isinstance(types, str) else types
+    if "integer" in types and isinstance(value, float) and value.is_integer():
+        return int(value)  # 30.0 in a document means 30; keep the normal form an int
+    return copy.deepcopy(value)
+
+
+def _sorted_document(doc: dict) -> dict:
+    for entry in doc["codes"]:
+        entry["variants"].sort(key=lambda v: (v["locale"], v["name"]))
+    doc["codes"].sort(key=lambda c: c["code"])
+    doc["hints"].sort(key=lambda h: (h["tool"], h["parameter"]))
+    doc["rules"].sort(key=lambda r: r["position"])
+    return doc
+
+
+def _keys(definition: str) -> tuple[str, ...]:
+    return tuple(catalog_schema()["$defs"][definition]["properties"])
+
+
+# --- Export -----------------------------------------------------------------------------------------------
+
+
+def catalog_document_from_db() -> dict:
+    """The whole catalog in the database as a normalised document (the same form ``validate`` returns)."""
+    code_keys, variant_keys = _keys("code"), _keys("variant")
+    hint_keys, rule_keys = _keys("hint"), _keys("rule")
+    codes = []
+    for row in models.ErrorCode.objects.prefetch_related("variants").order_by():
+        entry = {key: copy.deepcopy(getattr(row, key)) for key in code_keys if key != "variants"}
+        entry["variants"] = sorted(
+            ({key: getattr(v, key) for key in variant_keys} for v in row.variants.all()),
+            key=lambda v: (v["locale"], v["name"]),
+        )
+        codes.append(entry)
+    hints = [{key: getattr(h, key) for key in hint_keys} for h in models.ParameterHint.objects.order_by()]
+    rules = [
+        {key: (r.error_code.code if key == "code" else getattr(r, key)) for key in rule_keys}
+        for r in models.ClassificationRule.objects.select_related("error_code").order_by()
+    ]
+    return {
+        "format": FORMAT,
+        "codes": sorted(codes, key=lambda c: c["code"]),
+        "hints": sorted(hints, key=lambda h: (h["tool"], h["parameter"])),
+        "rules": sorted(rules, key=lambda r: r["position"]),
+    }
+
+
+def dump_catalog(doc: Mapping[str, Any], fmt: str = "yaml") -> str:
+    """Deterministic text of a document: the same document always gives the same bytes."""
+    if fmt == "yaml":
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100000, default_flow_style=False)
+    if fmt == "json":
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    raise ValueError(f"fmt must be one of {', '.join(FORMATS)}")
+
+
+# --- Import -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportSummary:
+    """What an import did (or, in a rolled-back dry run, would do), row by row."""
+
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    # Default rows an editor deleted, which loading the defaults does not bring back.
+    skipped: int = 0
+    changes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.deleted)
+
+    def __str__(self) -> str:
+        text = f"{self.created} created, {self.updated} updated, {self.deleted} deleted, {self.unchanged} unchanged"
+        if self.skipped:
+            text += f", {self.skipped} skipped (deleted by an editor)"
+        return text
+
+
+@transaction.atomic
+def catalog_import(
+    doc: Mapping[str, Any],
+    *,
+    replace: bool = False,
+    only_missing: bool = False,
+    reason: str = "catalog import",
+) -> ImportSummary:
+    """Write a catalog document to the database; raise ``CatalogFileError`` (nothing written) if it is invalid.
+
+    Codes are matched by ``code``, variants by (code, locale, name), hints by (tool, parameter), rules by
+    position. Rows that differ are updated (only the changed fields, so history shows real edits), missing rows
+    created. ``replace`` also deletes rows the document does not have. ``only_missing`` creates missing rows
+    and leaves existing ones alone, and does not recreate rows that history shows an editor deleted: that is
+    how the defaults are loaded without undoing editors' work. ``reason`` is the history change reason.
+    """
+    if replace and only_missing:
+        raise ValueError("replace and only_missing exclude each other")
+    doc = validate_catalog_document(doc)
+    writer = _CatalogWriter(only_missing=only_missing, reason=reason)
+    if replace:
+        positions = {r["position"] for r in doc["rules"]}
+        # Rules first: they PROTECT the codes that may be deleted below.
+        writer.delete(
+            r for r in models.ClassificationRule.objects.select_related("error_code") if r.position not in positions
+        )
+    writer.write(doc)
+    if replace:
+        codes = {c["code"] for c in doc["codes"]}
+        variants = {(c["code"], v["locale"], v["name"]) for c in doc["codes"] for v in c["variants"]}
+        hints = {(h["tool"], h["parameter"]) for h in doc["hints"]}
+        writer.delete(
+            v
+            for v in models.TemplateVariant.objects.select_related("error_code")
+            if (v.error_code.code, v.locale, v.name) not in variants
+        )
+        writer.delete(h for h in models.ParameterHint.objects.all() if (h.tool, h.parameter) not in hints)
+        writer.delete(c for c in models.ErrorCode.objects.all() if c.code not in codes)
+    return writer.summary
+
+
+def catalog_load_defaults(*, reset: bool = False) -> ImportSummary:
+    """Load the shipped default catalog. By default only what is missing is created, so editors' changes and
+    deletions survive; ``reset`` overwrites the default rows with the shipped wording (other rows stay)."""
+    doc = read_catalog_file(DEFAULT_CATALOG_PATH)
+    try:
+        return catalog_import(doc, only_missing=not reset, reason="default catalog")
+    except IntegrityError:
+        # Another process (a second web replica starting) created the same rows a moment earlier; this
+        # import was rolled back whole, and a second pass finds those rows in place.
+        return catalog_import(doc, only_missing=not reset, reason="default catalog")
+
+
+class _CatalogWriter:
+    """Upserts one normalised document, counting what it does."""
+
+    def __init__(self, *, only_missing: bool, reason: str) -> None:
+        self.only_missing = only_missing
+        self.reason = reason
+        self.summary = ImportSummary()
+        self.deleted_by_editors = _deleted_keys() if only_missing else _DeletedKeys()
+
+    def write(self, doc: Mapping[str, Any]) -> None:
+        code_keys, variant_keys = _keys("code"), _keys("variant")
+        hint_keys, rule_keys = _keys("hint"), _keys("rule")
+        codes = {c.code: c for c in models.ErrorCode.objects.all()}
+        variants = {
+            (v.error_code.code, v.locale, v.name): v
+            for v in models.TemplateVariant.objects.select_related("error_code")
+        }
+        hints = {(h.tool, h.parameter): h for h in models.ParameterHint.objects.all()}
+        rules = {r.position: r for r in models.ClassificationRule.objects.select_related("error_code")}
+
+        for entry in doc["codes"]:
+            code = entry["code"]
+            if self._skip(code not in codes and code in self.deleted_by_editors.codes):
+                self.summary.skipped += len(entry["variants"])
+                continue
+            values = {k: entry[k] for k in code_keys if k not in ("code", "variants")}
+            row = codes[code] = self._upsert(models.ErrorCode, codes.get(code), {"code": code}, values, f"code {code}")
+            for variant in entry["variants"]:
+                key = (code, variant["locale"], variant["name"])
+                if self._skip(key not in variants and key in self.deleted_by_editors.variants):
+                    continue
+                values = {k: variant[k] for k in variant_keys if k not in ("locale", "name")}
+                lookup = {"error_code": row, "locale": variant["locale"], "name": variant["name"]}
+                label = f"variant {code}/{variant['name']}" + (f" [{variant['locale']}]" if variant["locale"] else "")
+                self._upsert(models.TemplateVariant, variants.get(key), lookup, values, label)
+
+        for hint in doc["hints"]:
+            key = (hint["tool"], hint["parameter"])
+            if self._skip(key not in hints and key in self.deleted_by_editors.hints):
+                continue
+            values = {k: hint[k] for k in hint_keys if k not in ("tool", "parameter")}
+            lookup = {"tool": hint["tool"], "parameter": hint["parameter"]}
+            self._upsert(models.ParameterHint, hints.get(key), lookup, values, f"hint {key[0]}.{key[1]}")
+
+        for rule in doc["rules"]:
+            position, code = rule["position"], rule["code"]
+            if self._skip(position not in rules and (position in self.deleted_by_editors.rules or code not in codes)):
+                continue
+            values = {k: rule[k] for k in rule_keys if k not in ("position", "code")}
+            values["error_code_id"] = codes[code].pk
+            label = f"rule #{position} → {code}"
+            self._upsert(models.ClassificationRule, rules.get(position), {"position": position}, values, label)
+
+    def _skip(self, deleted: bool) -> bool:
+        if deleted:
+            self.summary.skipped += 1
+        return deleted
+
+    def _upsert(
+        self,
+        model: type[db_models.Model],
+        row: db_models.Model | None,
+        lookup: Mapping[str, Any],
+        values: Mapping[str, Any],
+        label: str,
+    ) -> Any:
+        if row is None:
+            row = model(**lookup, **values)
+            row._change_reason = self.reason
+            row.save()
+            self.summary.created += 1
+            self.summary.changes.append(f"create {label}")
+            return row
+        changed = [] if self.only_missing else [name for name, value in values.items() if getattr(row, name) != value]
+        if not changed:
+            self.summary.unchanged += 1
+            return row
+        for name in changed:
+            setattr(row, name, copy.deepcopy(values[name]))
+        row._change_reason = self.reason
+        # auto_now fields are written only when named in update_fields.
+        auto_now = [f.name for f in model._meta.concrete_fields if getattr(f, "auto_now", False)]
+        row.save(update_fields=changed + auto_now)
+        self.summary.updated += 1
+        self.summary.changes.append(f"update {label}: {', '.join(n.removesuffix('_id') for n in changed)}")
+        return row
+
+    def delete(self, rows: Iterable[db_models.Model]) -> None:
+        for row in list(rows):
+            label = f"{type(row)._meta.verbose_name} {row}"
+            row._change_reason = self.reason
+            row.delete()
+            self.summary.deleted += 1
+            self.summary.changes.append(f"delete {label}")
+
+
+@dataclass(frozen=True)
+class _DeletedKeys:
+    codes: frozenset[str] = frozenset()
+    variants: frozenset[tuple[str, str, str]] = frozenset()
+    hints: frozenset[tuple[str, str]] = frozenset()
+    rules: frozenset[int] = frozenset()
+
+
+def _deleted_keys() -> _DeletedKeys:
+    """Catalog rows that history shows were deleted: the editors' deletions that loading defaults respects."""
+    code_of = dict(models.ErrorCode.history.values_list("id", "code"))
+    deleted = {"history_type": "-"}
+    return _DeletedKeys(
+        codes=frozenset(models.ErrorCode.history.filter(**deleted).values_list("code", flat=True)),
+        variants=frozenset(
+            (code_of.get(code_id, ""), locale, name)
+            for code_id, locale, name in models.TemplateVariant.history.filter(**deleted).values_list(
+                "error_code_id", "locale", "name"
+            )
+        ),
+        hints=frozenset(models.ParameterHint.history.filter(**deleted).values_list("tool", "parameter")),
+        rules=frozenset(models.ClassificationRule.history.filter(**deleted).values_list("position", flat=True)),
+    )

@@ -1,0 +1,160 @@
+"""The catalog frozen into plain data: what rendering and classification read (``CatalogSnapshot``).
+
+A snapshot is built either from a catalog document (the YAML/JSON format of ``errcatalog/catalog/data/`` and of
+import/export) or, through ``errcatalog.catalog.snapshot``, from the database. Pure: no ORM, no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class VariantEntry:
+    name: str
+    message: str
+    instruction: str
+    cause: str = ""
+    question: str = ""
+    header: str = "Error"
+    weight: int = 100
+    locale: str = ""
+    active: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CodeEntry:
+    code: str
+    category: str
+    kind: str  # "error" or "needs_input"
+    variants: tuple[VariantEntry, ...]
+    retryable: bool = False
+    retry_after_seconds: int | None = None
+    http_statuses: tuple[int, ...] = ()
+    jsonrpc_code: int | None = None
+    system: bool = False
+    doc_url: str = ""
+    explanation: str = ""
+    active: bool = True
+    # Seed 003's data fields, set per code by the catalog's writers.
+    setup_url: str = ""
+    action_required: str = ""
+    optional_parameters: tuple[str, ...] = ()
+    guidance: str = ""
+    # The locales this code has variants in (besides the default), indexed once so that choosing one for a
+    # client's Accept-Language is a few dictionary lookups per call.
+    locales: frozenset[str] = frozenset()
+
+    def variant(self, *, name: str | None = None, locale: str = "", pick: float = 0.0) -> VariantEntry:
+        """Choose a variant: by name when given, else by weight (``pick`` is a number in [0, 1)).
+
+        Variants of the requested locale win over locale-less ones; paused (weight 0) and inactive variants
+        are chosen only by name.
+        """
+        if name is not None:
+            named = [v for v in self.variants if v.name == name]
+            for wanted in (locale, ""):
+                for v in named:
+                    if v.locale == wanted:
+                        return v
+            raise KeyError(f"{self.code} has no variant {name!r}")
+        live = [v for v in self.variants if v.active and v.weight > 0 and v.locale == locale] or [
+            v for v in self.variants if v.active and v.weight > 0 and v.locale == ""
+        ]
+        if not live:
+            live = [v for v in self.variants if v.locale in (locale, "")] or list(self.variants)
+            return live[0]
+        threshold = pick * sum(v.weight for v in live)
+        for v in live:
+            threshold -= v.weight
+            if threshold < 0:
+                return v
+        return live[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class HintEntry:
+    tool: str
+    parameter: str
+    description: str = ""
+    parameter_type: str = ""
+    example: str = ""
+    question: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleEntry:
+    position: int
+    code: str
+    exception: str = ""
+    status_min: int | None = None
+    status_max: int | None = None
+    jsonrpc_code: int | None = None
+    upstream: str = ""
+    transport: str = ""
+    active: bool = True
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogSnapshot:
+    codes: Mapping[str, CodeEntry]
+    hints: Mapping[tuple[str, str], HintEntry] = field(default_factory=dict)
+    rules: tuple[RuleEntry, ...] = ()
+    version: str = ""
+    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render).
+    render_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Codes by failure facts (see errcatalog.render.classify.classify): the rules are this snapshot's, so is the answer.
+    classify_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def entry(self, code: str) -> CodeEntry:
+        """The entry for ``code``; an unknown or inactive code falls back to UNKNOWN_ERROR."""
+        found = self.codes.get(code)
+        if found is None or not found.active:
+            found = self.codes.get(UNKNOWN_CODE)
+        if found is None:
+            raise LookupError(f"The catalog has neither {code} nor {UNKNOWN_CODE}.")
+        return found
+
+    def hint(self, tool: str | None, parameter: str) -> HintEntry | None:
+        if tool is None:
+            return None
+        return self.hints.get((tool, parameter))
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> CatalogSnapshot:
+        """Build a snapshot from a catalog document that has already passed schema validation."""
+        codes = {}
+        for c in document.get("codes", []):
+            variants = tuple(
+                VariantEntry(**{k: v for k, v in var.items() if k in VariantEntry.__slots__})
+                for var in c.get("variants", [])
+            )
+            fields = {k: v for k, v in c.items() if k in CodeEntry.__slots__ and k != "variants"}
+            fields["http_statuses"] = tuple(fields.get("http_statuses", ()))
+            fields["optional_parameters"] = tuple(fields.get("optional_parameters", ()))
+            fields["locales"] = frozenset(v.locale for v in variants if v.locale and v.active)
+            codes[c["code"]] = CodeEntry(variants=variants, **fields)
+        hints = {
+            (h["tool"], h["parameter"]): HintEntry(**{k: v for k, v in h.items() if k in HintEntry.__slots__})
+            for h in document.get("hints", [])
+        }
+        rules = tuple(
+            sorted(
+                (
+                    RuleEntry(**{k: v for k, v in r.items() if k in RuleEntry.__slots__})
+                    for r in document.get("rules", [])
+                ),
+                key=lambda r: r.position,
+            )
+        )
+        digest = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return cls(codes=MappingProxyType(codes), hints=MappingProxyType(hints), rules=rules, version=digest)
+
+
+UNKNOWN_CODE = "UNKNOWN_ERROR"

@@ -1,0 +1,647 @@
+"""Request and response shapes of the REST API. Validation lives here; writes in ``errcatalog.catalog.services``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from errcatalog.catalog.models import (
+    CODE_PATTERN,
+    JSONRPC_DEFINED_CODES,
+    JSONRPC_LEGACY_CODES,
+    JSONRPC_RESERVED_MAX,
+    JSONRPC_RESERVED_MIN,
+    ClassificationRule,
+    ErrorCode,
+    Header,
+    ParameterHint,
+    TemplateVariant,
+)
+from errcatalog.catalog.previews import FACES, FaceOptions, variant_exists
+from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
+from errcatalog.render.classify import FailureFacts, transport_for
+from errcatalog.render.core import NETWORK_FAILURES
+from errcatalog.render.locale import choose_locale
+from errcatalog.safety import REDACTED, safe_identifier, template_errors
+from errcatalog.vocabulary import TOOL_NAME_PATTERN, TOOL_NAME_RULE
+
+# Python class names, as classification rules and ``classify/`` compare them (no module path).
+_CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_PROTOCOL_VERSION = r"^\d{4}-\d{2}-\d{2}$"
+# A BCP 47 language tag as catalogs use them (de, pt-BR, zh-Hant-TW): letters, then subtags of letters and digits.
+_LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
+# Seed 003 asks for one question per missing parameter; more than this is not a preview anyone needs.
+_MAX_LIST_ITEMS = 20
+
+
+def validate_template(value: str) -> None:
+    problems = template_errors(value)
+    if problems:
+        raise serializers.ValidationError(problems)
+
+
+def validate_identifier(value: str) -> None:
+    if value and safe_identifier(value) == REDACTED:
+        raise serializers.ValidationError(f"Use a name as registered: {TOOL_NAME_RULE}.")
+
+
+def _blank_to_none(value: str | None) -> str | None:
+    return value or None
+
+
+# --- Catalog rows -----------------------------------------------------------------------------------------
+
+
+class TemplateVariantSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TemplateVariant
+        fields = [
+            "name",
+            "locale",
+            "weight",
+            "header",
+            "message",
+            "cause",
+            "instruction",
+            "question",
+            "active",
+            "updated_at",
+        ]
+        read_only_fields = ["updated_at"]
+        # The key is required, as in catalog files; it may be empty only to reproduce a one-line message (seed 000).
+        extra_kwargs = {"weight": {"max_value": 1000}, "instruction": {"required": True, "allow_blank": True}}
+
+
+class ErrorCodeSerializer(serializers.ModelSerializer):
+    """A code with its variants.
+
+    Writing ``variants`` matches them by (locale, name): PUT makes the list the complete set (variants left out
+    are deleted), PATCH updates and adds the listed ones and keeps the others. Without ``variants`` they are
+    left alone.
+    """
+
+    http_statuses = serializers.ListField(
+        child=serializers.IntegerField(min_value=100, max_value=599), required=False, max_length=_MAX_LIST_ITEMS
+    )
+    optional_parameters = serializers.ListField(
+        child=serializers.RegexField(f"^{TOOL_NAME_PATTERN}$", max_length=128),
+        required=False,
+        max_length=_MAX_LIST_ITEMS,
+        help_text="Seed 003's data.optional_parameters for missing input.",
+    )
+    variants = TemplateVariantSerializer(many=True, required=False, allow_empty=False)
+
+    class Meta:
+        model = ErrorCode
+        fields = [
+            "code",
+            "category",
+            "kind",
+            "retryable",
+            "retry_after_seconds",
+            "http_statuses",
+            "jsonrpc_code",
+            "system",
+            "doc_url",
+            "explanation",
+            "setup_url",
+            "action_required",
+            "optional_parameters",
+            "guidance",
+            "active",
+            "updated_at",
+            "variants",
+        ]
+        read_only_fields = ["updated_at"]
+        extra_kwargs = {"retry_after_seconds": {"max_value": 86400}}
+
+    def validate_code(self, value: str) -> str:
+        if not re.fullmatch(CODE_PATTERN, value):
+            raise serializers.ValidationError("Use UPPER_SNAKE_CASE, e.g. MISSING_PARAMETER.")
+        return value
+
+    def validate_jsonrpc_code(self, value: int | None) -> int | None:
+        reserved = value is not None and JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX
+        if reserved and value not in JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES:
+            allowed = ", ".join(str(c) for c in JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES)
+            raise serializers.ValidationError(
+                f"JSON-RPC reserves -32768 to -32000; use a code it or MCP defines ({allowed}) or one outside it."
+            )
+        return value
+
+    def validate_variants(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        seen: set[tuple[str, str]] = set()
+        errors: list[dict[str, list[str]]] = []
+        for variant in value:
+            key = (variant.get("locale", ""), variant.get("name", "default"))
+            errors.append({"name": ["Another variant has this name and locale."]} if key in seen else {})
+            seen.add(key)
+        if any(errors):
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        variants = attrs.get("variants")
+        if self.instance is None and not variants:
+            raise serializers.ValidationError({"variants": ["A code needs at least one variant."]})
+        if self.instance is not None and variants and self.partial:
+            # PATCH merges into existing variants; one that does not exist yet needs its required texts.
+            existing = {(v.locale, v.name) for v in self.instance.variants.all()}
+            errors = []
+            for variant in variants:
+                missing = {}
+                if (variant.get("locale", ""), variant.get("name", "default")) not in existing:
+                    missing = {f: ["This field is required."] for f in ("message", "instruction") if f not in variant}
+                errors.append(missing)
+            if any(errors):
+                raise serializers.ValidationError({"variants": errors})
+        return attrs
+
+
+class ParameterHintSerializer(serializers.ModelSerializer):
+    tool = serializers.CharField(max_length=128, validators=[validate_identifier])
+    parameter = serializers.CharField(max_length=128, validators=[validate_identifier])
+
+    class Meta:
+        model = ParameterHint
+        fields = ["id", "tool", "parameter", "description", "parameter_type", "example", "question", "updated_at"]
+        read_only_fields = ["id", "updated_at"]
+
+
+class ClassificationRuleSerializer(serializers.ModelSerializer):
+    code = serializers.SlugRelatedField(
+        source="error_code", slug_field="code", queryset=ErrorCode.objects.all(), help_text="The code to assign."
+    )
+    upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, validators=[validate_identifier])
+
+    class Meta:
+        model = ClassificationRule
+        fields = [
+            "id",
+            "position",
+            "code",
+            "exception",
+            "status_min",
+            "status_max",
+            "jsonrpc_code",
+            "upstream",
+            "transport",
+            "active",
+            "note",
+        ]
+        read_only_fields = ["id"]
+        extra_kwargs = {
+            "status_min": {"min_value": 100, "max_value": 599},
+            "status_max": {"min_value": 100, "max_value": 599},
+        }
+
+    def validate_exception(self, value: str) -> str:
+        if value and not _CLASS_NAME.fullmatch(value):
+            raise serializers.ValidationError("Give a class name without its module, e.g. TimeoutError.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        def current(name: str) -> Any:
+            if name in attrs:
+                return attrs[name]
+            return getattr(self.instance, name) if self.instance is not None else None
+
+        low, high = current("status_min"), current("status_max")
+        if low is not None and high is not None and low > high:
+            raise serializers.ValidationError({"status_max": ["Must be at least status_min."]})
+        conditions = ("exception", "status_min", "status_max", "jsonrpc_code", "upstream", "transport")
+        if all(current(name) in (None, "") for name in conditions):
+            raise serializers.ValidationError(
+                "Set at least one condition (exception, status, JSON-RPC code, upstream or transport); "
+                "a rule without one never matches."
+            )
+        return attrs
+
+
+# --- Render preview ---------------------------------------------------------------------------------------
+
+
+@extend_schema_field(OpenApiTypes.NUMBER)
+class NumberField(serializers.Field):
+    """An int or a float, kept as given (JSON has one number type, Python two)."""
+
+    default_error_messages = {"invalid": "Give a number."}
+
+    def to_internal_value(self, data: Any) -> int | float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: int | float) -> int | float:
+        return value
+
+
+@extend_schema_field({"oneOf": [{"type": "number"}, {"type": "boolean"}], "nullable": True})
+class ReceivedValueField(serializers.Field):
+    """A value the caller of a tool sent, when it is a number or a boolean; text is refused."""
+
+    default_error_messages = {"invalid": "Give a number or a boolean; text values are never shown."}
+
+    def to_internal_value(self, data: Any) -> int | float | bool:
+        if not isinstance(data, int | float | bool):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: int | float | bool) -> int | float | bool:
+        return value
+
+
+@extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}], "nullable": True})
+class JsonRpcIdField(serializers.Field):
+    default_error_messages = {"invalid": "Give a JSON-RPC id: a string or an integer."}
+
+    def to_internal_value(self, data: Any) -> int | str:
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: int | str) -> int | str:
+        return value
+
+
+class ParameterFaultSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=128, help_text="The parameter's name in the tool's input schema.")
+    problem = serializers.ChoiceField(choices=["missing", "invalid"], default="missing")
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    type = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    expected_format = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    minimum = NumberField(required=False, allow_null=True, default=None)
+    maximum = NumberField(required=False, allow_null=True, default=None)
+    received = ReceivedValueField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The number or boolean the caller sent (seed 002's 'got 30'); text is refused, never shown.",
+    )
+
+
+class TemplateDraftSerializer(serializers.Serializer):
+    """Unsaved variant text to preview; each given field replaces the variant's."""
+
+    message = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    cause = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    instruction = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    question = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
+    header = serializers.ChoiceField(choices=Header.choices, required=False)
+
+
+def _default_format() -> str:
+    return settings.ERRCATALOG["DEFAULT_FORMAT"]
+
+
+def _default_legacy_codes() -> bool:
+    return settings.ERRCATALOG["LEGACY_JSONRPC_CODES"]
+
+
+class RenderRequestSerializer(serializers.Serializer):
+    """A failure to render and the face to render it in.
+
+    Tool, parameter, service and alternative names are shown only when they are names of the tool-name
+    vocabulary; anything else renders as [REDACTED], as it would on the MCP endpoint. A parameter's description,
+    type and expected format, and the partial result, pass the renderer's screen for tool metadata
+    (``errcatalog.safety.safe_schema_text`` / ``safe_partial_result``), the same as a tool's schema on the MCP path.
+    """
+
+    code = serializers.CharField(max_length=64)
+    tool_name = serializers.CharField(max_length=128, required=False, allow_blank=True, allow_null=True, default=None)
+    parameters = ParameterFaultSerializer(many=True, required=False, default=list, max_length=_MAX_LIST_ITEMS)
+    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
+    event_id = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
+    retry_after = serializers.IntegerField(min_value=0, max_value=86400, required=False, allow_null=True, default=None)
+    alternatives = serializers.ListField(
+        child=serializers.CharField(max_length=128), required=False, default=list, max_length=_MAX_LIST_ITEMS
+    )
+    network_failure = serializers.ChoiceField(
+        choices=sorted(NETWORK_FAILURES), required=False, allow_null=True, default=None
+    )
+    service = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
+    partial_result = serializers.JSONField(required=False, allow_null=True, default=None)
+    variant = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
+    locale = serializers.RegexField(
+        _LANGUAGE_TAG,
+        max_length=16,
+        required=False,
+        allow_blank=True,
+        default="",
+        error_messages={"invalid": "Enter a language tag such as de or de-CH."},
+        help_text="A language tag such as de or de-CH: the best catalog locale for it is served (de-CH falls back to "
+        "de), else the catalog default.",
+    )
+    draft = TemplateDraftSerializer(required=False, allow_null=True, default=None)
+    face = serializers.ChoiceField(choices=FACES, default="tool_result")
+    format = serializers.ChoiceField(choices=FORMATS, default=_default_format, help_text="For face=tool_result.")
+    provider = serializers.ChoiceField(choices=PROVIDERS, required=False, help_text="Required for face=provider.")
+    call_id = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    request_id = JsonRpcIdField(required=False, allow_null=True, default=None, help_text="For face=jsonrpc.")
+    protocol_version = serializers.RegexField(
+        _PROTOCOL_VERSION, required=False, allow_blank=True, default="", help_text="MCP protocol, e.g. 2025-11-25."
+    )
+    legacy_codes = serializers.BooleanField(
+        default=_default_legacy_codes, help_text="FastMCP's -32001/-32000 codes (seed 004) on face=jsonrpc."
+    )
+
+    def validate_code(self, value: str) -> str:
+        if value not in self.context["snapshot"].codes:
+            raise serializers.ValidationError("The catalog has no code of this name.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["face"] == "provider" and not attrs.get("provider"):
+            raise serializers.ValidationError({"provider": ["Choose openai, anthropic or gemini for face=provider."]})
+        variant = attrs["variant"]
+        snapshot = self.context["snapshot"]
+        if variant and not attrs["draft"] and not variant_exists(snapshot, attrs["code"], variant, attrs["locale"]):
+            raise serializers.ValidationError({"variant": ["This code has no variant of this name."]})
+        if attrs["locale"] and not variant and not attrs["draft"]:
+            # A language tag asks for the best catalog locale, as an Accept-Language header does on MCP (de-CH
+            # falls back to de); a preview of a named variant or a draft keeps the exact locale it names.
+            attrs["locale"] = choose_locale(snapshot.codes[attrs["code"]].locales, (attrs["locale"].lower(),))
+        return attrs
+
+    def failure(self) -> Failure:
+        data = self.validated_data
+        return Failure(
+            code=data["code"],
+            tool_name=_blank_to_none(data["tool_name"]),
+            parameters=tuple(ParameterFault(**p) for p in data["parameters"]),
+            status_code=data["status_code"],
+            event_id=_blank_to_none(data["event_id"]),
+            retry_after=data["retry_after"],
+            alternatives=tuple(data["alternatives"]),
+            network_failure=data["network_failure"],
+            service=_blank_to_none(data["service"]),
+            partial_result=data["partial_result"],
+        )
+
+    def face_options(self) -> FaceOptions:
+        data = self.validated_data
+        return FaceOptions(
+            format=data["format"],
+            provider=data.get("provider", PROVIDERS[0]),
+            call_id=data["call_id"],
+            request_id=data["request_id"],
+            protocol_version=data["protocol_version"],
+            legacy_codes=data["legacy_codes"],
+        )
+
+
+class RenderResponseSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="The code rendered.")
+    variant = serializers.CharField(help_text="The variant whose wording was used.")
+    locale = serializers.CharField(help_text="The locale of that variant; empty for the catalog default.")
+    interactive = serializers.BooleanField(help_text="Rendered as a question.")
+    output = serializers.JSONField(help_text="The face: an object, or a string for face=markdown.")
+
+
+# --- Classification ---------------------------------------------------------------------------------------
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": _MAX_LIST_ITEMS}],
+        "description": "An exception class name, or the class and its bases, most specific first.",
+    }
+)
+class ExceptionNamesField(serializers.Field):
+    default_error_messages = {
+        "invalid": "Give a class name or a list of class names, most specific first.",
+        "name": "Give class names without their module, e.g. TimeoutError.",
+        "too_many": f"Give at most {_MAX_LIST_ITEMS} class names.",
+    }
+
+    def to_internal_value(self, data: Any) -> tuple[str, ...]:
+        names = [data] if isinstance(data, str) else data
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            self.fail("invalid")
+        if len(names) > _MAX_LIST_ITEMS:
+            self.fail("too_many")
+        if not all(_CLASS_NAME.fullmatch(n) for n in names):
+            self.fail("name")
+        return tuple(names)
+
+    def to_representation(self, value: tuple[str, ...]) -> list[str]:
+        return list(value)
+
+
+class ClassifyRequestSerializer(serializers.Serializer):
+    """The facts of a raw failure; only its kind, never its text."""
+
+    exception = ExceptionNamesField(required=False, default=tuple)
+    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
+    jsonrpc_code = serializers.IntegerField(required=False, allow_null=True, default=None)
+    upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    transport = serializers.ChoiceField(
+        choices=sorted(NETWORK_FAILURES),
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Implied by timeout and connection exception names when not given.",
+    )
+
+    def facts(self) -> FailureFacts:
+        data = self.validated_data
+        return FailureFacts(
+            exception_types=data["exception"],
+            status_code=data["status_code"],
+            jsonrpc_code=data["jsonrpc_code"],
+            upstream=data["upstream"],
+            transport=data["transport"] or transport_for(data["exception"]),
+        )
+
+
+class ClassifyResponseSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    category = serializers.CharField()
+    kind = serializers.CharField()
+    retryable = serializers.BooleanField()
+    system = serializers.BooleanField()
+
+
+# --- Errors -----------------------------------------------------------------------------------------------
+
+
+class ApiErrorBodySerializer(serializers.Serializer):
+    status = serializers.IntegerField()
+    code = serializers.CharField(help_text="Machine-readable: invalid, not_authenticated, permission_denied, …")
+    message = serializers.CharField()
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text='Validation errors by dotted field path, e.g. "variants.0.message".',
+    )
+
+
+class ApiErrorSerializer(serializers.Serializer):
+    error = ApiErrorBodySerializer()
+
+
+# --- Metrics and outcomes ---------------------------------------------------------------------------------
+
+
+def _rate(help_text: str) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, help_text=f"{help_text} Null when the denominator is 0.")
+
+
+class MetricsQuerySerializer(serializers.Serializer):
+    """The query string of ``GET /api/v1/metrics/``: a window and optional filters, each an exact match."""
+
+    window = serializers.ChoiceField(
+        choices=["1h", "24h", "7d", "30d"],
+        required=False,
+        default="24h",
+        # DRF's own message quotes the value sent; ours names only the choices.
+        error_messages={"invalid_choice": "Use one of 1h, 24h, 7d, 30d."},
+    )
+    tool = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    client = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    variant = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
+
+    def filters(self) -> dict[str, str | None]:
+        """The filters given, blank ones (``tool=``) meaning no filter."""
+        return {name: self.validated_data[name] or None for name in ("tool", "code", "client", "variant")}
+
+
+class MetricsWindowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    bucket_seconds = serializers.IntegerField()
+
+
+class MetricsFiltersSerializer(serializers.Serializer):
+    tool = serializers.CharField(allow_null=True)
+    code = serializers.CharField(allow_null=True)
+    client = serializers.CharField(allow_null=True)
+    variant = serializers.CharField(allow_null=True)
+
+
+class MetricsTargetsSerializer(serializers.Serializer):
+    retry_success_rate = serializers.FloatField()
+    interactive_error_rate = serializers.FloatField()
+
+
+class MetricsRowSerializer(serializers.Serializer):
+    calls = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    error_rate = _rate("errors / calls.")
+    interactive_errors = serializers.IntegerField()
+    interactive_error_rate = _rate("interactive_errors / errors.")
+    retries = serializers.IntegerField(help_text="Calls that were retries.")
+    episodes = serializers.IntegerField(help_text="Error episodes opened.")
+    recovered = serializers.IntegerField()
+    first_retry_recovered = serializers.IntegerField()
+    exhausted = serializers.IntegerField()
+    abandoned = serializers.IntegerField()
+    abandoned_without_retry = serializers.IntegerField()
+    retried_episodes = serializers.IntegerField(help_text="recovered + exhausted + abandoned - abandoned_without_retry")
+    retry_success_rate = _rate("recovered / retried_episodes.")
+    first_retry_success_rate = _rate("first_retry_recovered / retried_episodes.")
+    latency_p50_ms = serializers.FloatField(allow_null=True)
+    latency_p95_ms = serializers.FloatField(allow_null=True)
+    resolution_p50_seconds = serializers.FloatField(
+        allow_null=True,
+        help_text="User resolution time (seed 003), median: seconds from an episode's first failed call to the call "
+        "that recovered it, over recovered episodes; from rollup histograms (about ±20 %). Null without one.",
+    )
+    resolution_p90_seconds = serializers.FloatField(
+        allow_null=True, help_text="User resolution time, 90th percentile (as resolution_p50_seconds)."
+    )
+
+
+class MetricsSeriesPointSerializer(MetricsRowSerializer):
+    bucket = serializers.DateTimeField()
+
+
+class MetricsBreakdownRowSerializer(MetricsRowSerializer):
+    key = serializers.CharField()
+
+
+class MetricsVariantRowSerializer(MetricsBreakdownRowSerializer):
+    code = serializers.CharField()
+    variant = serializers.CharField()
+
+
+class MetricsBreakdownsSerializer(serializers.Serializer):
+    code = MetricsBreakdownRowSerializer(many=True)
+    tool = MetricsBreakdownRowSerializer(many=True)
+    client = MetricsBreakdownRowSerializer(many=True)
+    variant = MetricsVariantRowSerializer(many=True)
+
+
+class VariantResultSerializer(serializers.Serializer):
+    variant = serializers.CharField()
+    episodes = serializers.IntegerField(help_text="Retried episodes that ended.")
+    recovered = serializers.IntegerField()
+    first_retry_recovered = serializers.IntegerField()
+    retry_success_rate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(help_text="Wilson 95 % interval, lower end.")
+    ci_high = serializers.FloatField(help_text="Wilson 95 % interval, upper end.")
+
+
+class VariantComparisonSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    variants = VariantResultSerializer(many=True)
+    best = serializers.CharField(allow_null=True)
+    runner_up = serializers.CharField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+    significant = serializers.BooleanField()
+    verdict = serializers.CharField()
+
+
+class RecentEpisodeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    tool = serializers.CharField()
+    code = serializers.CharField()
+    variant = serializers.CharField()
+    client = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    ending = serializers.ChoiceField(choices=["open", "recovered", "exhausted", "abandoned"])
+    retries = serializers.IntegerField()
+    recovered_at_attempt = serializers.IntegerField(allow_null=True)
+    resolution_seconds = serializers.FloatField(
+        allow_null=True, help_text="Recovered episodes: seconds from the first failed call to the recovering call."
+    )
+    sentry_event_id = serializers.CharField()
+    sentry_url = serializers.URLField(allow_null=True)
+
+
+class MetricsSerializer(serializers.Serializer):
+    """The answer of ``GET /api/v1/metrics/`` (documentation: the view returns the selector's data as is)."""
+
+    window = MetricsWindowSerializer()
+    filters = MetricsFiltersSerializer()
+    targets = MetricsTargetsSerializer()
+    totals = MetricsRowSerializer()
+    series = MetricsSeriesPointSerializer(many=True)
+    breakdowns = MetricsBreakdownsSerializer()
+    variant_comparison = VariantComparisonSerializer(many=True)
+    recent_episodes = RecentEpisodeSerializer(many=True)
+
+
+class OutcomeBatchSerializer(serializers.Serializer):
+    """Documentation of ``POST /api/v1/outcomes/``; the view checks each event with ``events.from_wire``."""
+
+    events = serializers.ListField(
+        child=serializers.DictField(),
+        max_length=1000,
+        help_text="Wire events: id (UUID), ts (Unix seconds, last 7 days), tool, outcome (ok|error|input_required), "
+        "and optionally client, session, code (required for errors), variant, locale (the variant's language tag, "
+        "e.g. de), interactive, latency_ms, "
+        "elicitation, sentry_event_id. Names are 1-128 letters, digits or _.:@/+-.",
+    )
+
+
+class OutcomeBatchAcceptedSerializer(serializers.Serializer):
+    accepted = serializers.IntegerField(help_text="Events taken for recording; stored once each, by event ID.")

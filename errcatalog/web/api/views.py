@@ -1,0 +1,500 @@
+"""REST API views: parse the request, call one selector, service or pure function, answer."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import exceptions, permissions, status, viewsets
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from errcatalog.access.models import ClientToken
+from errcatalog.catalog import selectors, services
+from errcatalog.catalog.models import Category, ClassificationRule, ErrorCode, Kind, ParameterHint, TemplateVariant
+from errcatalog.catalog.previews import render_preview
+from errcatalog.catalog.snapshot import catalog_snapshot
+from errcatalog.outcomes import recorder
+from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
+from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
+from errcatalog.render.classify import classify
+from errcatalog.web.api.permissions import CatalogModelPermissions, catalog_write_denial, permission_name
+from errcatalog.web.api.serializers import (
+    ApiErrorSerializer,
+    ClassificationRuleSerializer,
+    ClassifyRequestSerializer,
+    ClassifyResponseSerializer,
+    ErrorCodeSerializer,
+    MetricsQuerySerializer,
+    MetricsSerializer,
+    OutcomeBatchAcceptedSerializer,
+    OutcomeBatchSerializer,
+    ParameterHintSerializer,
+    RenderRequestSerializer,
+    RenderResponseSerializer,
+)
+
+_READ_ERRORS = {401: ApiErrorSerializer, 403: ApiErrorSerializer}
+_WRITE_ERRORS = {400: ApiErrorSerializer, 401: ApiErrorSerializer, 403: ApiErrorSerializer}
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _bool_param(request: Request, name: str) -> bool | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw.lower() not in _BOOLEANS:
+        raise exceptions.ValidationError({name: ["Use true or false."]})
+    return _BOOLEANS[raw.lower()]
+
+
+def _needs(model, action: str, extra: str = "") -> str:
+    return (
+        f"Needs the `{permission_name(model, action)}` model permission{extra}; with a client token, also a token "
+        "created with catalog write rights (403 otherwise)."
+    )
+
+
+def _crud_schema(serializer, model, *, list_parameters: tuple[OpenApiParameter, ...] = (), variants: bool = False):
+    """Documents a catalog viewset with the permission each write needs and the error answers it can give."""
+    error = ApiErrorSerializer
+    nested = {
+        "add": " (and `errcatalog.add_templatevariant` for its variants)",
+        "change": " (and `errcatalog.add_/change_/delete_templatevariant` for the variants it adds, changes or, "
+        "with PUT, removes)",
+        "delete": " (and `errcatalog.delete_templatevariant` when it has variants)",
+    }
+    extra = nested if variants else {}
+    return extend_schema_view(
+        list=extend_schema(
+            tags=["catalog"], parameters=list(list_parameters), responses={200: serializer(many=True), **_READ_ERRORS}
+        ),
+        retrieve=extend_schema(tags=["catalog"], responses={200: serializer, 404: error, **_READ_ERRORS}),
+        create=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "add", extra.get("add", "")),
+            responses={201: serializer, **_WRITE_ERRORS},
+        ),
+        update=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "change", extra.get("change", "")),
+            responses={200: serializer, 404: error, **_WRITE_ERRORS},
+        ),
+        partial_update=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "change", extra.get("change", "")),
+            responses={200: serializer, 404: error, **_WRITE_ERRORS},
+        ),
+        destroy=extend_schema(
+            tags=["catalog"],
+            description=_needs(model, "delete", extra.get("delete", "")),
+            responses={204: None, 404: error, 409: error, **_READ_ERRORS},
+        ),
+    )
+
+
+def _require_variant_permissions(request: Request, actions: set[str]) -> None:
+    """Nested variants are rows of their own in the admin, with their own permissions: the API asks the same."""
+    denial = catalog_write_denial(request.user, TemplateVariant, actions) if actions else None
+    if denial is not None:
+        raise exceptions.PermissionDenied(denial)
+
+
+def _variant_actions(error_code: ErrorCode | None, variants: list[dict[str, Any]] | None, *, replace: bool) -> set[str]:
+    """What writing ``variants`` to ``error_code`` does to its variant rows: add, change and/or delete."""
+    if variants is None:
+        return set()
+    if error_code is None:
+        return {"add"} if variants else set()
+    existing = {(v.locale, v.name): v for v in error_code.variants.all()}
+    actions: set[str] = set()
+    given = set()
+    for fields in variants:
+        key = (fields.get("locale", ""), fields.get("name", "default"))
+        given.add(key)
+        current = existing.get(key)
+        if current is None:
+            actions.add("add")
+        elif any(getattr(current, name) != value for name, value in fields.items()):
+            actions.add("change")
+    if replace and set(existing) - given:
+        actions.add("delete")
+    return actions
+
+
+@_crud_schema(
+    ErrorCodeSerializer,
+    ErrorCode,
+    variants=True,
+    list_parameters=(
+        OpenApiParameter("category", enum=Category.values, description="Only codes of this category."),
+        OpenApiParameter("kind", enum=Kind.values, description="Only codes of this kind."),
+        OpenApiParameter("active", OpenApiTypes.BOOL, description="Only active (true) or inactive (false) codes."),
+    ),
+)
+class ErrorCodeViewSet(viewsets.ModelViewSet):
+    """Error codes with their template variants, addressed by code (`/api/v1/codes/NOT_FOUND/`)."""
+
+    serializer_class = ErrorCodeSerializer
+    permission_classes = [CatalogModelPermissions]
+    lookup_field = "code"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        params = self.request.query_params
+        return selectors.error_code_list(
+            category=params.get("category", ""),
+            kind=params.get("kind", ""),
+            active=_bool_param(self.request, "active"),
+        )
+
+    def perform_create(self, serializer: ErrorCodeSerializer) -> None:
+        data = serializer.validated_data
+        _require_variant_permissions(self.request, _variant_actions(None, data.get("variants"), replace=True))
+        serializer.instance = services.error_code_create(**data)
+
+    def perform_update(self, serializer: ErrorCodeSerializer) -> None:
+        replace = not serializer.partial
+        data = serializer.validated_data
+        _require_variant_permissions(
+            self.request, _variant_actions(serializer.instance, data.get("variants"), replace=replace)
+        )
+        serializer.instance = services.error_code_update(
+            error_code=serializer.instance, replace_variants=replace, **data
+        )
+
+    def perform_destroy(self, instance) -> None:
+        # Deleting a code deletes its variants with it; the admin asks for their delete permission too.
+        if instance.variants.exists():
+            _require_variant_permissions(self.request, {"delete"})
+        services.error_code_delete(error_code=instance)
+
+
+@_crud_schema(
+    ParameterHintSerializer,
+    ParameterHint,
+    list_parameters=(OpenApiParameter("tool", description="Only hints for this tool."),),
+)
+class ParameterHintViewSet(viewsets.ModelViewSet):
+    """How to ask for a tool's parameters."""
+
+    serializer_class = ParameterHintSerializer
+    permission_classes = [CatalogModelPermissions]
+
+    def get_queryset(self):
+        return selectors.parameter_hint_list(tool=self.request.query_params.get("tool", ""))
+
+    def perform_create(self, serializer: ParameterHintSerializer) -> None:
+        serializer.instance = services.parameter_hint_create(**serializer.validated_data)
+
+    def perform_update(self, serializer: ParameterHintSerializer) -> None:
+        serializer.instance = services.parameter_hint_update(hint=serializer.instance, **serializer.validated_data)
+
+
+@_crud_schema(ClassificationRuleSerializer, ClassificationRule)
+class ClassificationRuleViewSet(viewsets.ModelViewSet):
+    """Classification rules, in the order they are tried."""
+
+    serializer_class = ClassificationRuleSerializer
+    permission_classes = [CatalogModelPermissions]
+
+    def get_queryset(self):
+        return selectors.classification_rule_list()
+
+    def perform_create(self, serializer: ClassificationRuleSerializer) -> None:
+        serializer.instance = services.classification_rule_create(**serializer.validated_data)
+
+    def perform_update(self, serializer: ClassificationRuleSerializer) -> None:
+        serializer.instance = services.classification_rule_update(rule=serializer.instance, **serializer.validated_data)
+
+
+class RenderView(APIView):
+    @extend_schema(
+        tags=["render"],
+        summary="Render a failure in one face",
+        description=(
+            "Renders a catalog code as the MCP endpoint would, in any face: tool_result (format markdown, json or "
+            "both), jsonrpc, markdown, agent, anatomy or provider. `draft` previews unsaved variant text without "
+            "saving it; with a `variant` name the code does not have yet it previews a new variant."
+        ),
+        request=RenderRequestSerializer,
+        responses={200: RenderResponseSerializer, **_WRITE_ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        snapshot = catalog_snapshot()
+        serializer = RenderRequestSerializer(data=request.data, context={"snapshot": snapshot})
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        preview = render_preview(
+            snapshot,
+            serializer.failure(),
+            face=data["face"],
+            options=serializer.face_options(),
+            variant=data["variant"],
+            locale=data["locale"],
+            draft=data["draft"],
+            max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
+        )
+        return Response(preview)
+
+
+class ClassifyView(APIView):
+    @extend_schema(
+        tags=["classify"],
+        summary="Classify a raw failure",
+        description="Maps a failure's exception class, HTTP status, JSON-RPC code, upstream and transport to a "
+        "catalog code by the classification rules; with no matching rule the answer is UNKNOWN_ERROR.",
+        request=ClassifyRequestSerializer,
+        responses={200: ClassifyResponseSerializer, **_WRITE_ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = ClassifyRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        snapshot = catalog_snapshot()
+        entry = snapshot.entry(classify(snapshot, serializer.facts()))
+        return Response(
+            {
+                "code": entry.code,
+                "category": entry.category,
+                "kind": entry.kind,
+                "retryable": entry.retryable,
+                "system": entry.system,
+            }
+        )
+
+
+# --- Metrics and outcomes ---------------------------------------------------------------------------------
+
+# A reporter sends at most this many events per request: 1,000 wire events are about 300 KB of JSON.
+MAX_EVENTS_PER_BATCH = 1000
+# Listing every problem of a 1,000-event batch helps nobody; the first ones show what to fix.
+MAX_LISTED_PROBLEMS = 50
+# How long a reporter should wait before sending again when the outcome buffer is unavailable.
+RETRY_AFTER_SECONDS = 5
+# ``InvalidEvent`` messages start with the field they are about ("ts: must be ..."), always one of ours.
+_FIELD_PROBLEM = re.compile(r"^([a-z_]{1,32}): (.+)$", re.DOTALL)
+_CLIENT_MAX_LENGTH = 128  # OutcomeEvent.client and Episode.client
+# The UUID namespace of reporters' event IDs (``reporter_event_id``); fixed forever, or resent batches would be
+# stored twice.
+REPORTER_EVENT_NAMESPACE = uuid.UUID("5f0d8a52-6c8e-4d59-9a55-3a0f1f6c2b7e")
+
+
+class MetricsReadAccess(permissions.BasePermission):
+    """A staff session (who may see the dashboard), a token created to read metrics, or a staff user's token.
+
+    Metrics name tools, clients and error rates across every caller, so an ordinary MCP or catalog key does not
+    read them: a monitoring key is created for that (admin, or ``token_create --metrics``).
+    """
+
+    message = "Metrics are for staff accounts and for tokens created with metrics read access."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        if isinstance(request.auth, ClientToken) and request.auth.can_read_metrics:
+            return True
+        return bool(user.is_staff)
+
+
+class ReporterTokenAccess(permissions.BasePermission):
+    """Outcomes are reported with a client token: the token names the reporter, whose clients it namespaces."""
+
+    message = "Report outcomes with a client token (Authorization: Bearer <key>)."
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, ClientToken)
+
+
+class OutcomeBufferUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "outcomes_unavailable"
+    default_detail = "Outcome recording is unavailable right now; send the batch again later."
+    # DRF's exception handler turns ``wait`` into a Retry-After header.
+    wait = RETRY_AFTER_SECONDS
+
+
+class OutcomeBatchTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+    default_detail = f"The request body is too large; send at most {MAX_EVENTS_PER_BATCH} events per request."
+
+
+class MetricsUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "metrics_unavailable"
+    default_detail = "The metrics store is unavailable right now; try again later."
+    wait = RETRY_AFTER_SECONDS
+
+
+class MetricsView(APIView):
+    permission_classes = [MetricsReadAccess]
+
+    @extend_schema(
+        tags=["metrics"],
+        summary="Outcome metrics",
+        description=(
+            "Calls, errors, retry and interactive-error rates, latency percentiles, their time series, breakdowns "
+            "by code, tool, client and variant, the variant comparison and recent episodes over a window, read "
+            "from rollups. Filters are exact matches; an empty filter is no filter. Rate definitions: "
+            "error_rate = errors / calls; interactive_error_rate = interactive_errors / errors; "
+            "retry_success_rate = recovered / retried_episodes; first_retry_success_rate = "
+            "first_retry_recovered / retried_episodes. For staff sessions, tokens created with metrics read "
+            "access (admin, or `token_create --metrics`) and tokens of staff users; other callers get 403. "
+            "Answers 503 with Retry-After while the metrics store (Redis or the database) is unavailable."
+        ),
+        parameters=[MetricsQuerySerializer],
+        responses={200: MetricsSerializer, 400: ApiErrorSerializer, **_READ_ERRORS, 503: ApiErrorSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        query = MetricsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        try:
+            metrics = compute_metrics(query.validated_data["window"], **query.filters())
+        except ValueError:
+            raise exceptions.ValidationError({"window": [f"Use one of {', '.join(WINDOWS)}."]}) from None
+        except MetricsStoreUnavailable:
+            raise MetricsUnavailable() from None
+        return Response(metrics)
+
+
+class OutcomeBatchView(APIView):
+    permission_classes = [ReporterTokenAccess]
+
+    @extend_schema(
+        tags=["outcomes"],
+        summary="Report outcomes of an external MCP server",
+        description=(
+            f"Takes up to {MAX_EVENTS_PER_BATCH} outcome events for recording, all or none: one invalid event "
+            "refuses the batch, naming each problem by its path (events.3.ts). Clients are namespaced by the "
+            "token: client `ide` is stored as `token:<token id>/ide`, no client as `token:<token id>`. Event ids are "
+            "namespaced by the token too: each is stored under a UUID derived from the token and the id sent, so "
+            "a batch may be sent again after a failure with the same token and is stored once, while the same id "
+            "from another token is another event and can never claim or suppress it. Answers 503 with "
+            "Retry-After while the outcome buffer is unavailable."
+        ),
+        request=OutcomeBatchSerializer,
+        responses={
+            202: OutcomeBatchAcceptedSerializer,
+            400: ApiErrorSerializer,
+            401: ApiErrorSerializer,
+            403: ApiErrorSerializer,
+            413: ApiErrorSerializer,
+            503: ApiErrorSerializer,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            payload = request.data
+        except RequestDataTooBig:
+            # Django refuses bodies over DATA_UPLOAD_MAX_MEMORY_SIZE; answered in the API's shape, not as HTML.
+            raise OutcomeBatchTooLarge() from None
+        events = _outcome_batch(payload, token=request.auth)
+        if events:
+            try:
+                recorder.submit(events)
+            except recorder.BufferUnavailable:
+                raise OutcomeBufferUnavailable() from None
+        return Response({"accepted": len(events)}, status=status.HTTP_202_ACCEPTED)
+
+
+def _outcome_batch(payload: Any, *, token: ClientToken) -> list[OutcomeEvent]:
+    """Every event of the batch checked and namespaced by ``token``; ValidationError listing the problems."""
+    if not isinstance(payload, dict):
+        raise exceptions.ValidationError({"non_field_errors": ['Send an object: {"events": [...]}.']})
+    if set(payload) - {"events"}:
+        raise exceptions.ValidationError({"non_field_errors": ['The only field is "events".']})
+    wire_events = payload.get("events")
+    if not isinstance(wire_events, list):
+        raise exceptions.ValidationError({"events": ["Send a list of events."]})
+    if len(wire_events) > MAX_EVENTS_PER_BATCH:
+        raise exceptions.ValidationError({"events": [f"Send at most {MAX_EVENTS_PER_BATCH} events per request."]})
+    events: list[OutcomeEvent] = []
+    problems: dict[str, list[str]] = {}
+    for index, wire in enumerate(wire_events):
+        try:
+            events.append(_namespaced(from_wire(wire), token=token))
+        except InvalidEvent as problem:
+            if len(problems) < MAX_LISTED_PROBLEMS:
+                path, message = _problem_path(index, str(problem))
+                problems.setdefault(path, []).append(message)
+            else:
+                problems.setdefault("events", ["More events have problems; fix the ones listed and send again."])
+    if problems:
+        raise exceptions.ValidationError(problems)
+    return events
+
+
+def reporter_event_id(token: ClientToken, event_id: str) -> str:
+    """The stored ID of a reporter's event: a name-based UUID (v5) of the token and the ID the reporter sent.
+
+    Event IDs make ingest idempotent, so an ID one reporter could choose freely would let it claim (and so
+    suppress) another reporter's events, or this endpoint's own. Derived per token, the same reporter sending the
+    same ID again gets the same stored ID (a resent batch is still stored once), while another token's identical
+    ID is a different event; finding an ID that maps onto someone else's would mean inverting SHA-1.
+    """
+    return uuid.uuid5(REPORTER_EVENT_NAMESPACE, f"token:{token.pk}/{event_id}").hex
+
+
+def _namespaced(event: OutcomeEvent, *, token: ClientToken) -> OutcomeEvent:
+    """The event under the reporter's token: its client and its ID, so no reporter can pose as or claim another's."""
+    prefix = f"token:{token.pk}"
+    client = f"{prefix}/{event.client}" if event.client else prefix
+    if len(client) > _CLIENT_MAX_LENGTH:
+        raise InvalidEvent(f"client: must be at most {_CLIENT_MAX_LENGTH - len(prefix) - 1} characters")
+    return dataclasses.replace(event, id=reporter_event_id(token, event.id), client=client, source="api")
+
+
+def _problem_path(index: int, message: str) -> tuple[str, str]:
+    match = _FIELD_PROBLEM.match(message)
+    if match:
+        return f"events.{index}.{match.group(1)}", match.group(2)
+    return f"events.{index}", message
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def endpoint_not_found(request: Request) -> Response:
+    """Unknown paths under the API answer in the API's error shape rather than with Django's HTML page."""
+    raise exceptions.NotFound(
+        "There is no API endpoint at this path; API paths end with a slash, as in /api/v1/codes/."
+    )
+
+
+# The API root's links, by URL name, in the order a newcomer would read them.
+API_ROOT_LINKS = {
+    "codes": "errorcode-list",
+    "hints": "parameterhint-list",
+    "rules": "classificationrule-list",
+    "render": "api-render",
+    "classify": "api-classify",
+    "metrics": "api-metrics",
+    "outcomes": "api-outcomes",
+    "schema": "api-schema",
+    "docs": "api-docs",
+}
+
+
+@extend_schema(exclude=True)
+@api_view(["GET"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def api_root(request: Request) -> Response:
+    """``/api/v1/``: links to the endpoints, in DRF's API-root style, so the bare prefix is a starting point.
+
+    Open to anyone: it names paths that the schema and the docs page publish already; each endpoint checks
+    credentials itself.
+    """
+    return Response({name: reverse(url_name, request=request) for name, url_name in API_ROOT_LINKS.items()})

@@ -1,0 +1,383 @@
+"""The staff dashboard of outcomes: KPI tiles, charts, breakdowns, variant comparison and recent episodes.
+
+The view is an adapter: it validates the query string, calls ``compute_metrics`` once and turns its JSON-ready
+numbers into display rows (text plus a numeric sort key per cell), so the template only prints escaped values
+and the page's script only reads data from ``json_script`` blocks and ``data-`` attributes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import wraps
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.contrib import admin
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from errcatalog.access.selectors import client_display_names
+from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
+from errcatalog.outcomes.models import DailyRollup, Rollup
+from errcatalog.outcomes.rollups import day_start
+
+DEFAULT_WINDOW = "24h"
+# Filter values are identifiers (tool names, catalog codes, variant names, client token names); the lengths are
+# those of the Rollup columns. Anything else is refused before it reaches a query or the page.
+FILTER_MAX_LENGTH = {"tool": 128, "code": 64, "client": 128, "variant": 40}
+# Parentheses for vocabulary.INVALID_TOOL_NAME, under which calls of names that are not tool names are counted.
+FILTER_VALUE = re.compile(r"[\w.:@/+()-]+")
+# Distinct values offered in each filter's drop-down list; more would not be usable as a list anyway.
+FILTER_CHOICES_LIMIT = 200
+MISSING = "—"
+UNAVAILABLE_PROBLEM = "The metrics store is unavailable right now (Redis or the database); try again in a moment."
+
+
+class BadDashboardQuery(ValueError):
+    """The query string names an unknown window or a filter value that is not identifier-shaped."""
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardQuery:
+    window: str
+    filters: dict[str, str | None]
+
+
+def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Anonymous visitors go to the admin login and come back; a signed-in user who is not staff gets 403.
+
+    ``staff_member_required`` would send a non-staff user to the login page again, which reads as a bug to them.
+    """
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path(), reverse("admin:login"))
+        if not (request.user.is_active and request.user.is_staff):
+            raise PermissionDenied("The outcomes dashboard is for staff.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def parse_query(params: Mapping[str, str]) -> DashboardQuery:
+    """The window and filters of the query string; raises BadDashboardQuery on anything unexpected."""
+    window = params.get("window") or DEFAULT_WINDOW
+    if window not in WINDOWS:
+        raise BadDashboardQuery(f"Unknown window. Choose one of {', '.join(WINDOWS)}.")
+    filters: dict[str, str | None] = {}
+    for name, max_length in FILTER_MAX_LENGTH.items():
+        value = (params.get(name) or "").strip()
+        if value and (len(value) > max_length or not FILTER_VALUE.fullmatch(value)):
+            raise BadDashboardQuery(f"The {name} filter must be an identifier of at most {max_length} characters.")
+        filters[name] = value or None
+    return DashboardQuery(window=window, filters=filters)
+
+
+@staff_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The dashboard page for the window and filters in the query string; a malformed query gets a 400 page."""
+    try:
+        query = parse_query(request.GET)
+    except BadDashboardQuery as error:
+        context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": str(error)}
+        return render(request, "errcatalog/dashboard_bad_request.html", context, status=400)
+    try:
+        metrics = compute_metrics(query.window, **query.filters)
+    except MetricsStoreUnavailable:
+        context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": UNAVAILABLE_PROBLEM}
+        return render(request, "errcatalog/dashboard_bad_request.html", context, status=503)
+    choices = filter_choices(metrics["window"], query.filters)
+    # Clients are stored by token id ("token:1"); people know their tokens by name.
+    client_names = client_display_names(
+        {
+            *choices["client"],
+            *(row["key"] for row in metrics["breakdowns"].get("client", [])),
+            *(episode["client"] for episode in metrics["recent_episodes"] if episode.get("client")),
+        }
+    )
+    context = {
+        **admin.site.each_context(request),
+        "title": "Outcomes dashboard",
+        "windows": list(WINDOWS),
+        "query": query,
+        "filter_choices": {
+            name: [(value, client_names.get(value, value) if name == "client" else value) for value in values]
+            for name, values in choices.items()
+        },
+        **dashboard_context(metrics, client_names=client_names),
+    }
+    return render(request, "errcatalog/dashboard.html", context)
+
+
+# --- Turning metrics into display rows ---------------------------------------------------------------------
+
+
+def dashboard_context(metrics: Mapping[str, Any], *, client_names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Everything the template prints, derived from one ``compute_metrics`` result. Pure.
+
+    ``client_names`` gives the readable name of client keys (``selectors.client_display_names``).
+    """
+    client_names = client_names or {}
+    totals = metrics["totals"]
+    targets = metrics["targets"]
+    return {
+        "metrics": metrics,
+        "window_text": f"{_minute(metrics['window']['start'])} to {_minute(metrics['window']['end'])}",
+        "bucket_text": _duration(metrics["window"]["bucket_seconds"]),
+        "retry_target_percent": round(targets["retry_success_rate"] * 100, 1),
+        "tiles": kpi_tiles(totals, targets),
+        "episode_endings": episode_endings(totals),
+        "chart_data": chart_data(metrics["series"], targets, metrics["window"]["bucket_seconds"]),
+        "breakdowns": [
+            breakdown_table(
+                dimension,
+                title,
+                metrics["breakdowns"].get(dimension, []),
+                names=client_names if dimension == "client" else None,
+            )
+            for dimension, title in (("code", "Code"), ("tool", "Tool"), ("client", "Client"), ("variant", "Variant"))
+        ],
+        "comparisons": [comparison_view(item) for item in metrics["variant_comparison"]],
+        "episodes": [episode_view(episode, client_names=client_names) for episode in metrics["recent_episodes"]],
+    }
+
+
+def format_rate(rate: float | None) -> str:
+    """A share as a percentage with one decimal ("66.7 %"); "—" when there was nothing to divide by."""
+    return MISSING if rate is None else f"{rate * 100:.1f} %"
+
+
+def format_count(count: int | None) -> str:
+    return MISSING if count is None else f"{count:,}"
+
+
+def format_ms(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
+
+
+def format_seconds(value: float | None) -> str:
+    """A duration read at a glance: "0.8 s", "42 s", "3.5 min", "1.2 h"; "—" when there is none."""
+    if value is None:
+        return MISSING
+    if value < 10:
+        return f"{value:.1f} s"
+    if value < 60:
+        return f"{value:.0f} s"
+    if value < 3600:
+        return f"{value / 60:.1f} min"
+    return f"{value / 3600:.1f} h"
+
+
+def kpi_tiles(totals: Mapping[str, Any], targets: Mapping[str, float]) -> list[dict[str, Any]]:
+    """The headline numbers; the two rates with a target say whether they meet it ("good"/"bad")."""
+
+    def rate_tile(key: str, label: str, note: str) -> dict[str, Any]:
+        rate = totals.get(key)
+        target = targets.get(key)
+        tile = {"key": key, "label": label, "text": format_rate(rate), "value": rate, "note": note}
+        if target is not None:
+            tile["target"] = target
+            tile["target_text"] = f"target > {target * 100:.0f} %"
+            tile["target_percent"] = round(target * 100, 1)
+            tile["status"] = "none" if rate is None else ("good" if rate > target else "bad")
+            tile["bar_percent"] = 0 if rate is None else round(rate * 100, 1)
+        return tile
+
+    retried = totals.get("retried_episodes")
+    return [
+        {
+            "key": "calls",
+            "label": "Calls",
+            "text": format_count(totals["calls"]),
+            "value": totals["calls"],
+            "note": f"{format_count(totals['errors'])} errors",
+        },
+        rate_tile("error_rate", "Error rate", "errors / calls"),
+        rate_tile("retry_success_rate", "Retry success rate", f"of {format_count(retried)} retried episodes"),
+        rate_tile("first_retry_success_rate", "First-retry success rate", "recovered at the first retry"),
+        rate_tile("interactive_error_rate", "Interactive-error rate", "errors asked as a question or elicitation"),
+        {
+            "key": "latency",
+            "label": "Latency p50 / p95",
+            "text": f"{format_ms(totals['latency_p50_ms'])} / {format_ms(totals['latency_p95_ms'])}",
+            "value": totals["latency_p50_ms"],
+            "note": "per call",
+        },
+        {
+            "key": "resolution",
+            "label": "User resolution time p50 / p90",
+            "text": f"{format_seconds(totals['resolution_p50_seconds'])} / "
+            f"{format_seconds(totals['resolution_p90_seconds'])}",
+            "value": totals["resolution_p50_seconds"],
+            "note": f"first failed call to recovering call, {format_count(totals['recovered'])} recovered episodes",
+        },
+    ]
+
+
+def episode_endings(totals: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Episodes by ending; those neither recovered, exhausted nor abandoned are still open."""
+    ended = totals["recovered"] + totals["exhausted"] + totals["abandoned"]
+    counts = [
+        ("recovered", totals["recovered"]),
+        ("exhausted", totals["exhausted"]),
+        ("abandoned", totals["abandoned"]),
+        ("open", max(totals["episodes"] - ended, 0)),
+    ]
+    return [{"ending": ending, "count": count, "text": format_count(count)} for ending, count in counts]
+
+
+def chart_data(series: list[Mapping[str, Any]], targets: Mapping[str, float], step: int) -> dict[str, Any]:
+    """Per-bucket values for the two charts; rates in percent, None (a gap) where a bucket had no denominator."""
+
+    def percent(rate: float | None) -> float | None:
+        return None if rate is None else round(rate * 100, 2)
+
+    rate_keys = ("error_rate", "retry_success_rate", "first_retry_success_rate", "interactive_error_rate")
+    return {
+        "bucket_seconds": step,
+        "labels": [bucket_label(row["bucket"], step) for row in series],
+        "buckets": [row["bucket"] for row in series],
+        "calls": [row["calls"] for row in series],
+        "errors": [row["errors"] for row in series],
+        "rates": {key: [percent(row[key]) for row in series] for key in rate_keys},
+        "targets": {key: round(value * 100, 2) for key, value in targets.items()},
+    }
+
+
+def bucket_label(iso: str, step: int) -> str:
+    """A short UTC label: the hour within a day, the date for daily buckets, both in between."""
+    moment = datetime.fromisoformat(iso)
+    if step >= 86_400:
+        return moment.strftime("%b %d")
+    return moment.strftime("%H:%M") if step < 3600 else moment.strftime("%b %d %H:%M")
+
+
+# Columns of every breakdown table: (row key, heading, formatter). The key column comes first.
+METRIC_COLUMNS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+    ("calls", "Calls", format_count),
+    ("errors", "Errors", format_count),
+    ("error_rate", "Error rate", format_rate),
+    ("interactive_error_rate", "Interactive", format_rate),
+    ("episodes", "Episodes", format_count),
+    ("recovered", "Recovered", format_count),
+    ("exhausted", "Exhausted", format_count),
+    ("abandoned", "Abandoned", format_count),
+    ("retry_success_rate", "Retry success", format_rate),
+    ("first_retry_success_rate", "First-retry success", format_rate),
+    ("latency_p50_ms", "p50", format_ms),
+    ("latency_p95_ms", "p95", format_ms),
+    ("resolution_p50_seconds", "Resolution p50", format_seconds),
+    ("resolution_p90_seconds", "Resolution p90", format_seconds),
+)
+
+
+def breakdown_table(
+    dimension: str, title: str, rows: list[Mapping[str, Any]], *, names: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """One sortable table: each cell has its text and a numeric sort key ("" when the value is missing).
+
+    ``names`` replaces a row key's text by a readable name (client token names); the row keeps its key.
+    """
+    names = names or {}
+    columns = [{"key": "key", "label": title, "numeric": False}]
+    columns += [{"key": key, "label": label, "numeric": True} for key, label, _ in METRIC_COLUMNS]
+    body = []
+    for row in rows:
+        key = names.get(row["key"]) or row["key"] or ("(none)" if dimension != "code" else "(success)")
+        cells = [{"text": key, "sort": key}]
+        cells += [
+            {"text": fmt(row.get(name)), "sort": "" if row.get(name) is None else row[name]}
+            for name, _, fmt in METRIC_COLUMNS
+        ]
+        body.append({"key": row["key"], "cells": cells})
+    return {"dimension": dimension, "title": f"By {title.lower()}", "columns": columns, "rows": body}
+
+
+def comparison_view(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A code's variants with their rate and 95 % interval, as percentages ready for an SVG bar."""
+    variants = []
+    for variant in item["variants"]:
+        low, high = variant["ci_low"] * 100, variant["ci_high"] * 100
+        rate = variant["retry_success_rate"]
+        variants.append(
+            {
+                **variant,
+                "is_best": variant["variant"] == item["best"],
+                "rate_text": format_rate(rate),
+                "interval_text": f"{low:.1f} to {high:.1f} %",
+                "ci_x": round(low, 2),
+                "ci_width": round(max(high - low, 0.5), 2),
+                "rate_x": None if rate is None else round(rate * 100, 2),
+            }
+        )
+    return {**item, "variants": variants}
+
+
+def episode_view(episode: Mapping[str, Any], *, client_names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """An episode row; its Sentry link only when the configured URL is plain http(s)."""
+    client = episode.get("client") or ""
+    return {
+        **episode,
+        "client_text": (client_names or {}).get(client, client),
+        "started_text": _short_time(episode["started_at"]),
+        "ended_text": _short_time(episode["ended_at"]) if episode["ended_at"] else MISSING,
+        "resolution_text": format_seconds(episode.get("resolution_seconds")),
+        "sentry_href": safe_link(episode.get("sentry_url")),
+    }
+
+
+def safe_link(url: str | None) -> str | None:
+    """``url`` when it is an absolute http or https URL with a host, else None (no javascript:, data:, …)."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    return url if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _short_time(iso: str) -> str:
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _minute(iso: str) -> str:
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M")
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count}-{unit}" if count != 1 else unit
+    return f"{seconds}-second"
+
+
+DAY_SECONDS = 86400
+
+
+def filter_choices(window: Mapping[str, Any], current: Mapping[str, str | None]) -> dict[str, list[str]]:
+    """The values seen in the window for each filter's drop-down (the current value is always offered).
+
+    Four DISTINCT queries over the window's rollups (indexed by bucket): their size grows with buckets and
+    distinct cells, not with events. Windows read in days (7 d, 30 d) read the day rows, 24 times fewer.
+    """
+    start = datetime.fromisoformat(window["start"])
+    if window["bucket_seconds"] >= DAY_SECONDS:
+        rollups = DailyRollup.objects.filter(bucket__gte=day_start(start))
+    else:
+        rollups = Rollup.objects.filter(bucket__gte=start)
+    choices: dict[str, list[str]] = {}
+    for name in FILTER_MAX_LENGTH:
+        values = rollups.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()
+        seen = list(values[:FILTER_CHOICES_LIMIT])
+        if current.get(name) and current[name] not in seen:
+            seen.insert(0, current[name])
+        choices[name] = seen
+    return choices

@@ -1,0 +1,112 @@
+"""API clients for each kind of caller, and the default catalog in the database."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from errcatalog.access.tokens import client_token_create
+from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.catalog.snapshot import catalog_changed
+
+
+@pytest.fixture(autouse=True)
+def _fresh_snapshot():
+    """Each test starts from its own database, so no process-cached snapshot may survive from another test."""
+    catalog_changed()
+    yield
+    catalog_changed()
+
+
+@pytest.fixture(scope="package")
+def _default_catalog_rows(django_db_setup, django_db_blocker):
+    """The shipped default catalog, loaded once for this package the way the embedded setup loads it.
+
+    Loading takes about half a second, so it is committed once and every test's changes are rolled back as
+    usual; afterwards the rows are removed so tests elsewhere start from an empty catalog. (A
+    ``transaction=True`` test here would flush them: give such a test its own loading.)
+    """
+    with django_db_blocker.unblock():
+        call_command("catalog_load_defaults", verbosity=0)
+    yield
+    with django_db_blocker.unblock():
+        for model in (ClassificationRule, TemplateVariant, ParameterHint, ErrorCode):
+            model.objects.all().delete()
+            model.history.model.objects.all().delete()
+
+
+@pytest.fixture
+def catalog(_default_catalog_rows, db):
+    """The default catalog in the database, as the snapshot the renderer reads."""
+    catalog_changed()
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """Users are created with passwords; the production hasher's deliberate slowness buys nothing here."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def anonymous() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def staff_client(staff_user) -> APIClient:
+    client = APIClient()
+    client.force_login(staff_user)
+    return client
+
+
+@pytest.fixture
+def user_client(plain_user) -> APIClient:
+    client = APIClient()
+    client.force_login(plain_user)
+    return client
+
+
+def bearer_client(raw_key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    return client
+
+
+@pytest.fixture
+def bearer():
+    """Makes a client that sends ``Authorization: Bearer <key>``."""
+    return bearer_client
+
+
+CATALOG_MODELS = (ErrorCode, TemplateVariant, ParameterHint, ClassificationRule)
+
+
+def grant(user, *codenames: str) -> None:
+    """Give ``user`` the named catalog permissions ("add_errorcode", ...) and drop Django's cached copy."""
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="errcatalog", codename__in=codenames))
+    for cache in ("_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cache, None)
+
+
+@pytest.fixture
+def catalog_editor(django_user_model):
+    """A user who is not staff but holds every add/change/delete permission of the catalog models."""
+    user = django_user_model.objects.create_user(username="editor", password="pw-editor")
+    grant(user, *(f"{a}_{m._meta.model_name}" for m in CATALOG_MODELS for a in ("add", "change", "delete")))
+    return user
+
+
+@pytest.fixture
+def writer_client(catalog_editor) -> APIClient:
+    """A token with catalog write rights whose user holds the catalog's model permissions (not staff)."""
+    _token, raw_key = client_token_create(user=catalog_editor, name="ci-writer", can_write_catalog=True)
+    return bearer_client(raw_key)
+
+
+@pytest.fixture
+def reader_client(staff_user) -> APIClient:
+    """A read-only token (its user is staff: the token's flag still decides)."""
+    _token, raw_key = client_token_create(user=staff_user, name="dashboard-reader")
+    return bearer_client(raw_key)
