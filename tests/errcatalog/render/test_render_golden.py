@@ -46,7 +46,7 @@ from errcatalog.render import (
 )
 from errcatalog.render.entries import CatalogSnapshot
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parent.parent / "golden"
 
 
 def golden(name: str):
