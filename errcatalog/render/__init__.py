@@ -1,4 +1,10 @@
-"""The renderer: one failure, one catalog entry, many faces (DESIGN §4). Pure: no ORM, no I/O."""
+"""Rendering, pure: one failure, one catalog entry, many faces (DESIGN §4).
+
+Owns the catalog's frozen plain data (``entries.CatalogSnapshot``), classification of a failure's facts into a
+code (``classify``), the renderer (``core``), its faces (``mcp``, ``jsonrpc``, ``providers``, ``people``) and the
+choice of locale. May import only the kernel (``errcatalog.vocabulary``, ``errors``, ``safety``): no Django, no
+ORM, no I/O, so that it is fast, easy to test and the same in every process.
+"""
 
 from errcatalog.render.core import DEFAULT_MAX_CHARS, Failure, ParameterFault, RenderedError, did_you_mean, render
 from errcatalog.render.jsonrpc import error_object, error_response, jsonrpc_code
