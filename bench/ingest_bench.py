@@ -226,10 +226,10 @@ def report(events: list, elapsed: float, samples: list[tuple[float, int]], args:
     from django.conf import settings
     from django.db.models import Count
 
-    from errcatalog.outcomes.models import Episode, OutcomeEvent
+    from errcatalog.outcomes.models import Episode, OutcomeRecord
 
-    stored = OutcomeEvent.objects.count()
-    distinct = OutcomeEvent.objects.filter(id__in=[event.id for event in events[:: max(1, len(events) // 1000)]])
+    stored = OutcomeRecord.objects.count()
+    distinct = OutcomeRecord.objects.filter(id__in=[event.id for event in events[:: max(1, len(events) // 1000)]])
     client = redis.Redis.from_url(REDIS)
     outcomes = settings.OUTCOMES
     pending = client.xpending(outcomes["STREAM_KEY"], outcomes["STREAM_GROUP"])["pending"]

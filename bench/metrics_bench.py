@@ -137,7 +137,7 @@ def main() -> None:
     from django.db import connection
 
     from errcatalog.outcomes import rollups
-    from errcatalog.outcomes.models import DailyRollup, OutcomeEvent, Rollup
+    from errcatalog.outcomes.models import DailyRollup, OutcomeRecord, Rollup
 
     if not args.reuse:
         print(f"generating {args.events:,} events and {args.events // 10:,} episodes over {args.days} days …")
@@ -150,7 +150,7 @@ def main() -> None:
         # What autovacuum would do after a bulk load: planner statistics for the new rollup rows.
         cursor.execute("ANALYZE errcatalog_rollup; ANALYZE errcatalog_rollupsummary")
     print(
-        f"database: {OutcomeEvent.objects.count():,} events, {Rollup.objects.count():,} hourly and "
+        f"database: {OutcomeRecord.objects.count():,} events, {Rollup.objects.count():,} hourly and "
         f"{DailyRollup.objects.count():,} daily rollup rows"
     )
     started = time.perf_counter()

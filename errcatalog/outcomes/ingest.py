@@ -13,7 +13,10 @@ its batch file) leaves entries that another worker takes over and stores again, 
 ID is the primary key, and only events not stored yet are linked into episodes (PostgreSQL: IDs looked up under
 the correlation lock, then inserted with ``ON CONFLICT DO NOTHING``; SQLite: the IDs ``INSERT ... ON CONFLICT DO
 NOTHING RETURNING`` reports).
-Rollups find what changed by themselves (``OutcomeEvent.ingested_at``, ``Episode.last_at``/``ended_at``).
+Rollups find what changed by themselves (``OutcomeRecord.ingested_at``, ``Episode.changed_at``).
+
+Which event opens, extends or ends which episode is decided by the pure rules (``episodes``) through their
+database edge (``episode_store``); the bulk PostgreSQL statements share ``bulk_sql`` with that edge.
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from errcatalog.outcomes import episodes, spool
+from errcatalog.outcomes import spool
+from errcatalog.outcomes.bulk_sql import number_array, server_side_cursor, text_array
+from errcatalog.outcomes.episode_store import episode_link_events
+from errcatalog.outcomes.episodes import Link
 from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
-from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+from errcatalog.outcomes.models import OutcomeRecord
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +100,7 @@ def _ingest_from(source: str, events: list[OutcomeEvent]) -> int:
     # RETURNING clause names the rows that were new.
     new_ids = _insert_new_values(events, source=source)
     new = [event for event in events if event.id in new_ids]
-    links = episodes.link_new_events(new)
+    links = episode_link_events(events=new)
     _write_links([link for link in links if link.episode is not None])
     return len(new)
 
@@ -110,13 +116,13 @@ def _ingest_postgresql(events: list[OutcomeEvent], *, source: str) -> int:
     with server_side_cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CORRELATION_LOCK_ID])
         cursor.execute(
-            "SELECT id FROM errcatalog_outcomeevent WHERE id = ANY(%s::uuid[])", [_array([e.id for e in events])]
+            "SELECT id FROM errcatalog_outcomeevent WHERE id = ANY(%s::uuid[])", [text_array([e.id for e in events])]
         )
         stored = {value.hex for (value,) in cursor.fetchall()}
     new = [event for event in events if event.id not in stored]
     if not new:
         return 0
-    linked = {link.event.id: link for link in episodes.link_new_events(new) if link.episode is not None}
+    linked = {link.event.id: link for link in episode_link_events(events=new) if link.episode is not None}
     inserted = _insert_new_postgresql(new, source=source, linked=linked)
     if len(inserted) != len(new):  # pragma: no cover - the advisory lock makes this impossible
         raise RuntimeError("outcome events appeared while the correlation lock was held")
@@ -146,7 +152,7 @@ def _fits(event: OutcomeEvent) -> bool:
 
 
 _MAX_LENGTH = {
-    name: OutcomeEventRow._meta.get_field(name).max_length
+    name: OutcomeRecord._meta.get_field(name).max_length
     for name in ("tool", "client", "session", "code", "variant", "locale", "sentry_event_id")
 }
 
@@ -172,26 +178,24 @@ RETURNING id
 """
 
 
-def _insert_new_postgresql(
-    events: Sequence[OutcomeEvent], *, source: str, linked: dict[str, episodes.Link]
-) -> set[str]:
+def _insert_new_postgresql(events: Sequence[OutcomeEvent], *, source: str, linked: dict[str, Link]) -> set[str]:
     """One INSERT over column arrays (``unnest``): a statement with thousands of placeholders costs more to
     build and parse than the insert itself. Returns the IDs inserted."""
     links = [linked.get(event.id) for event in events]
     columns = (
-        _array([event.id for event in events]),
-        _numbers(event.ts for event in events),
-        _array([event.tool for event in events]),
-        _array([event.client or "" for event in events]),
-        _array([event.session or "" for event in events]),
-        _array([event.outcome for event in events]),
-        _array([event.code or "" for event in events]),
-        _array([event.variant or "" for event in events]),
-        _array([event.locale or "" for event in events]),
+        text_array([event.id for event in events]),
+        number_array(event.ts for event in events),
+        text_array([event.tool for event in events]),
+        text_array([event.client or "" for event in events]),
+        text_array([event.session or "" for event in events]),
+        text_array([event.outcome for event in events]),
+        text_array([event.code or "" for event in events]),
+        text_array([event.variant or "" for event in events]),
+        text_array([event.locale or "" for event in events]),
         "{" + ",".join("t" if event.interactive else "f" for event in events) + "}",
-        _array([event.elicitation or "" for event in events]),
-        _numbers(event.latency_ms for event in events),
-        _array([event.sentry_event_id or "" for event in events]),
+        text_array([event.elicitation or "" for event in events]),
+        number_array(event.latency_ms for event in events),
+        text_array([event.sentry_event_id or "" for event in events]),
         "{" + ",".join(str(link.attempt) if link else "0" for link in links) + "}",
         "{" + ",".join(str(link.episode.pk) if link else "NULL" for link in links) + "}",
     )
@@ -200,41 +204,11 @@ def _insert_new_postgresql(
         return {value.hex for (value,) in cursor.fetchall()}
 
 
-def server_side_cursor() -> Any:
-    """A psycopg cursor that sends parameters apart from the statement (PostgreSQL only).
-
-    Django's default client-side binding quotes every parameter into the SQL text; for array literals of a
-    whole batch that quoting costs as much as the insert. Runs on Django's connection, so inside its transaction.
-    """
-    import psycopg
-
-    connection.ensure_connection()
-    return psycopg.Cursor(connection.connection)
-
-
-def _array(values: list[str]) -> str:
-    """A PostgreSQL array literal of strings, every element quoted (so "" and "NULL" stay strings).
-
-    Written here because psycopg's generic list adapter costs more per element than the whole insert. Names
-    checked by ``from_wire`` never hold a quote or a backslash: one join does; anything else is escaped.
-    """
-    if not values:
-        return "{}"
-    joined = "\x00".join(values)  # PostgreSQL text cannot hold NUL, so it cannot occur inside a value
-    if '"' in joined or "\\" in joined:
-        joined = joined.replace("\\", "\\\\").replace('"', '\\"')
-    return '{"' + joined.replace("\x00", '","') + '"}'
-
-
-def _numbers(values: Iterable[float]) -> str:
-    return "{" + ",".join(repr(float(value)) for value in values) + "}"
-
-
 def _insert_new_values(events: Sequence[OutcomeEvent], *, source: str) -> set[str]:
     """``INSERT ... VALUES ... ON CONFLICT (id) DO NOTHING RETURNING id`` (SQLite 3.35+): the IDs that were new."""
-    table = connection.ops.quote_name(OutcomeEventRow._meta.db_table)
+    table = connection.ops.quote_name(OutcomeRecord._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(name) for name in _COLUMNS)
-    id_field = OutcomeEventRow._meta.pk
+    id_field = OutcomeRecord._meta.pk
     adapt_datetime = connection.ops.adapt_datetimefield_value
     ingested_at = adapt_datetime(timezone.now())
     new_ids: set[str] = set()
@@ -276,12 +250,12 @@ def _hex(value: Any) -> str:
     return value.hex if isinstance(value, uuid.UUID) else str(value).replace("-", "")
 
 
-def _write_links(links: Sequence[episodes.Link]) -> None:
+def _write_links(links: Sequence[Link]) -> None:
     """SQLite: write each linked event's episode and attempt, one UPDATE ... FROM per chunk (SQLite 3.33+)."""
     if not links:
         return
     with connection.cursor() as cursor:
-        id_field = OutcomeEventRow._meta.pk
+        id_field = OutcomeRecord._meta.pk
         for start in range(0, len(links), _INSERT_CHUNK):
             chunk = links[start : start + _INSERT_CHUNK]
             params: list[Any] = []

@@ -1,4 +1,4 @@
-"""Stored outcomes: one row per call, one per error episode, and the rollups the dashboard reads.
+"""Stored outcomes: one row per call (``OutcomeRecord``), one per error episode, and the rollups the dashboard reads.
 
 Imported by ``errcatalog.models`` so Django registers them with the ``errcatalog`` app.
 """
@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
+
+from errcatalog.outcomes import episodes as episode_rules
 
 
 class Outcome(models.TextChoices):
@@ -21,10 +23,11 @@ class Episode(models.Model):
     """An error and the retries that followed it: same tool, same client (and session), within the window."""
 
     class Ending(models.TextChoices):
-        OPEN = "open", "Open"
-        RECOVERED = "recovered", "Recovered"  # a retry succeeded
-        EXHAUSTED = "exhausted", "Exhausted"  # retry number MAX_ATTEMPTS (3) failed too
-        ABANDONED = "abandoned", "Abandoned"  # the window passed without a success
+        # The values are the rules' own (``errcatalog.outcomes.episodes``), so the two cannot drift apart.
+        OPEN = episode_rules.OPEN, "Open"
+        RECOVERED = episode_rules.RECOVERED, "Recovered"  # a retry succeeded
+        EXHAUSTED = episode_rules.EXHAUSTED, "Exhausted"  # retry number MAX_ATTEMPTS (3) failed too
+        ABANDONED = episode_rules.ABANDONED, "Abandoned"  # the window passed without a success
 
     tool = models.CharField(max_length=128)
     client = models.CharField(max_length=128, blank=True)
@@ -79,8 +82,12 @@ class Episode(models.Model):
         return f"{self.tool} {self.code} ({self.ending})"
 
 
-class OutcomeEvent(models.Model):
-    """One tool call's outcome. The primary key is the event ID: inserting the same event twice is a no-op."""
+class OutcomeRecord(models.Model):
+    """A stored ``events.OutcomeEvent``: one tool call's outcome as ingest wrote it, with its episode and attempt.
+
+    The primary key is the event ID: inserting the same event twice is a no-op. Named apart from the event it
+    stores (which travels the wire and never touches the database); the table keeps its original name.
+    """
 
     class Source(models.TextChoices):
         MCP = "mcp", "This endpoint"
@@ -108,6 +115,7 @@ class OutcomeEvent(models.Model):
     ingested_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "errcatalog_outcomeevent"
         indexes = [
             models.Index(fields=["occurred_at"], name="outcome_occurred"),
             # Rollups find the buckets that changed since their last run by ingestion time.

@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.core.signals import setting_changed
 
@@ -49,6 +50,11 @@ from errcatalog.outcomes import spool
 from errcatalog.outcomes.events import OutcomeEvent
 
 logger = logging.getLogger("errcatalog.outcomes.recorder")
+
+# The recorder sends tasks by name through the Celery app: ``errcatalog.outcomes.tasks`` (the worker side, above
+# this module) defines them under these stable names.
+INGEST_TASK = "errcatalog.ingest_outcomes"
+DRAIN_TASK = "errcatalog.drain_outcomes"
 
 # Redis answers a local pipeline in well under a millisecond; a second means it is gone, and the flusher (or a
 # REST request in ``submit``) must not hang on it longer than that.
@@ -362,15 +368,14 @@ class _Recorder:
 
 
 def _send_without_redis(destination: _Destination, payloads: list[dict[str, Any]]) -> None:
-    # Celery loads lazily: web processes rarely need it.
-    from errcatalog.outcomes.tasks import drain_outcomes, ingest_outcomes
-
     if not destination.spool_dir:
-        ingest_outcomes.delay(payloads)  # a broker that gives a dead worker's message back (acks_late)
+        # A broker that gives a dead worker's message back (acks_late).
+        current_app.send_task(INGEST_TASK, args=[payloads])
         return
     spool.spool_write(Path(destination.spool_dir), payloads)  # raises (events stay held) unless durable
     try:
-        drain_outcomes.delay()  # a worker stores the batch now; beat's next drain would within a second anyway
+        # A worker stores the batch now; beat's next drain would within a second anyway.
+        current_app.send_task(DRAIN_TASK)
     except Exception as exc:  # the batch is safe on disk: a failed nudge only delays it to that next drain
         logger.debug("Outcome recorder: could not send drain_outcomes (%s)", type(exc).__name__)
 

@@ -37,7 +37,7 @@ from errcatalog.outcomes.models import (
     LATENCY_BINS,
     RESOLUTION_BINS,
     Episode,
-    OutcomeEvent,
+    OutcomeRecord,
     Rollup,
     RollupState,
     RollupSummary,
@@ -198,9 +198,9 @@ def _changed_buckets(*, since: datetime | None) -> set[datetime]:
     Every write of an episode (ingest, the abandoned-episode closer) sets its ``changed_at``.
     """
     if since is None:
-        hours = set(_distinct_hours(OutcomeEvent.objects.all(), "occurred_at"))
+        hours = set(_distinct_hours(OutcomeRecord.objects.all(), "occurred_at"))
         return _buckets_of(hours | set(_distinct_hours(Episode.objects.all(), "started_at")))
-    events = OutcomeEvent.objects.filter(ingested_at__gte=since)
+    events = OutcomeRecord.objects.filter(ingested_at__gte=since)
     changed = Episode.objects.filter(changed_at__gte=since)
     hours = set(_distinct_hours(events, "occurred_at")) | set(_distinct_hours(changed, "started_at"))
     return _buckets_of(hours)
@@ -261,7 +261,7 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
 
     error = Q(outcome="error")
     event_rows = (
-        OutcomeEvent.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
+        OutcomeRecord.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
         .annotate(latency_bin=_latency_bin())
         .values(*_DIMENSIONS, "latency_bin")
         .annotate(

@@ -1,5 +1,8 @@
 """Celery tasks: thin wrappers around ``errcatalog.outcomes``. The beat schedule is in settings.
 
+The task names are stable: beat's schedule (settings) and the recorder (which sends its batches by name, being
+below this module) name them, and a test checks that what the recorder sends is registered here.
+
 Every task states its delivery and retry policy here:
 
 - ``acks_late`` and ``reject_on_worker_lost``: a task is acknowledged after it ran and given back when its worker
@@ -23,7 +26,8 @@ import redis
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from errcatalog.outcomes import episodes, ingest, rollups
+from errcatalog.outcomes import ingest, rollups
+from errcatalog.outcomes.episode_store import episode_close_abandoned
 
 # Errors that pass by themselves. Django wraps the driver's connection errors in these two; redis-py raises its
 # own ConnectionError and TimeoutError (its TimeoutError is not the builtin one).
@@ -75,7 +79,7 @@ def ingest_outcomes(events: list[dict[str, Any]]) -> int:
 )
 def close_abandoned_episodes() -> int:
     """End episodes whose retry window passed without a success; returns how many were closed."""
-    return episodes.close_abandoned()
+    return episode_close_abandoned()
 
 
 @shared_task(

@@ -19,7 +19,7 @@ from django.db import connection
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.document import catalog_load_defaults
 from errcatalog.catalog.models import ErrorCode
-from errcatalog.outcomes.models import OutcomeEvent
+from errcatalog.outcomes.models import OutcomeRecord
 from tests.config.served_app import ServedApp
 from tests.errcatalog.outcomes.conftest import celery_app_on, process_environment, wait_until
 from tests.errcatalog.outcomes.recorder_support import ThrowawayRedis
@@ -160,13 +160,13 @@ def test_mcp_calls_are_answered_and_counted_through_a_redis_outage(
     with celery_app_on(redis_server.url, {}):
         # What beat does in production, once a second.
         for _ in range(90):
-            if OutcomeEvent.objects.count() >= len(answers) - dropped:
+            if OutcomeRecord.objects.count() >= len(answers) - dropped:
                 break
             drain_outcomes.delay()
             time.sleep(1)
     # Events are stored under their event ID (the primary key), so a row is one call: none twice.
-    assert OutcomeEvent.objects.count() == len(answers) - dropped
-    assert set(OutcomeEvent.objects.values_list("tool", "outcome").distinct()) == {(TOOL, "ok")}
+    assert OutcomeRecord.objects.count() == len(answers) - dropped
+    assert set(OutcomeRecord.objects.values_list("tool", "outcome").distinct()) == {(TOOL, "ok")}
 
     # Each degradation was logged once for the outage, and its end once: never a line per call.
     log = served.log()

@@ -126,7 +126,7 @@ def test_calls_of_any_name_are_counted_through_ingest(settings, redis_url, short
     from errcatalog.catalog.document import catalog_load_defaults
     from errcatalog.catalog.snapshot import catalog_changed
     from errcatalog.outcomes import ingest, recorder
-    from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+    from errcatalog.outcomes.models import OutcomeRecord
     from mcpserver.auth import ClientIdentity
     from mcpserver.pipeline import ToolCall, call_tool
 
@@ -153,9 +153,9 @@ def test_calls_of_any_name_are_counted_through_ingest(settings, redis_url, short
     assert recorder.flush(timeout=10) is True
     assert ingest.drain() == len(called)
 
-    tools = sorted(OutcomeEventRow.objects.values_list("tool", flat=True))
+    tools = sorted(OutcomeRecord.objects.values_list("tool", flat=True))
     assert tools == sorted(["3d_render", "weather.get_forecast", *[INVALID_TOOL_NAME] * 3])
-    assert set(OutcomeEventRow.objects.values_list("code", flat=True)) == {"FUNCTION_NOT_FOUND"}
+    assert set(OutcomeRecord.objects.values_list("code", flat=True)) == {"FUNCTION_NOT_FOUND"}
     recorder.reset()
 
 

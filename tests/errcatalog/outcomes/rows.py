@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from errcatalog.outcomes.models import Episode, OutcomeEvent
+from errcatalog.outcomes.models import Episode, OutcomeRecord
 
 
 def event(at: datetime, *, outcome: str = "ok", tool: str = "send_email", client: str = "token:1", **fields):
-    return OutcomeEvent.objects.create(
+    return OutcomeRecord.objects.create(
         id=uuid.uuid4(), occurred_at=at, outcome=outcome, tool=tool, client=client, **fields
     )
 

@@ -14,7 +14,7 @@ from errcatalog.catalog.document import catalog_load_defaults
 from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import recorder, rollups
 from errcatalog.outcomes.metrics import compute_metrics
-from errcatalog.outcomes.models import Episode, OutcomeEvent
+from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.tasks import drain_outcomes
 from mcpserver.auth import ClientIdentity
 from mcpserver.pipeline import ToolCall, call_tool
@@ -62,7 +62,7 @@ def agent_session() -> None:
 
 
 def assert_recovered_episode_in_metrics() -> None:
-    assert OutcomeEvent.objects.count() == 3
+    assert OutcomeRecord.objects.count() == 3
     episode = Episode.objects.get()
     assert (episode.tool, episode.client, episode.code, episode.ending, episode.recovered_at_attempt) == (
         "explain_error",
@@ -96,7 +96,7 @@ def test_embedded_setup_records_through_a_filesystem_broker_worker(
 
     def stored() -> bool:
         worker_database.pull()
-        return OutcomeEvent.objects.count() == 3
+        return OutcomeRecord.objects.count() == 3
 
     wait_until(stored, what="the worker to ingest the events")
     assert_recovered_episode_in_metrics()
@@ -114,7 +114,7 @@ def test_redis_setup_records_through_the_stream_and_a_worker(
 
     def stored() -> bool:
         worker_database.pull()
-        return OutcomeEvent.objects.count() == 3
+        return OutcomeRecord.objects.count() == 3
 
     wait_until(stored, what="the worker to drain the stream")
     assert_recovered_episode_in_metrics()

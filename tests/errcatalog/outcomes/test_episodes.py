@@ -1,24 +1,20 @@
-"""Retry episodes: the rules as a pure function, then as stored by ingestion and closed by the periodic task."""
+"""Retry episodes, the rules: plain events and episodes in, decisions out, without a database or settings.
+
+The database edge (``episode_store``) is tested with ingestion in ``test_episode_store.py``.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import subprocess
+import sys
+from pathlib import Path
 
-import pytest
-
-from errcatalog.outcomes import episodes, ingest
-from errcatalog.outcomes.episodes import EpisodeState, correlate
+from errcatalog.outcomes.episodes import EpisodeState, abandon_expired, correlate
 from errcatalog.outcomes.events import OutcomeEvent
-from errcatalog.outcomes.models import Episode
-from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
 
 WINDOW = 600
 T0 = 1_800_000_000.0
-
-
-@pytest.fixture(autouse=True)
-def _rules(settings):
-    settings.OUTCOMES = {**settings.OUTCOMES, "RETRY_WINDOW_SECONDS": WINDOW, "MAX_ATTEMPTS": 3}
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def call(outcome: str, ts: float, *, tool: str = "search", client: str = "token:1", **fields) -> OutcomeEvent:
@@ -195,101 +191,89 @@ def test_open_episodes_from_earlier_batches_continue():
     assert open_episodes == {}
 
 
-# --- Stored by ingestion ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-def test_episode_spanning_batches_is_continued_from_the_database():
-    now = datetime.now(UTC).timestamp()
-    first = OutcomeEvent(tool="search", client="token:1", outcome="error", code="E_X", variant="v3", ts=now - 30)
-    second = OutcomeEvent(tool="search", client="token:1", outcome="error", code="E_Y", ts=now - 20)
-    third = OutcomeEvent(tool="search", client="token:1", outcome="ok", ts=now - 10)
-    for event in (first, second, third):
-        assert ingest.ingest_events([event]) == 1
-    episode = Episode.objects.get()
-    assert (episode.ending, episode.retries, episode.recovered_at_attempt, episode.code, episode.variant) == (
-        "recovered",
-        2,
-        2,
-        "E_X",
-        "v3",
-    )
-    rows = OutcomeEventRow.objects.order_by("occurred_at")
-    assert [(row.attempt, row.episode_id) for row in rows] == [(0, episode.pk), (1, episode.pk), (2, episode.pk)]
-
-
-@pytest.mark.django_db
-def test_seed_003_client_exhausts_its_stored_episode_at_the_fourth_failed_call():
-    now = datetime.now(UTC).timestamp()
-    error = {"tool": "send_email", "client": "c", "outcome": "error", "code": "E_X"}
-    events = [OutcomeEvent(**error, ts=now - 40 + n) for n in range(4)]
-    assert ingest.ingest_events(events) == 4
-    episode = Episode.objects.get()
-    assert (episode.ending, episode.retries, episode.recovered_at_attempt) == ("exhausted", 3, None)
-    assert episode.ended_at == episode.last_at
-    # Nothing is left for the periodic closer: the episode is not counted as abandoned later.
-    assert episodes.close_abandoned(datetime.fromtimestamp(now + 2 * WINDOW, UTC)) == 0
-    assert Episode.objects.get().ending == "exhausted"
-
-
-@pytest.mark.django_db
-def test_ingestion_stores_the_resolution_time_of_episodes_recovered_in_one_batch_or_across_batches():
-    now = datetime.now(UTC).timestamp()
-    same_batch = [
-        OutcomeEvent(tool="a", client="c", outcome="error", code="E_X", ts=now - 100),
-        OutcomeEvent(tool="a", client="c", outcome="ok", ts=now - 97.5),
-    ]
-    ingest.ingest_events(same_batch)  # opened and recovered at once: the INSERT carries the time
-    ingest.ingest_events([OutcomeEvent(tool="b", client="c", outcome="error", code="E_X", ts=now - 90)])
-    ingest.ingest_events([OutcomeEvent(tool="b", client="c", outcome="error", code="E_X", ts=now - 60)])
-    ingest.ingest_events([OutcomeEvent(tool="b", client="c", outcome="ok", ts=now - 30)])  # the UPDATE does
-    ingest.ingest_events([OutcomeEvent(tool="d", client="c", outcome="error", code="E_X", ts=now - 10)])
-    stored = dict(Episode.objects.values_list("tool", "resolution_seconds"))
-    assert stored["a"] == pytest.approx(2.5, abs=1e-3)
-    assert stored["b"] == pytest.approx(60.0, abs=1e-3)
-    assert stored["d"] is None  # still open
-
-
-@pytest.mark.django_db
-def test_batch_is_correlated_in_time_order_whatever_its_order():
-    now = datetime.now(UTC).timestamp()
-    events = [
-        OutcomeEvent(tool="search", client="c", outcome="ok", ts=now - 1),
-        OutcomeEvent(tool="search", client="c", outcome="error", code="E_X", ts=now - 3),
-        OutcomeEvent(tool="search", client="c", outcome="error", code="E_X", ts=now - 2),
-    ]
-    assert ingest.ingest_events(events) == 3
-    episode = Episode.objects.get()
-    assert (episode.ending, episode.recovered_at_attempt) == ("recovered", 2)
-
-
-@pytest.mark.django_db
-def test_abandoned_episode_and_its_successor_with_the_same_key_are_both_stored():
-    now = datetime.now(UTC).timestamp()
-    ingest.ingest_events([OutcomeEvent(tool="t", client="c", outcome="error", code="E_X", ts=now - WINDOW - 100)])
-    ingest.ingest_events([OutcomeEvent(tool="t", client="c", outcome="error", code="E_Y", ts=now)])
-    old, new = Episode.objects.order_by("started_at")
-    assert (old.ending, old.ended_at, old.code) == ("abandoned", old.last_at + timedelta(seconds=WINDOW), "E_X")
-    assert (new.ending, new.code) == ("open", "E_Y")
-
-
-@pytest.mark.django_db
-def test_close_abandoned_ends_only_episodes_whose_window_passed():
-    now = datetime.now(UTC).timestamp()
-    ingest.ingest_events(
+def test_a_retry_is_linked_to_the_error_that_caused_it_and_credits_its_wording():
+    links, (episode,) = run(
         [
-            OutcomeEvent(tool="old", client="c", outcome="error", code="E_X", ts=now - WINDOW - 5),
-            OutcomeEvent(tool="fresh", client="c", outcome="error", code="E_X", ts=now - 5),
-            OutcomeEvent(tool="done", client="c", outcome="error", code="E_X", ts=now - WINDOW - 9),
-            OutcomeEvent(tool="done", client="c", outcome="ok", ts=now - WINDOW - 8),
+            call("error", 0, code="MISSING_PARAMETER", variant="friendly", locale="de", interactive=True),
+            call("error", 1, code="RATE_LIMITED", variant="terse", locale="fr"),
+            call("ok", 2, locale="fr"),
         ]
     )
-    assert episodes.close_abandoned() == 1
-    old = Episode.objects.get(tool="old")
-    assert (old.ending, old.ended_at) == ("abandoned", old.last_at + timedelta(seconds=WINDOW))
-    assert Episode.objects.get(tool="fresh").ending == "open"
-    assert Episode.objects.get(tool="done").ending == "recovered"
-    assert episodes.close_abandoned() == 0
-    later = datetime.fromtimestamp(now + WINDOW, UTC)
-    assert episodes.close_abandoned(later) == 1
-    assert Episode.objects.get(tool="fresh").ending == "abandoned"
+    assert [link.episode for link in links] == [episode] * 3
+    # The episode is the opening error's: its code, variant and interactivity are what the ending is credited to.
+    assert (episode.code, episode.variant, episode.interactive) == ("MISSING_PARAMETER", "friendly", True)
+    # Each link carries its own event, locale and variant included, for the row ingest writes.
+    assert [(link.event.locale, link.event.variant) for link in links] == [
+        ("de", "friendly"),
+        ("fr", "terse"),
+        ("fr", None),
+    ]
+
+
+def test_events_out_of_order_are_correlated_in_time_order():
+    recovery, first, retry = call("ok", 2), call("error", 0), call("error", 1)
+    links, (episode,) = run([recovery, first, retry])
+    assert [(link.event, link.attempt) for link in links] == [(first, 0), (retry, 1), (recovery, 2)]
+    assert (episode.ending, episode.recovered_at_attempt, episode.started_at) == ("recovered", 2, T0)
+    assert episode.resolution_seconds == 2
+
+
+def test_events_at_the_same_time_keep_the_order_they_came_in():
+    links, (episode,) = run([call("error", 0), call("ok", 0)])
+    assert attempts(links) == [0, 1] and episode.ending == "recovered"
+
+
+def test_a_late_event_older_than_the_open_episode_neither_rewinds_its_last_call_nor_its_window():
+    earlier = EpisodeState(
+        tool="search", client="token:1", session="", code="E_OLD", variant="", interactive=False,
+        sentry_event_id="", started_at=T0, last_at=T0 + 100, retries=1, pk=7,
+    )  # fmt: skip
+    _links, (episode,) = run([call("error", 50)], {earlier.key: earlier})
+    assert (episode.last_at, episode.retries, episode.ending) == (T0 + 100, 2, "open")
+
+
+def test_abandon_expired_ends_open_episodes_at_the_end_of_their_window():
+    def opened(tool: str, last: float, ending: str = "open") -> EpisodeState:
+        return EpisodeState(
+            tool=tool, client="c", session="", code="E_X", variant="", interactive=False, sentry_event_id="",
+            started_at=T0, last_at=T0 + last, ending=ending,
+        )  # fmt: skip
+
+    old, fresh, edge, recovered = (
+        opened("old", 0),
+        opened("fresh", 500),
+        opened("edge", 100),
+        opened("r", 0, "recovered"),
+    )
+    ended = abandon_expired([old, fresh, edge, recovered], now=T0 + 700, window=WINDOW)
+    assert ended == [old]
+    assert (old.ending, old.ended_at, old.resolution_seconds) == ("abandoned", T0 + WINDOW, None)
+    assert (fresh.ending, edge.ending, recovered.ending) == ("open", "open", "recovered")  # edge: exactly at the window
+    assert abandon_expired([fresh], now=T0 + 500 + WINDOW + 0.001, window=WINDOW) == [fresh]
+
+
+def test_abandonment_by_a_late_call_and_by_the_clean_up_agree():
+    _links, (by_call, _fresh) = run([call("error", 0), call("error", 30), call("error", 30 + WINDOW + 5)])
+    _links, (by_clean_up,) = run([call("error", 0), call("error", 30)])
+    abandon_expired([by_clean_up], now=T0 + 30 + WINDOW + 5, window=WINDOW)
+    assert (
+        (by_call.ending, by_call.ended_at)
+        == (by_clean_up.ending, by_clean_up.ended_at)
+        == ("abandoned", T0 + 30 + WINDOW)
+    )
+
+
+def test_the_rules_import_neither_django_nor_a_database_driver():
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, errcatalog.outcomes.episodes; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'psycopg', 'redis', 'celery'}))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+    )
+    assert loaded.stdout.strip() == "[]"

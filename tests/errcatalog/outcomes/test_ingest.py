@@ -13,8 +13,7 @@ from django.conf import settings
 
 from errcatalog.outcomes import ingest
 from errcatalog.outcomes.events import OutcomeEvent
-from errcatalog.outcomes.models import Episode
-from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.spool import spool_size, spool_write
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +29,7 @@ def story(client: str = "token:1") -> list[OutcomeEvent]:
 
 
 def snapshot() -> tuple[list, list]:
-    events = list(OutcomeEventRow.objects.order_by("id").values_list("id", "attempt", "episode_id", "ingested_at"))
+    events = list(OutcomeRecord.objects.order_by("id").values_list("id", "attempt", "episode_id", "ingested_at"))
     episodes = list(Episode.objects.order_by("pk").values())
     return events, episodes
 
@@ -59,7 +58,7 @@ def test_ingest_stores_every_field_and_returns_the_new_count():
         source="api",
     )  # fmt: skip
     assert ingest.ingest_events([event]) == 1
-    row = OutcomeEventRow.objects.get()
+    row = OutcomeRecord.objects.get()
     assert row.id == uuid.UUID(event.id)
     assert abs(row.occurred_at.timestamp() - event.ts) < 1e-3
     assert (row.source, row.tool, row.client, row.session, row.outcome, row.code, row.variant) == (
@@ -89,7 +88,7 @@ def test_batch_mixing_stored_and_new_events_links_only_the_new_ones():
     assert ingest.ingest_events([first, recovery, first, other]) == 2
     episode = Episode.objects.get()
     assert (episode.ending, episode.retries, episode.recovered_at_attempt) == ("recovered", 1, 1)
-    assert OutcomeEventRow.objects.count() == 3
+    assert OutcomeRecord.objects.count() == 3
 
 
 def test_events_too_long_for_the_columns_are_dropped_not_fatal(caplog):
@@ -105,7 +104,7 @@ def test_large_batches_are_split_into_statements():
     events = [OutcomeEvent(tool="bulk", client=f"c{n % 7}", outcome="ok", ts=now - n / 1000) for n in range(2500)]
     assert ingest.ingest_events(events) == 2500
     assert ingest.ingest_events(events) == 0
-    assert OutcomeEventRow.objects.count() == 2500
+    assert OutcomeRecord.objects.count() == 2500
 
 
 # --- ingest_wire_batch -------------------------------------------------------------------------------------------
@@ -117,7 +116,7 @@ def test_wire_batch_counts_and_skips_invalid_events(caplog):
     with caplog.at_level(logging.WARNING, logger="errcatalog.outcomes.ingest"):
         assert ingest.ingest_wire_batch(good + bad) == 3
     assert "3 invalid event(s)" in caplog.text and "nope" not in caplog.text
-    assert OutcomeEventRow.objects.count() == 3
+    assert OutcomeRecord.objects.count() == 3
     assert ingest.ingest_wire_batch(good) == 0
 
 
@@ -139,7 +138,7 @@ def test_drain_without_redis_stores_the_spooled_batches_once_each(settings, tmp_
 
     assert ingest.drain() == 6
     assert spool_size(tmp_path) == 0
-    assert OutcomeEventRow.objects.count() == 6
+    assert OutcomeRecord.objects.count() == 6
     assert Episode.objects.filter(ending="recovered").count() == 2
 
 
@@ -152,7 +151,7 @@ def test_drain_stores_acknowledges_and_deletes_including_invalid_entries(stream,
     key, group = settings.OUTCOMES["STREAM_KEY"], settings.OUTCOMES["STREAM_GROUP"]
     assert stream.xlen(key) == 0
     assert stream.xpending(key, group)["pending"] == 0
-    assert OutcomeEventRow.objects.count() == 6
+    assert OutcomeRecord.objects.count() == 6
     assert Episode.objects.filter(ending="recovered").count() == 2
     assert ingest.drain() == 0
 
@@ -170,7 +169,7 @@ def test_drain_reads_batch_after_batch(stream, settings):
         ("exhausted", 3),
         ("open", 1),
     ]
-    assert list(OutcomeEventRow.objects.order_by("occurred_at").values_list("attempt", flat=True)) == [
+    assert list(OutcomeRecord.objects.order_by("occurred_at").values_list("attempt", flat=True)) == [
         *[0, 1, 2, 3] * 2,
         0,
         1,
@@ -199,7 +198,7 @@ def test_drain_takes_over_a_dead_workers_unacknowledged_batch(stream):
     stream.xclaim(key, group, "dead-host:1", 0, ids, idle=idle_ms)
     assert ingest.drain() == 3
     assert stream.xpending(key, group)["pending"] == 0
-    assert OutcomeEventRow.objects.count() == 3
+    assert OutcomeRecord.objects.count() == 3
 
 
 def test_drain_leaves_a_recently_taken_batch_to_its_worker(stream):
@@ -216,7 +215,7 @@ def test_only_one_drainer_at_a_time(stream):
     lock_key = f"{settings.OUTCOMES['STREAM_KEY']}:drainer"
     stream.set(lock_key, "other-host:1", px=60_000)
     assert ingest.drain() == 0
-    assert OutcomeEventRow.objects.count() == 0
+    assert OutcomeRecord.objects.count() == 0
     stream.delete(lock_key)
     assert ingest.drain() == 3
     assert not stream.exists(lock_key)  # released after draining
@@ -229,6 +228,6 @@ def test_names_with_quotes_backslashes_and_null_are_stored_verbatim():
     events = [OutcomeEvent(tool=name or "t", client=name, session="s", outcome="ok", ts=now - 1) for name in names]
     events.append(OutcomeEvent(tool="NULL", client='q"', session="\\", outcome="error", code='E"\\', ts=now))
     assert ingest.ingest_events(events) == len(events)
-    assert set(OutcomeEventRow.objects.values_list("client", flat=True)) == {*names, 'q"'}
+    assert set(OutcomeRecord.objects.values_list("client", flat=True)) == {*names, 'q"'}
     episode = Episode.objects.get()
     assert (episode.tool, episode.client, episode.session, episode.code) == ("NULL", 'q"', "\\", 'E"\\')

@@ -13,7 +13,7 @@ from errcatalog.catalog.document import catalog_load_defaults
 from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent, from_wire
-from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+from errcatalog.outcomes.models import OutcomeRecord
 from mcpserver.auth import ClientIdentity
 from mcpserver.pipeline import ToolCall, call_tool
 from mcpserver.registry import autodiscover
@@ -55,9 +55,9 @@ def test_the_locale_served_is_recorded_through_real_ingest(recording):
     assert texts[0].startswith("Frage: ") and texts[1].startswith("Question: ") and texts[2].startswith("Question: ")
     assert recorder.flush(timeout=10)
     assert ingest.drain() == 3
-    rows = dict(OutcomeEventRow.objects.values_list("session", "locale"))
+    rows = dict(OutcomeRecord.objects.values_list("session", "locale"))
     assert rows == {"s-de": "de", "s-en": "", "s-none": ""}
-    assert set(OutcomeEventRow.objects.values_list("code", flat=True)) == {"MISSING_PARAMETER"}
+    assert set(OutcomeRecord.objects.values_list("code", flat=True)) == {"MISSING_PARAMETER"}
 
 
 def test_the_locale_travels_on_the_wire():
@@ -70,11 +70,11 @@ def test_the_locale_travels_on_the_wire():
 def test_an_event_from_before_locales_still_ingests():
     wire = {"id": uuid.uuid4().hex, "ts": time.time() - 1, "tool": "search", "outcome": "error", "code": "E_X"}
     assert ingest.ingest_wire_batch([wire]) == 1
-    assert OutcomeEventRow.objects.get().locale == ""
+    assert OutcomeRecord.objects.get().locale == ""
 
 
 def test_a_locale_too_long_for_its_column_is_dropped_not_fatal_to_the_batch():
     good = OutcomeEvent(tool="search", outcome="error", code="E_X", locale="pt-BR", ts=time.time() - 1)
     long = OutcomeEvent(tool="search", outcome="error", code="E_X", locale="x" * 17, ts=time.time() - 1)
     assert ingest.ingest_events([good, long]) == 1
-    assert OutcomeEventRow.objects.get().locale == "pt-BR"
+    assert OutcomeRecord.objects.get().locale == "pt-BR"

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from errcatalog.outcomes import rollups
-from errcatalog.outcomes.models import DailyRollup, Episode, OutcomeEvent, Rollup, RollupState, RollupSummary
+from errcatalog.outcomes.models import DailyRollup, Episode, OutcomeRecord, Rollup, RollupState, RollupSummary
 from tests.errcatalog.outcomes.rows import episode, event
 
 pytestmark = pytest.mark.django_db
@@ -157,7 +157,7 @@ def test_each_day_is_summed_into_a_daily_rollup():
 def test_compute_due_recomputes_changed_buckets_and_keeps_its_watermark_in_the_database():
     now = timezone.now()
     old = event(now - timedelta(days=2))
-    OutcomeEvent.objects.filter(pk=old.pk).update(ingested_at=now - timedelta(days=2))
+    OutcomeRecord.objects.filter(pk=old.pk).update(ingested_at=now - timedelta(days=2))
 
     assert rollups.compute_due(now=now) == 2  # the first run: every bucket with events, and the current one
     assert RollupState.objects.get(name=rollups.JOB_NAME).watermark == now
@@ -226,18 +226,19 @@ def test_compute_due_recomputes_the_start_bucket_of_an_episode_whose_retry_was_i
 
 def test_an_episode_closed_long_after_its_window_is_still_rolled_up():
     # The closer dates ``ended_at`` back to the end of the retry window; beat may have been down for hours.
-    from errcatalog.outcomes import episodes, ingest
+    from errcatalog.outcomes import ingest
+    from errcatalog.outcomes.episode_store import episode_close_abandoned
     from errcatalog.outcomes.events import OutcomeEvent as Event
 
     started = timezone.now() - timedelta(hours=3)
     ingest.ingest_events([Event(tool="send_email", outcome="error", code="NETWORK_ERROR", ts=started.timestamp())])
     Episode.objects.update(changed_at=started)  # as if ingested back then
-    OutcomeEvent.objects.update(ingested_at=started)
+    OutcomeRecord.objects.update(ingested_at=started)
     rollups.compute_due()
     cell = Rollup.objects.get(bucket=rollups.bucket_start(started), code="NETWORK_ERROR")
     assert (cell.episodes, cell.abandoned) == (1, 0)
 
-    assert episodes.close_abandoned() == 1
+    assert episode_close_abandoned() == 1
     rollups.compute_due()
     cell = Rollup.objects.get(bucket=rollups.bucket_start(started), code="NETWORK_ERROR")
     assert (cell.episodes, cell.abandoned, cell.abandoned_without_retry) == (1, 1, 1)

@@ -9,7 +9,8 @@ import pytest
 from django.db import InterfaceError, OperationalError
 
 from config.celery import app
-from errcatalog.outcomes.tasks import TRANSIENT_ERRORS, compute_rollups
+from errcatalog.outcomes import recorder
+from errcatalog.outcomes.tasks import TRANSIENT_ERRORS, compute_rollups, drain_outcomes, ingest_outcomes
 
 # The real-worker fixtures of the outcome tests, shared here rather than moved: only these two packages use them.
 from tests.errcatalog.outcomes.conftest import (  # noqa: F401
@@ -40,6 +41,12 @@ def test_every_task_retries_transient_errors_with_bounded_jittered_backoff_and_s
         assert 0 < task.retry_backoff_max <= 300, name
         assert 0 < task.max_retries <= 10, name
         assert task.acks_late and task.reject_on_worker_lost, name
+
+
+def test_the_recorder_sends_the_tasks_defined_here_by_their_names():
+    # The recorder sits below the task module, so it names the tasks instead of importing them.
+    assert app.tasks[recorder.INGEST_TASK].run is ingest_outcomes.run
+    assert app.tasks[recorder.DRAIN_TASK].run is drain_outcomes.run
 
 
 @pytest.fixture

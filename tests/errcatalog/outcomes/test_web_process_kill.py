@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from errcatalog.catalog.document import catalog_load_defaults
 from errcatalog.outcomes import ingest
-from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+from errcatalog.outcomes.models import OutcomeRecord
 from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
 from tests.errcatalog.outcomes.recorder_support import free_port
 
@@ -140,7 +140,7 @@ def test_a_web_process_killed_under_load_loses_at_most_max_unsent_events(
     deadline = time.monotonic() + 120
     while ingest.drain():
         assert time.monotonic() < deadline, "the buffer did not empty"
-    stored = OutcomeEventRow.objects.filter(tool="explain_error").count()
+    stored = OutcomeRecord.objects.filter(tool="explain_error").count()
 
     lost = answered - stored
     print(f"{broker}: {answered} calls answered, {stored} events stored, {lost} lost (bound {MAX_UNSENT})")

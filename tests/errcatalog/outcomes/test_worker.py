@@ -13,8 +13,7 @@ from django.conf import settings
 
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import OutcomeEvent
-from errcatalog.outcomes.models import Episode
-from errcatalog.outcomes.models import OutcomeEvent as OutcomeEventRow
+from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.spool import spool_size
 from errcatalog.outcomes.tasks import drain_outcomes
 from tests.errcatalog.outcomes.conftest import celery_app_on, wait_until
@@ -178,19 +177,19 @@ def test_worker_stores_streamed_events_and_links_retries(
     wait_until(lambda: stream_length(redis_url) == 0, what="the stream to be drained")
 
     worker_database.pull()
-    assert OutcomeEventRow.objects.count() == len(events)
-    assert set(OutcomeEventRow.objects.values_list("id", flat=True)) == {_uuid(event.id) for event in events}
+    assert OutcomeRecord.objects.count() == len(events)
+    assert set(OutcomeRecord.objects.values_list("id", flat=True)) == {_uuid(event.id) for event in events}
     assert endings() == expected_endings(20)
     recovered = Episode.objects.filter(ending="recovered")
     assert set(recovered.values_list("recovered_at_attempt", "retries", "code")) == {(2, 2, "E_UPSTREAM")}
     assert set(Episode.objects.filter(ending="exhausted").values_list("retries", flat=True)) == {3}
-    assert sorted(OutcomeEventRow.objects.filter(tool="fetch", client="token:3").values_list("attempt", flat=True)) == [
+    assert sorted(OutcomeRecord.objects.filter(tool="fetch", client="token:3").values_list("attempt", flat=True)) == [
         0,
         1,
         2,
         3,
     ]
-    assert not OutcomeEventRow.objects.filter(tool="list", episode__isnull=False).exists()
+    assert not OutcomeRecord.objects.filter(tool="list", episode__isnull=False).exists()
     assert pending_count(redis_url) == 0
 
 
@@ -217,18 +216,18 @@ def test_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
         worker.kill()
 
     worker_database.pull()
-    assert OutcomeEventRow.objects.count() == 0
+    assert OutcomeRecord.objects.count() == 0
 
     worker.start(**buffer.worker_env, **takeover)
     drain_until_empty(buffer)
 
     worker_database.pull()
-    stored_ids = list(OutcomeEventRow.objects.values_list("id", flat=True))
+    stored_ids = list(OutcomeRecord.objects.values_list("id", flat=True))
     assert len(stored_ids) == len(set(stored_ids)) == len(events)
     assert set(stored_ids) == {_uuid(event.id) for event in events}
     assert endings() == expected_endings(12)
     assert Episode.objects.count() == 24
-    assert OutcomeEventRow.objects.filter(episode__isnull=False).count() == 12 * 7
+    assert OutcomeRecord.objects.filter(episode__isnull=False).count() == 12 * 7
     assert buffer.settled()
 
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from errcatalog.outcomes import rollups
 from errcatalog.outcomes.metrics import percentile
-from errcatalog.outcomes.models import Episode, OutcomeEvent, Rollup
+from errcatalog.outcomes.models import Episode, OutcomeRecord, Rollup
 from errcatalog.outcomes.rollups import (
     HISTOGRAM_SIZE,
     RESOLUTION_BOUNDS_SECONDS,
@@ -55,8 +55,8 @@ def call_events(
     at: datetime, count: int, *, outcome: str = "ok", interactive: int = 0, latency_ms: float = 10.0, **cell: str
 ) -> None:
     """``count`` outcome events at ``at`` in one cell; the first ``interactive`` of them rendered interactively."""
-    OutcomeEvent.objects.bulk_create(
-        OutcomeEvent(
+    OutcomeRecord.objects.bulk_create(
+        OutcomeRecord(
             id=uuid.uuid4(),
             occurred_at=at + timedelta(seconds=index),
             outcome=outcome,

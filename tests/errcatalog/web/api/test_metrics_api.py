@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from errcatalog.access.tokens import client_token_create
 from errcatalog.outcomes import rollups
-from errcatalog.outcomes.models import Episode, OutcomeEvent
+from errcatalog.outcomes.models import Episode, OutcomeRecord
 from tests.errcatalog.web.api.conftest import bearer_client
 from tests.errcatalog.web.api.error_shape import assert_api_error
 
@@ -24,7 +24,7 @@ def outcomes():
     """This hour: 3 calls of send_email (1 error, interactive) by two clients, and a recovered episode."""
     now = timezone.now()
     for client, outcome in (("token:1", "ok"), ("token:1", "error"), ("token:2", "ok")):
-        OutcomeEvent.objects.create(
+        OutcomeRecord.objects.create(
             id=uuid.uuid4(),
             occurred_at=now,
             tool="send_email",

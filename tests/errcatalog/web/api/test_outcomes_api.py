@@ -13,7 +13,7 @@ import redis
 from errcatalog.access.tokens import client_token_create
 from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent as WireEvent
-from errcatalog.outcomes.models import OutcomeEvent
+from errcatalog.outcomes.models import OutcomeRecord
 from errcatalog.web.api.views import reporter_event_id
 from tests.errcatalog.web.api.conftest import bearer_client
 from tests.errcatalog.web.api.error_shape import assert_api_error
@@ -188,7 +188,7 @@ def test_another_reporter_cannot_claim_an_event_id_already_sent(reporter, second
     assert second_client.post(URL, {"events": [sent]}, format="json").status_code == 202
     ingest.drain()
 
-    rows = {row.client: row for row in OutcomeEvent.objects.filter(source="api")}
+    rows = {row.client: row for row in OutcomeRecord.objects.filter(source="api")}
     assert set(rows) == {f"token:{first.pk}/ide", f"token:{second.pk}"}
     assert rows[f"token:{first.pk}/ide"].outcome == "ok"
     assert rows[f"token:{second.pk}"].code == "NOT_FOUND"
@@ -203,7 +203,7 @@ def test_a_reporter_resending_its_batch_is_stored_once(reporter, buffer):
         assert client.post(URL, batch, format="json").json() == {"accepted": 3}
         ingest.drain()
 
-    assert OutcomeEvent.objects.filter(source="api").count() == 3
+    assert OutcomeRecord.objects.filter(source="api").count() == 3
 
 
 def test_a_reporter_cannot_claim_the_id_of_an_event_of_this_endpoint(reporter, buffer):
@@ -214,8 +214,8 @@ def test_a_reporter_cannot_claim_the_id_of_an_event_of_this_endpoint(reporter, b
     assert client.post(URL, {"events": [wire(id=own.id)]}, format="json").status_code == 202
     ingest.drain()
 
-    assert OutcomeEvent.objects.get(id=own.id).client == "token:999"
-    assert OutcomeEvent.objects.get(source="api").client == f"token:{token.pk}"
+    assert OutcomeRecord.objects.get(id=own.id).client == "token:999"
+    assert OutcomeRecord.objects.get(source="api").client == f"token:{token.pk}"
 
 
 @pytest.mark.parametrize("bad_id", ["", "not-a-uuid", 12345, None, "<script>" + "0" * 24])
