@@ -48,8 +48,8 @@ def _setup_django() -> None:
 def _fill_catalog(users: dict[str, Any]) -> None:
     from django.core.management import call_command
 
-    from errcatalog import services
-    from errcatalog.models import ErrorCode
+    from errcatalog.catalog import services
+    from errcatalog.catalog.models import ErrorCode
 
     call_command("catalog_load_defaults", verbosity=0)
     code = services.error_code_create(
@@ -124,7 +124,7 @@ def _make_users() -> dict[str, Any]:
 
 
 def _make_tokens(users: dict[str, Any]) -> dict[str, str]:
-    from errcatalog.tokens import client_token_create, client_token_revoke
+    from errcatalog.access.tokens import client_token_create, client_token_revoke
 
     keys = {}
     _, keys["admin-writer"] = client_token_create(
@@ -139,7 +139,7 @@ def _make_tokens(users: dict[str, Any]) -> dict[str, str]:
 
 
 def _record_outcomes() -> None:
-    from errcatalog.outcomes import episodes, rollups
+    from errcatalog.outcomes import episode_store, rollups
     from errcatalog.outcomes.events import OutcomeEvent
     from errcatalog.outcomes.ingest import ingest_events
 
@@ -175,7 +175,7 @@ def _record_outcomes() -> None:
         call(24 * 60 + 5, "error", session="s-open", client="ip:192.0.2.7", **error),
     ]
     ingest_events(batch)
-    episodes.close_abandoned(now=EVENTS_START + timedelta(hours=3))
+    episode_store.episode_close_abandoned(now=EVENTS_START + timedelta(hours=3))
     rollups.compute_due(now=EVENTS_START + timedelta(days=1, hours=1))
 
 
@@ -189,7 +189,7 @@ def _make_documents() -> None:
 
 def _renders() -> dict[str, Any]:
     from errcatalog.render import Failure, render, tool_result
-    from errcatalog.snapshot import catalog_changed, catalog_snapshot
+    from errcatalog.catalog.snapshot import catalog_changed, catalog_snapshot
 
     catalog_changed()
     snapshot = catalog_snapshot()

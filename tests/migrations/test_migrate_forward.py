@@ -24,8 +24,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from errcatalog.render import Failure, render, tool_result
-from errcatalog.snapshot import catalog_changed, catalog_snapshot
-from errcatalog.tokens import client_token_authenticate
+from errcatalog.catalog.snapshot import catalog_changed, catalog_snapshot
+from errcatalog.access.tokens import client_token_authenticate
 from tests.migrations.tables import load_rows, models_by_table, python_value, state_apps
 
 FIXTURE = Path(__file__).with_name("main_2026_11_23.json")
