@@ -1,7 +1,9 @@
 """The error catalog: codes, their template variants, parameter hints and classification rules.
 
-Models hold data and the constraints that keep it valid; rendering works on a frozen snapshot of these rows
-(see ``errcatalog.catalog.snapshot``), never on the models themselves.
+Models hold data and the constraints that keep it valid, and the catalog's row rules that a constraint cannot say
+(each written once, as a pure function, and run by the models' ``clean()``, the REST serializers and the catalog
+document's checks); rendering works on a frozen snapshot of these rows (see ``errcatalog.catalog.snapshot``),
+never on the models themselves.
 """
 
 from __future__ import annotations

@@ -48,15 +48,21 @@ def rest(staff_user, catalog) -> APIClient:
 
 @pytest.fixture
 def checked(monkeypatch) -> list[str]:
-    """The rows the services check before saving them, by model name: the one gate every write passes."""
+    """The rows the services check before saving them, and the rows they delete, by model name: the gates every
+    write passes."""
     seen: list[str] = []
-    check = services._prepare
+    check, delete = services._prepare, services._delete
 
-    def spy(row, change_reason):
+    def check_spy(row, change_reason):
         seen.append(type(row).__name__)
         check(row, change_reason)
 
-    monkeypatch.setattr(services, "_prepare", spy)
+    def delete_spy(row, change_reason):
+        seen.append(f"delete {type(row).__name__}")
+        delete(row, change_reason)
+
+    monkeypatch.setattr(services, "_prepare", check_spy)
+    monkeypatch.setattr(services, "_delete", delete_spy)
     return seen
 
 
@@ -90,7 +96,7 @@ def test_admin_saves_edits_and_deletes_through_the_services(admin_client, checke
     response = admin_client.post(admin_url(ClassificationRule, "delete", rule.pk), {"post": "yes"})
 
     assert response.status_code == 302
-    assert checked == ["ErrorCode", "TemplateVariant", "ClassificationRule"]
+    assert checked == ["ErrorCode", "TemplateVariant", "ClassificationRule", "delete ClassificationRule"]
     assert not ClassificationRule.objects.filter(position=9999).exists()
     assert ClassificationRule.history.filter(position=9999, history_type="-").exists()
 
@@ -129,8 +135,18 @@ def test_rest_writes_go_through_the_services(rest, checked):
     changed = rest.patch(f"/api/v1/hints/{created.json()['id']}/", {"example": "2026-12-01"}, format="json")
     assert changed.status_code == 200, changed.content
 
-    assert checked == ["ParameterHint", "ParameterHint"]
     assert ParameterHint.objects.get(tool="book_flight").example == "2026-12-01"
+    assert rest.delete(f"/api/v1/hints/{created.json()['id']}/").status_code == 204
+    rule = rest.post("/api/v1/rules/", {"position": 9999, "code": "NOT_FOUND", "status_min": 418}, format="json")
+    assert rest.delete(f"/api/v1/rules/{rule.json()['id']}/").status_code == 204
+
+    assert checked == [
+        "ParameterHint",
+        "ParameterHint",
+        "delete ParameterHint",
+        "ClassificationRule",
+        "delete ClassificationRule",
+    ]
 
 
 def test_import_goes_through_the_services(catalog, checked):
