@@ -160,9 +160,14 @@ def validate_catalog_document(doc: Any, *, source: str = "<document>") -> dict:
     filled = _fill_defaults(doc, catalog_schema())
     problems = _schema_problems(doc) + _semantic_problems(filled)
     if problems:
-        unique = sorted(set(problems), key=lambda p: (_sort_key(p[0]), p[1]))
-        raise CatalogFileError(source, [f"{_location(filled, path)}: {text}" for path, text in unique])
+        raise CatalogFileError(source, problem_lines(filled, problems))
     return _sorted_document(filled)
+
+
+def problem_lines(doc: Any, problems: Iterable[Problem]) -> list[str]:
+    """Problems at their places in ``doc`` as lines naming entry and field, in the document's order, each once."""
+    unique = sorted(set(problems), key=lambda p: (_sort_key(p[0]), p[1]))
+    return [f"{_location(doc, path)}: {text}" for path, text in unique]
 
 
 def _schema_problems(doc: Any) -> list[Problem]:

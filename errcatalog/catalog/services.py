@@ -11,13 +11,20 @@ Every save names its changed fields, so history rows and ``updated_at`` move onl
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 
-from errcatalog.catalog.document import entry_fields, validate_catalog_document
+from errcatalog.catalog.document import (
+    CatalogFileError,
+    DocPath,
+    entry_fields,
+    problem_lines,
+    validate_catalog_document,
+)
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 
 # --- Rows -------------------------------------------------------------------------------------------------
@@ -44,7 +51,9 @@ def _update(row: models.Model, fields: Mapping[str, Any], change_reason: str) ->
     if not changed:
         return []
     for name in changed:
-        setattr(row, name, copy.deepcopy(fields[name]))
+        value = fields[name]
+        # A list or mapping (a JSON field's value) is copied, so the caller's data and the row never share it.
+        setattr(row, name, copy.deepcopy(value) if isinstance(value, list | dict) else value)
     _prepare(row, change_reason)
     # auto_now fields are only refreshed when they are among update_fields.
     stamps = [f.name for f in row._meta.concrete_fields if getattr(f, "auto_now", False)]
@@ -195,6 +204,7 @@ def catalog_import(
     replace: bool = False,
     only_missing: bool = False,
     reason: str = "catalog import",
+    source: str = "<document>",
 ) -> ImportSummary:
     """Write a catalog document to the database; raise ``CatalogFileError`` (nothing written) if it is invalid.
 
@@ -203,17 +213,17 @@ def catalog_import(
     created, each through the same row services as every other writer. ``replace`` also deletes rows the
     document does not have. ``only_missing`` creates missing rows and leaves existing ones alone, and does not
     recreate rows that history shows an editor deleted: that is how the defaults are loaded without undoing
-    editors' work. ``reason`` is the history change reason.
+    editors' work. ``reason`` is the history change reason; ``source`` names the document in problems.
     """
     if replace and only_missing:
         raise ValueError("replace and only_missing exclude each other")
-    doc = validate_catalog_document(doc)
-    writer = _CatalogWriter(only_missing=only_missing, reason=reason)
+    doc = validate_catalog_document(doc, source=source)
+    writer = _CatalogWriter(doc, only_missing=only_missing, reason=reason, source=source)
     if replace:
         positions = {r["position"] for r in doc["rules"]}
         # Rules first: they PROTECT the codes that may be deleted below.
         writer.delete(r for r in ClassificationRule.objects.select_related("error_code") if r.position not in positions)
-    writer.write(doc)
+    writer.write()
     if replace:
         codes = {c["code"] for c in doc["codes"]}
         variants = {(c["code"], v["locale"], v["name"]) for c in doc["codes"] for v in c["variants"]}
@@ -231,13 +241,16 @@ def catalog_import(
 class _CatalogWriter:
     """Upserts one normalised document through the row services, counting what it does."""
 
-    def __init__(self, *, only_missing: bool, reason: str) -> None:
+    def __init__(self, doc: Mapping[str, Any], *, only_missing: bool, reason: str, source: str) -> None:
+        self.doc = doc
+        self.source = source
         self.only_missing = only_missing
         self.reason = reason
         self.summary = ImportSummary()
         self.deleted_by_editors = _deleted_keys() if only_missing else _DeletedKeys()
 
-    def write(self, doc: Mapping[str, Any]) -> None:
+    def write(self) -> None:
+        doc = self.doc
         code_keys, variant_keys = entry_fields("code"), entry_fields("variant")
         hint_keys, rule_keys = entry_fields("hint"), entry_fields("rule")
         codes = {c.code: c for c in ErrorCode.objects.all()}
@@ -247,54 +260,57 @@ class _CatalogWriter:
         hints = {(h.tool, h.parameter): h for h in ParameterHint.objects.all()}
         rules = {r.position: r for r in ClassificationRule.objects.select_related("error_code")}
 
-        for entry in doc["codes"]:
+        at: DocPath  # where the entry being written is, for the problems a service finds in it
+        for i, entry in enumerate(doc["codes"]):
             code = entry["code"]
             if self._skip(code not in codes and code in self.deleted_by_editors.codes):
                 self.summary.skipped += len(entry["variants"])
                 continue
             values = {k: entry[k] for k in code_keys if k not in ("code", "variants")}
-            row = codes.get(code)
+            row, at = codes.get(code), ("codes", i)
             if row is None:
-                row = codes[code] = error_code_create(code=code, change_reason=self.reason, **values)
+                row = codes[code] = self._row(at, error_code_create, code=code, change_reason=self.reason, **values)
                 self._created(f"code {code}")
             else:
-                self._updated(row, values, f"code {code}")
-            for variant in entry["variants"]:
+                self._updated(row, values, f"code {code}", at)
+            for j, variant in enumerate(entry["variants"]):
                 key = (code, variant["locale"], variant["name"])
                 if self._skip(key not in variants and key in self.deleted_by_editors.variants):
                     continue
                 label = f"variant {code}/{variant['name']}" + (f" [{variant['locale']}]" if variant["locale"] else "")
+                at = ("codes", i, "variants", j)
                 if key in variants:
                     values = {k: variant[k] for k in variant_keys if k not in ("locale", "name")}
-                    self._updated(variants[key], values, label)
+                    self._updated(variants[key], values, label, at)
                 else:
                     fields = {k: variant[k] for k in variant_keys}
-                    template_variant_create(error_code=row, change_reason=self.reason, **fields)
+                    self._row(at, template_variant_create, error_code=row, change_reason=self.reason, **fields)
                     self._created(label)
 
-        for hint in doc["hints"]:
+        for i, hint in enumerate(doc["hints"]):
             key = (hint["tool"], hint["parameter"])
             if self._skip(key not in hints and key in self.deleted_by_editors.hints):
                 continue
-            label = f"hint {key[0]}.{key[1]}"
+            label, at = f"hint {key[0]}.{key[1]}", ("hints", i)
             if key in hints:
                 values = {k: hint[k] for k in hint_keys if k not in ("tool", "parameter")}
-                self._updated(hints[key], values, label)
+                self._updated(hints[key], values, label, at)
             else:
-                parameter_hint_create(change_reason=self.reason, **{k: hint[k] for k in hint_keys})
+                fields = {k: hint[k] for k in hint_keys}
+                self._row(at, parameter_hint_create, change_reason=self.reason, **fields)
                 self._created(label)
 
-        for rule in doc["rules"]:
+        for i, rule in enumerate(doc["rules"]):
             position, code = rule["position"], rule["code"]
             if self._skip(position not in rules and (position in self.deleted_by_editors.rules or code not in codes)):
                 continue
             values = {k: rule[k] for k in rule_keys if k not in ("position", "code")}
             values["error_code"] = codes[code]
-            label = f"rule #{position} → {code}"
+            label, at = f"rule #{position} → {code}", ("rules", i)
             if position in rules:
-                self._updated(rules[position], values, label)
+                self._updated(rules[position], values, label, at)
             else:
-                classification_rule_create(position=position, change_reason=self.reason, **values)
+                self._row(at, classification_rule_create, position=position, change_reason=self.reason, **values)
                 self._created(label)
 
     def _skip(self, deleted: bool) -> bool:
@@ -306,8 +322,21 @@ class _CatalogWriter:
         self.summary.created += 1
         self.summary.changes.append(f"create {label}")
 
-    def _updated(self, row: models.Model, values: Mapping[str, Any], label: str) -> None:
-        changed = [] if self.only_missing else _update(row, values, self.reason)
+    def _row[T](self, at: DocPath, service: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one row's service; a row it refuses is a problem of the document at that entry (nothing is written)."""
+        try:
+            return service(*args, **kwargs)
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
+            problems = [
+                (at if name == NON_FIELD_ERRORS else (*at, name), text)
+                for name, texts in errors.items()
+                for text in texts
+            ]
+            raise CatalogFileError(self.source, problem_lines(self.doc, problems)) from None
+
+    def _updated(self, row: models.Model, values: Mapping[str, Any], label: str, at: DocPath) -> None:
+        changed = [] if self.only_missing else self._row(at, _update, row, values, self.reason)
         if not changed:
             self.summary.unchanged += 1
             return

@@ -5,7 +5,6 @@ An invalid file changes nothing: every problem is listed (file, entry, field) an
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, transaction
 
@@ -29,14 +28,11 @@ class Command(BaseCommand):
         try:
             doc = read_catalog_file(file)
             with transaction.atomic():
-                summary = catalog_import(doc, replace=replace)
+                summary = catalog_import(doc, replace=replace, source=file)
                 if dry_run:
                     transaction.set_rollback(True)
         except CatalogFileError as exc:
             raise CommandError(str(exc)) from None
-        except ValidationError as exc:
-            # A row the document's checks let through but a field of the model refuses; nothing was written.
-            raise CommandError(f"{file}: {' '.join(exc.messages)} Nothing was changed.") from None
         except DatabaseError as exc:
             raise CommandError(f"{file}: the database refused the catalog; nothing was changed ({exc}).") from None
         if dry_run or options["verbosity"] >= 2:

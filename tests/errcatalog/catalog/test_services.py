@@ -240,3 +240,16 @@ def test_a_failing_variant_leaves_no_half_written_code(catalog):
 
     assert not ErrorCode.objects.filter(code="HALF_WRITTEN").exists()
     assert not TemplateVariant.objects.filter(message="It failed.").exists()
+
+
+def test_a_row_a_field_refuses_in_import_is_named_by_entry_and_field_and_nothing_is_written(catalog):
+    # The schema takes any http URL; the model's URL field, which the admin and the REST API use, wants a host name.
+    document = _import_document(status_min=418)
+    document["codes"][0]["doc_url"] = "http://a"
+
+    with pytest.raises(CatalogFileError) as imported:
+        services.catalog_import(document, source="c.yaml")
+
+    assert imported.value.problems == ["codes[0] (X_ERROR) → doc_url: Enter a valid URL."]
+    assert str(imported.value) == "c.yaml: codes[0] (X_ERROR) → doc_url: Enter a valid URL."
+    assert not ErrorCode.objects.filter(code="X_ERROR").exists()
