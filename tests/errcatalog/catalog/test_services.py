@@ -115,6 +115,21 @@ def test_an_admin_list_edit_goes_through_the_services(admin_client, checked):
     assert ClassificationRule.objects.get(pk=rule.pk).active is not rule.active
 
 
+def test_the_admin_delete_action_and_a_new_variant_go_through_the_services(admin_client, checked):
+    hints = list(ParameterHint.objects.filter(tool="send_email").values_list("pk", flat=True))
+    code = ErrorCode.objects.get(code="NOT_FOUND")
+    variant = {"error_code": str(code.pk), "name": "short", "locale": "", "weight": "10", "header": "Error"}
+    variant.update(message="Nothing is there.", cause="", instruction="Check the name.", question="", active="on")
+
+    action = {"action": "delete_selected", "_selected_action": hints, "post": "yes"}
+    assert admin_client.post(admin_url(ParameterHint, "changelist"), action).status_code == 302
+    assert admin_client.post(admin_url(TemplateVariant, "add"), variant).status_code == 302
+
+    assert checked == [*["delete ParameterHint"] * len(hints), "TemplateVariant"]
+    assert len(hints) == 3 and not ParameterHint.objects.filter(tool="send_email").exists()
+    assert code.variants.filter(name="short").exists()
+
+
 def _list_form_data(formset) -> dict[str, str]:
     data = {formset.management_form.add_prefix(k): v for k, v in formset.management_form.initial.items()}
     for form in formset.forms:
