@@ -39,7 +39,8 @@ def _outcome_recording_off(settings, _outcome_spool_dir):
 
 @pytest.fixture(scope="session")
 def default_document() -> dict:
-    from errcatalog.catalog.document import DEFAULT_CATALOG_PATH, read_catalog_file
+    from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
+    from errcatalog.catalog.document import read_catalog_file
 
     return read_catalog_file(DEFAULT_CATALOG_PATH)
 

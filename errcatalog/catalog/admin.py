@@ -5,9 +5,17 @@ Every catalog model keeps its history (django-simple-history), so each change ca
 from the object's History page. The ErrorCode change page shows every face of every variant rendered from the
 saved catalog (``errcatalog.catalog.preview_samples``); ``static/errcatalog/preview.js`` re-renders a variant's faces
 from its unsaved text through the REST API's render endpoint while it is being edited.
+
+The forms check each row with the model's own validation (the catalog's rules live in the models' ``clean()``), so
+a problem is shown at its field; saving, deleting and reverting go through ``errcatalog.catalog.services``, the
+write path the REST API and import use too.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -20,6 +28,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.timezone import localtime
 from simple_history.admin import SimpleHistoryAdmin
 
+from errcatalog.catalog import services
 from errcatalog.catalog.document import catalog_document_from_db, dump_catalog
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import code_preview
@@ -96,6 +105,67 @@ def _rule_conditions(rule: ClassificationRule) -> str:
     return ", ".join(parts) or "any failure"
 
 
+@dataclass(frozen=True)
+class CatalogWrites:
+    """The services an admin page writes its rows through; ``row`` is the keyword naming the row to change."""
+
+    create: Callable[..., models.Model]
+    update: Callable[..., models.Model]
+    delete: Callable[..., None]
+    row: str
+
+
+def _form_values(obj: models.Model, form: forms.BaseForm) -> dict[str, Any]:
+    """The model fields a form edits, with the values the form has put on ``obj`` (the form has validated them)."""
+    return {
+        f.name: getattr(obj, f.name)
+        for f in obj._meta.concrete_fields
+        if f.name in form.fields and not f.primary_key and f.editable
+    }
+
+
+def _current(obj: models.Model) -> models.Model:
+    # The form has already put its values on ``obj``; the service compares them with the row as saved, so that it
+    # writes (and history records) only what changed.
+    return type(obj)._default_manager.get(pk=obj.pk)
+
+
+def _save_through(writes: CatalogWrites, obj: models.Model, form: forms.BaseForm, change: bool) -> None:
+    values = _form_values(obj, form)
+    if change:
+        writes.update(**{writes.row: _current(obj)}, **values)
+        return
+    saved = writes.create(**values)
+    # The admin goes on with the object its form built (inlines point to it, the log entry names it).
+    obj.pk = saved.pk
+    obj._state.adding = False
+    obj._state.db = saved._state.db
+
+
+class CatalogRowAdmin(SimpleHistoryAdmin):
+    """An admin page whose saves, deletions, reverts and list edits go through the catalog's services."""
+
+    writes: CatalogWrites
+
+    def save_model(self, request, obj, form, change) -> None:
+        _save_through(self.writes, obj, form, change)
+
+    def delete_model(self, request, obj) -> None:
+        self.writes.delete(**{self.writes.row: obj})
+
+    def delete_queryset(self, request, queryset) -> None:
+        for obj in queryset:
+            self.writes.delete(**{self.writes.row: obj})
+
+
+VARIANT_WRITES = CatalogWrites(
+    services.template_variant_create,
+    services.template_variant_update,
+    services.template_variant_delete,
+    "variant",
+)
+
+
 # --- Error codes ------------------------------------------------------------------------------------------
 
 
@@ -139,7 +209,7 @@ class ClassificationRuleInline(admin.TabularInline):
 
 
 @admin.register(ErrorCode)
-class ErrorCodeAdmin(SimpleHistoryAdmin):
+class ErrorCodeAdmin(CatalogRowAdmin):
     list_display = ("code", "category", "kind", "retryable", "system", "active", "variant_count", _updated)
     list_filter = ("category", "kind", "retryable", "system", "active")
     search_fields = ("code", "explanation", "variants__message")
@@ -160,6 +230,9 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
     inlines = (TemplateVariantInline, ClassificationRuleInline)
     actions = ("export_yaml",)
     formfield_overrides = {models.JSONField: _JSON_LINE}
+    writes = CatalogWrites(
+        services.error_code_create, services.error_code_update, services.error_code_delete, "error_code"
+    )
 
     class Media:
         css = ADMIN_CSS
@@ -167,6 +240,20 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(variant_count=Count("variants"))
+
+    def save_formset(self, request, form, formset, change) -> None:
+        if formset.model is not TemplateVariant:
+            # The rules inline is read-only: its rows are edited on their own page.
+            super().save_formset(request, form, formset, change)
+            return
+        formset.save(commit=False)  # puts each form's values on its row (new rows point to the code), writes nothing
+        fields = formset.empty_form  # every form of the formset edits the same fields
+        for variant in formset.deleted_objects:
+            VARIANT_WRITES.delete(variant=variant)
+        for variant in formset.new_objects:
+            VARIANT_WRITES.create(**_form_values(variant, fields))
+        for variant, _changed in formset.changed_objects:
+            VARIANT_WRITES.update(variant=_current(variant), **_form_values(variant, fields))
 
     @admin.display(description="Variants", ordering="variant_count")
     def variant_count(self, obj: ErrorCode) -> int:
@@ -206,7 +293,7 @@ class ErrorCodeAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(TemplateVariant)
-class TemplateVariantAdmin(SimpleHistoryAdmin):
+class TemplateVariantAdmin(CatalogRowAdmin):
     list_display = ("code", "name", "locale", "weight", "header", "active", "retry_success", _updated)
     list_filter = ("header", "active", "locale", "error_code__category", "error_code__kind")
     search_fields = ("error_code__code", "name", "message", "cause", "instruction", "question")
@@ -214,6 +301,7 @@ class TemplateVariantAdmin(SimpleHistoryAdmin):
     autocomplete_fields = ("error_code",)
     formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 90})}}
     readonly_fields = ("budget", "updated_at")
+    writes = VARIANT_WRITES
     fieldsets = (
         (None, {"fields": ("error_code", ("name", "locale"), ("weight", "header"), "active")}),
         (
@@ -255,11 +343,14 @@ class TemplateVariantAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(ParameterHint)
-class ParameterHintAdmin(SimpleHistoryAdmin):
+class ParameterHintAdmin(CatalogRowAdmin):
     list_display = ("tool", "parameter", "description", "parameter_type", "example", "has_question")
     list_filter = ("tool", "parameter_type")
     search_fields = ("tool", "parameter", "description", "question")
     formfield_overrides = {models.TextField: _TEXTAREA}
+    writes = CatalogWrites(
+        services.parameter_hint_create, services.parameter_hint_update, services.parameter_hint_delete, "hint"
+    )
     fieldsets = (
         (None, {"fields": (("tool", "parameter"), "description", ("parameter_type", "example"))}),
         ("Question override", {"fields": ("question",), "description": PLACEHOLDER_HELP}),
@@ -274,7 +365,7 @@ class ParameterHintAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(ClassificationRule)
-class ClassificationRuleAdmin(SimpleHistoryAdmin):
+class ClassificationRuleAdmin(CatalogRowAdmin):
     list_display = ("position", "code", "conditions", "note", "active")
     list_display_links = ("position",)
     list_editable = ("active",)
@@ -283,6 +374,12 @@ class ClassificationRuleAdmin(SimpleHistoryAdmin):
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
     ordering = ("position",)
+    writes = CatalogWrites(
+        services.classification_rule_create,
+        services.classification_rule_update,
+        services.classification_rule_delete,
+        "rule",
+    )
     fieldsets = (
         (None, {"fields": ("position", "error_code", "active", "note")}),
         (

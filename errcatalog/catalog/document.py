@@ -1,10 +1,14 @@
-"""The catalog document: the whole catalog as one YAML or JSON text, for import, export and the shipped defaults.
+"""The catalog document: the whole catalog as one YAML or JSON text. This module parses and serialises it; it
+writes nothing (``errcatalog.catalog.services.catalog_import`` writes a document through the catalog's one write
+path, and ``errcatalog.catalog.defaults`` loads the shipped one).
 
 A document (format ``errcatalog/v1``) is validated in two passes, and every problem of both is reported at once:
-structure against ``data/catalog.schema.json`` (JSON Schema 2020-12), then the rules a schema cannot say
-(placeholders, uniqueness, references, reserved JSON-RPC codes). A valid document is normalised: defaults
-filled in, keys in the schema's order, lists sorted, so ``catalog_document_from_db`` after an import equals the
-imported document and export → import → export is byte-identical.
+structure against ``data/catalog.schema.json`` (JSON Schema 2020-12), then the rules a schema cannot say: the
+document's own consistency (uniqueness, references) and the catalog's row rules, the same functions the models'
+``clean()`` runs for every other writer (placeholders, reserved JSON-RPC codes, rule conditions, names). A valid
+document is normalised: defaults filled in, keys in the schema's order, lists sorted, so
+``catalog_document_from_db`` after an import equals the imported document and export → import → export is
+byte-identical.
 """
 
 from __future__ import annotations
@@ -13,21 +17,17 @@ import copy
 import difflib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from django.db import IntegrityError, transaction
-from django.db import models as db_models
 from jsonschema import Draft202012Validator, ValidationError
 
 from errcatalog.catalog import models
 from errcatalog.safety import template_errors
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-DEFAULT_CATALOG_PATH: Path = DATA_DIR / "default_catalog.yaml"
 SCHEMA_PATH: Path = DATA_DIR / "catalog.schema.json"
 FORMAT = "errcatalog/v1"
 FORMATS = ("yaml", "json")
@@ -160,9 +160,14 @@ def validate_catalog_document(doc: Any, *, source: str = "<document>") -> dict:
     filled = _fill_defaults(doc, catalog_schema())
     problems = _schema_problems(doc) + _semantic_problems(filled)
     if problems:
-        unique = sorted(set(problems), key=lambda p: (_sort_key(p[0]), p[1]))
-        raise CatalogFileError(source, [f"{_location(filled, path)}: {text}" for path, text in unique])
+        raise CatalogFileError(source, problem_lines(filled, problems))
     return _sorted_document(filled)
+
+
+def problem_lines(doc: Any, problems: Iterable[Problem]) -> list[str]:
+    """Problems at their places in ``doc`` as lines naming entry and field, in the document's order, each once."""
+    unique = sorted(set(problems), key=lambda p: (_sort_key(p[0]), p[1]))
+    return [f"{_location(doc, path)}: {text}" for path, text in unique]
 
 
 def _schema_problems(doc: Any) -> list[Problem]:
@@ -257,7 +262,8 @@ def _semantic_problems(doc: Any) -> list[Problem]:
                 problems.append(((*at, "code"), f"duplicate code; codes[{defined[code]}] already defines {code}."))
             else:
                 defined[code] = i
-        problems.extend(_jsonrpc_problems(entry.get("jsonrpc_code"), (*at, "jsonrpc_code")))
+        jsonrpc_problems = models.jsonrpc_code_problems(entry.get("jsonrpc_code"))
+        problems.extend(((*at, "jsonrpc_code"), text) for text in jsonrpc_problems)
         problems.extend(_template_problems(entry, CODE_TEMPLATE_FIELDS, at))
         variants = entry.get("variants")
         if not isinstance(variants, list):
@@ -297,6 +303,7 @@ def _semantic_problems(doc: Any) -> list[Problem]:
         else:
             seen_hints[key] = i
         problems.extend(_template_problems(hint, HINT_TEMPLATE_FIELDS, ("hints", i)))
+        problems.extend(_row_problems(models.parameter_hint_problems(hint), ("hints", i)))
 
     rules = doc.get("rules") if isinstance(doc.get("rules"), list) else []
     seen_positions: dict[Any, int] = {}
@@ -317,9 +324,7 @@ def _semantic_problems(doc: Any) -> list[Problem]:
         code = rule.get("code")
         if isinstance(code, str) and code not in defined:
             problems.append((("rules", i, "code"), f"{code} is not a code of this document."))
-        low, high = rule.get("status_min"), rule.get("status_max")
-        if _is_int(low) and _is_int(high) and low > high:
-            problems.append((("rules", i, "status_max"), f"{high} is below status_min ({low})."))
+        problems.extend(_row_problems(models.classification_rule_problems(rule), ("rules", i)))
     return problems
 
 
@@ -332,19 +337,9 @@ def _template_problems(entry: Mapping[str, Any], fields: Iterable[str], at: DocP
     return problems
 
 
-def _jsonrpc_problems(value: Any, at: DocPath) -> list[Problem]:
-    allowed = models.JSONRPC_DEFINED_CODES + models.JSONRPC_LEGACY_CODES
-    if _is_int(value) and models.JSONRPC_RESERVED_MIN <= value <= models.JSONRPC_RESERVED_MAX and value not in allowed:
-        return [
-            (
-                at,
-                f"{value} is in the range JSON-RPC reserves "
-                f"({models.JSONRPC_RESERVED_MIN}..{models.JSONRPC_RESERVED_MAX}) but is not a code JSON-RPC or MCP "
-                f"defines ({', '.join(map(str, allowed))}); "
-                "choose a code outside the range, e.g. -31xxx.",
-            )
-        ]
-    return []
+def _row_problems(problems: models.Problems, at: DocPath) -> list[Problem]:
+    """A row rule's problems (``errcatalog.catalog.models``) at their place in the document."""
+    return [((*at, name) if name else at, text) for name, texts in problems.items() for text in texts]
 
 
 def _is_int(value: Any) -> bool:
@@ -453,7 +448,8 @@ def _sorted_document(doc: dict) -> dict:
     return doc
 
 
-def _keys(definition: str) -> tuple[str, ...]:
+def entry_fields(definition: str) -> tuple[str, ...]:
+    """The keys of one kind of entry (``code``, ``variant``, ``hint``, ``rule``), in the schema's order."""
     return tuple(catalog_schema()["$defs"][definition]["properties"])
 
 
@@ -462,8 +458,8 @@ def _keys(definition: str) -> tuple[str, ...]:
 
 def catalog_document_from_db() -> dict:
     """The whole catalog in the database as a normalised document (the same form ``validate`` returns)."""
-    code_keys, variant_keys = _keys("code"), _keys("variant")
-    hint_keys, rule_keys = _keys("hint"), _keys("rule")
+    code_keys, variant_keys = entry_fields("code"), entry_fields("variant")
+    hint_keys, rule_keys = entry_fields("hint"), entry_fields("rule")
     codes = []
     for row in models.ErrorCode.objects.prefetch_related("variants").order_by():
         entry = {key: copy.deepcopy(getattr(row, key)) for key in code_keys if key != "variants"}
@@ -492,203 +488,3 @@ def dump_catalog(doc: Mapping[str, Any], fmt: str = "yaml") -> str:
     if fmt == "json":
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     raise ValueError(f"fmt must be one of {', '.join(FORMATS)}")
-
-
-# --- Import -----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ImportSummary:
-    """What an import did (or, in a rolled-back dry run, would do), row by row."""
-
-    created: int = 0
-    updated: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    # Default rows an editor deleted, which loading the defaults does not bring back.
-    skipped: int = 0
-    changes: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.created or self.updated or self.deleted)
-
-    def __str__(self) -> str:
-        text = f"{self.created} created, {self.updated} updated, {self.deleted} deleted, {self.unchanged} unchanged"
-        if self.skipped:
-            text += f", {self.skipped} skipped (deleted by an editor)"
-        return text
-
-
-@transaction.atomic
-def catalog_import(
-    doc: Mapping[str, Any],
-    *,
-    replace: bool = False,
-    only_missing: bool = False,
-    reason: str = "catalog import",
-) -> ImportSummary:
-    """Write a catalog document to the database; raise ``CatalogFileError`` (nothing written) if it is invalid.
-
-    Codes are matched by ``code``, variants by (code, locale, name), hints by (tool, parameter), rules by
-    position. Rows that differ are updated (only the changed fields, so history shows real edits), missing rows
-    created. ``replace`` also deletes rows the document does not have. ``only_missing`` creates missing rows
-    and leaves existing ones alone, and does not recreate rows that history shows an editor deleted: that is
-    how the defaults are loaded without undoing editors' work. ``reason`` is the history change reason.
-    """
-    if replace and only_missing:
-        raise ValueError("replace and only_missing exclude each other")
-    doc = validate_catalog_document(doc)
-    writer = _CatalogWriter(only_missing=only_missing, reason=reason)
-    if replace:
-        positions = {r["position"] for r in doc["rules"]}
-        # Rules first: they PROTECT the codes that may be deleted below.
-        writer.delete(
-            r for r in models.ClassificationRule.objects.select_related("error_code") if r.position not in positions
-        )
-    writer.write(doc)
-    if replace:
-        codes = {c["code"] for c in doc["codes"]}
-        variants = {(c["code"], v["locale"], v["name"]) for c in doc["codes"] for v in c["variants"]}
-        hints = {(h["tool"], h["parameter"]) for h in doc["hints"]}
-        writer.delete(
-            v
-            for v in models.TemplateVariant.objects.select_related("error_code")
-            if (v.error_code.code, v.locale, v.name) not in variants
-        )
-        writer.delete(h for h in models.ParameterHint.objects.all() if (h.tool, h.parameter) not in hints)
-        writer.delete(c for c in models.ErrorCode.objects.all() if c.code not in codes)
-    return writer.summary
-
-
-def catalog_load_defaults(*, reset: bool = False) -> ImportSummary:
-    """Load the shipped default catalog. By default only what is missing is created, so editors' changes and
-    deletions survive; ``reset`` overwrites the default rows with the shipped wording (other rows stay)."""
-    doc = read_catalog_file(DEFAULT_CATALOG_PATH)
-    try:
-        return catalog_import(doc, only_missing=not reset, reason="default catalog")
-    except IntegrityError:
-        # Another process (a second web replica starting) created the same rows a moment earlier; this
-        # import was rolled back whole, and a second pass finds those rows in place.
-        return catalog_import(doc, only_missing=not reset, reason="default catalog")
-
-
-class _CatalogWriter:
-    """Upserts one normalised document, counting what it does."""
-
-    def __init__(self, *, only_missing: bool, reason: str) -> None:
-        self.only_missing = only_missing
-        self.reason = reason
-        self.summary = ImportSummary()
-        self.deleted_by_editors = _deleted_keys() if only_missing else _DeletedKeys()
-
-    def write(self, doc: Mapping[str, Any]) -> None:
-        code_keys, variant_keys = _keys("code"), _keys("variant")
-        hint_keys, rule_keys = _keys("hint"), _keys("rule")
-        codes = {c.code: c for c in models.ErrorCode.objects.all()}
-        variants = {
-            (v.error_code.code, v.locale, v.name): v
-            for v in models.TemplateVariant.objects.select_related("error_code")
-        }
-        hints = {(h.tool, h.parameter): h for h in models.ParameterHint.objects.all()}
-        rules = {r.position: r for r in models.ClassificationRule.objects.select_related("error_code")}
-
-        for entry in doc["codes"]:
-            code = entry["code"]
-            if self._skip(code not in codes and code in self.deleted_by_editors.codes):
-                self.summary.skipped += len(entry["variants"])
-                continue
-            values = {k: entry[k] for k in code_keys if k not in ("code", "variants")}
-            row = codes[code] = self._upsert(models.ErrorCode, codes.get(code), {"code": code}, values, f"code {code}")
-            for variant in entry["variants"]:
-                key = (code, variant["locale"], variant["name"])
-                if self._skip(key not in variants and key in self.deleted_by_editors.variants):
-                    continue
-                values = {k: variant[k] for k in variant_keys if k not in ("locale", "name")}
-                lookup = {"error_code": row, "locale": variant["locale"], "name": variant["name"]}
-                label = f"variant {code}/{variant['name']}" + (f" [{variant['locale']}]" if variant["locale"] else "")
-                self._upsert(models.TemplateVariant, variants.get(key), lookup, values, label)
-
-        for hint in doc["hints"]:
-            key = (hint["tool"], hint["parameter"])
-            if self._skip(key not in hints and key in self.deleted_by_editors.hints):
-                continue
-            values = {k: hint[k] for k in hint_keys if k not in ("tool", "parameter")}
-            lookup = {"tool": hint["tool"], "parameter": hint["parameter"]}
-            self._upsert(models.ParameterHint, hints.get(key), lookup, values, f"hint {key[0]}.{key[1]}")
-
-        for rule in doc["rules"]:
-            position, code = rule["position"], rule["code"]
-            if self._skip(position not in rules and (position in self.deleted_by_editors.rules or code not in codes)):
-                continue
-            values = {k: rule[k] for k in rule_keys if k not in ("position", "code")}
-            values["error_code_id"] = codes[code].pk
-            label = f"rule #{position} → {code}"
-            self._upsert(models.ClassificationRule, rules.get(position), {"position": position}, values, label)
-
-    def _skip(self, deleted: bool) -> bool:
-        if deleted:
-            self.summary.skipped += 1
-        return deleted
-
-    def _upsert(
-        self,
-        model: type[db_models.Model],
-        row: db_models.Model | None,
-        lookup: Mapping[str, Any],
-        values: Mapping[str, Any],
-        label: str,
-    ) -> Any:
-        if row is None:
-            row = model(**lookup, **values)
-            row._change_reason = self.reason
-            row.save()
-            self.summary.created += 1
-            self.summary.changes.append(f"create {label}")
-            return row
-        changed = [] if self.only_missing else [name for name, value in values.items() if getattr(row, name) != value]
-        if not changed:
-            self.summary.unchanged += 1
-            return row
-        for name in changed:
-            setattr(row, name, copy.deepcopy(values[name]))
-        row._change_reason = self.reason
-        # auto_now fields are written only when named in update_fields.
-        auto_now = [f.name for f in model._meta.concrete_fields if getattr(f, "auto_now", False)]
-        row.save(update_fields=changed + auto_now)
-        self.summary.updated += 1
-        self.summary.changes.append(f"update {label}: {', '.join(n.removesuffix('_id') for n in changed)}")
-        return row
-
-    def delete(self, rows: Iterable[db_models.Model]) -> None:
-        for row in list(rows):
-            label = f"{type(row)._meta.verbose_name} {row}"
-            row._change_reason = self.reason
-            row.delete()
-            self.summary.deleted += 1
-            self.summary.changes.append(f"delete {label}")
-
-
-@dataclass(frozen=True)
-class _DeletedKeys:
-    codes: frozenset[str] = frozenset()
-    variants: frozenset[tuple[str, str, str]] = frozenset()
-    hints: frozenset[tuple[str, str]] = frozenset()
-    rules: frozenset[int] = frozenset()
-
-
-def _deleted_keys() -> _DeletedKeys:
-    """Catalog rows that history shows were deleted: the editors' deletions that loading defaults respects."""
-    code_of = dict(models.ErrorCode.history.values_list("id", "code"))
-    deleted = {"history_type": "-"}
-    return _DeletedKeys(
-        codes=frozenset(models.ErrorCode.history.filter(**deleted).values_list("code", flat=True)),
-        variants=frozenset(
-            (code_of.get(code_id, ""), locale, name)
-            for code_id, locale, name in models.TemplateVariant.history.filter(**deleted).values_list(
-                "error_code_id", "locale", "name"
-            )
-        ),
-        hints=frozenset(models.ParameterHint.history.filter(**deleted).values_list("tool", "parameter")),
-        rules=frozenset(models.ClassificationRule.history.filter(**deleted).values_list("position", flat=True)),
-    )

@@ -1,19 +1,25 @@
 """The error catalog: codes, their template variants, parameter hints and classification rules.
 
-Models hold data and the constraints that keep it valid; rendering works on a frozen snapshot of these rows
-(see ``errcatalog.catalog.snapshot``), never on the models themselves.
+Models hold data and the constraints that keep it valid, and the catalog's row rules that a constraint cannot say
+(each written once, as a pure function, and run by the models' ``clean()``, the REST serializers and the catalog
+document's checks); rendering works on a frozen snapshot of these rows (see ``errcatalog.catalog.snapshot``),
+never on the models themselves.
 """
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
-from errcatalog.safety import template_errors
-from errcatalog.vocabulary import is_tool_name
+from errcatalog.safety import REDACTED, safe_identifier, template_errors
+from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
 
 CODE_PATTERN = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
 # JSON-RPC 2.0 reserves -32768..-32000 for the protocol; product codes must live outside it (DESIGN §4.5).
@@ -58,6 +64,97 @@ class Transport(models.TextChoices):
     ANY = "", "Any"
     TIMEOUT = "timeout", "Timeout"
     CONNECTION = "connection", "Connection failure"
+
+
+# --- The catalog's rules, written once ---------------------------------------------------------------------
+#
+# Each rule is a pure function from a row's values to the problems it finds, in the sentences every writer shows.
+# The models' ``clean()`` runs them, so the admin's forms show them at their fields and the services
+# (``errcatalog.catalog.services``, which the REST API and import write through) refuse a row that breaks them;
+# the catalog document's checks (``errcatalog.catalog.document``) run them too, to list every problem of a file
+# at once. Rules that are database constraints stay constraints; these are the ones a constraint cannot say, or
+# cannot say in words a writer understands.
+
+# Python class names, as classification rules and the classify endpoint compare them (no module path).
+EXCEPTION_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
+# The conditions of a classification rule; a rule must set one, or it never matches.
+RULE_CONDITIONS = ("exception", "status_min", "status_max", "jsonrpc_code", "upstream", "transport")
+# Problems about a row as a whole, not one of its fields.
+WHOLE_ROW = ""
+
+Problems = dict[str, list[str]]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def jsonrpc_code_problems(value: object) -> list[str]:
+    """A code's JSON-RPC code must lie outside the range JSON-RPC reserves, or be one JSON-RPC or MCP defines."""
+    allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
+    if not _is_int(value) or not JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX or value in allowed:
+        return []
+    return [
+        f"{value} is in the range JSON-RPC reserves ({JSONRPC_RESERVED_MIN}..{JSONRPC_RESERVED_MAX}) but is not a "
+        f"code JSON-RPC or MCP defines ({', '.join(map(str, allowed))}); choose a code outside the range, e.g. -31xxx."
+    ]
+
+
+def error_code_problems(values: Mapping[str, Any]) -> Problems:
+    """What is wrong with an error code's own fields (its variants are rows of their own)."""
+    problems: Problems = {}
+    code = values.get("code")
+    if isinstance(code, str) and not re.fullmatch(CODE_PATTERN, code):
+        problems["code"] = ["Use UPPER_SNAKE_CASE, e.g. MISSING_PARAMETER."]
+    statuses = values.get("http_statuses", [])
+    if not isinstance(statuses, list) or not all(_is_int(s) and 100 <= s <= 599 for s in statuses):
+        problems["http_statuses"] = ["Give a list of HTTP status codes between 100 and 599."]
+    if jsonrpc := jsonrpc_code_problems(values.get("jsonrpc_code")):
+        problems["jsonrpc_code"] = jsonrpc
+    return problems
+
+
+def identifier_problems(value: object) -> list[str]:
+    """A tool, parameter or upstream name as a catalog row names it: as registered, or empty."""
+    if isinstance(value, str) and value and safe_identifier(value) == REDACTED:
+        return [f"Use a name as registered: {TOOL_NAME_RULE}."]
+    return []
+
+
+def parameter_hint_problems(values: Mapping[str, Any]) -> Problems:
+    problems: Problems = {}
+    for name in ("tool", "parameter"):
+        if found := identifier_problems(values.get(name)):
+            problems[name] = found
+    return problems
+
+
+def classification_rule_problems(values: Mapping[str, Any]) -> Problems:
+    """What is wrong with a classification rule's conditions; ``WHOLE_ROW`` for the rule as a whole."""
+    problems: Problems = {}
+    exception = values.get("exception")
+    if isinstance(exception, str) and exception and not re.fullmatch(EXCEPTION_NAME_PATTERN, exception):
+        problems["exception"] = ["Give a class name without its module, e.g. TimeoutError."]
+    low, high = values.get("status_min"), values.get("status_max")
+    if _is_int(low) and _is_int(high) and low > high:
+        problems["status_max"] = [f"{high} is below status_min ({low})."]
+    if found := identifier_problems(values.get("upstream")):
+        problems["upstream"] = found
+    if all(values.get(name) in (None, "") for name in RULE_CONDITIONS):
+        problems[WHOLE_ROW] = [
+            "Set at least one condition (exception, status, JSON-RPC code, upstream or transport); "
+            "a rule without one never matches."
+        ]
+    return problems
+
+
+def _raise_problems(problems: Problems) -> None:
+    if problems:
+        raise ValidationError({name or NON_FIELD_ERRORS: messages for name, messages in problems.items()})
+
+
+def _values(row: models.Model, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in names}
 
 
 def _validate_template(value: str) -> None:
@@ -153,11 +250,7 @@ class ErrorCode(models.Model):
         return self.code
 
     def clean(self) -> None:
-        statuses = self.http_statuses
-        if not isinstance(statuses, list) or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 100 <= s <= 599 for s in statuses
-        ):
-            raise ValidationError({"http_statuses": "Give a list of HTTP status codes between 100 and 599."})
+        _raise_problems(error_code_problems(_values(self, ("code", "http_statuses", "jsonrpc_code"))))
 
 
 class TemplateVariant(models.Model):
@@ -216,6 +309,9 @@ class ParameterHint(models.Model):
     def __str__(self) -> str:
         return f"{self.tool}.{self.parameter}"
 
+    def clean(self) -> None:
+        _raise_problems(parameter_hint_problems(_values(self, ("tool", "parameter"))))
+
 
 class ClassificationRule(models.Model):
     """Maps a raw failure to a code. Rules are tried by ascending position; every set condition must hold."""
@@ -253,3 +349,6 @@ class ClassificationRule(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.position} → {self.error_code_id and self.error_code.code}"
+
+    def clean(self) -> None:
+        _raise_problems(classification_rule_problems(_values(self, RULE_CONDITIONS)))

@@ -1,29 +1,70 @@
-"""Writes to the catalog: error codes with their variants, parameter hints and classification rules.
+"""The one write path of the catalog: error codes with their variants, parameter hints, classification rules,
+and a whole catalog document.
 
-Callers pass values that have already been validated (by an API serializer or an admin form); the database
-constraints are the last line. Every save names its changed fields, so history rows and ``updated_at`` move
-only when something changed.
+The admin, the REST API and ``catalog_import`` all write through these functions, and each row is checked here
+before it is saved: its fields' validators and the model's ``clean()`` (the catalog's rules, written once in
+``errcatalog.catalog.models``). A row that breaks one raises Django's ``ValidationError``, which the admin shows
+at the field and the REST API answers as a 400. Uniqueness and ranges are database constraints, the last line.
+Every save names its changed fields, so history rows and ``updated_at`` move only when something changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 
+from errcatalog.catalog.document import (
+    CatalogFileError,
+    DocPath,
+    entry_fields,
+    problem_lines,
+    validate_catalog_document,
+)
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 
+# --- Rows -------------------------------------------------------------------------------------------------
 
-def _save_changes(instance: models.Model, fields: Mapping[str, Any]) -> None:
-    changed = [name for name, value in fields.items() if getattr(instance, name) != value]
+
+def _prepare(row: models.Model, change_reason: str) -> None:
+    # Uniqueness and ranges are left to the database constraints (and, before them, to the admin's forms and the
+    # API's serializers, which say which field they concern); every other rule of the row is checked here.
+    row.full_clean(validate_unique=False, validate_constraints=False)
+    if change_reason:
+        row._change_reason = change_reason  # type: ignore[attr-defined]  # read by django-simple-history
+
+
+def _create[Row: models.Model](model: type[Row], fields: Mapping[str, Any], change_reason: str) -> Row:
+    row = model(**fields)
+    _prepare(row, change_reason)
+    row.save()
+    return row
+
+
+def _update(row: models.Model, fields: Mapping[str, Any], change_reason: str) -> list[str]:
+    """Save the fields that differ from the row; return their names (none: nothing is written)."""
+    changed = [name for name, value in fields.items() if getattr(row, name) != value]
     if not changed:
-        return
+        return []
     for name in changed:
-        setattr(instance, name, fields[name])
+        value = fields[name]
+        # A list or mapping (a JSON field's value) is copied, so the caller's data and the row never share it.
+        setattr(row, name, copy.deepcopy(value) if isinstance(value, list | dict) else value)
+    _prepare(row, change_reason)
     # auto_now fields are only refreshed when they are among update_fields.
-    stamps = [f.name for f in instance._meta.concrete_fields if getattr(f, "auto_now", False)]
-    instance.save(update_fields=[*changed, *stamps])
+    stamps = [f.name for f in row._meta.concrete_fields if getattr(f, "auto_now", False)]
+    row.save(update_fields=[*changed, *stamps])
+    return changed
+
+
+def _delete(row: models.Model, change_reason: str) -> None:
+    if change_reason:
+        row._change_reason = change_reason  # type: ignore[attr-defined]
+    row.delete()
 
 
 def _variant_key(fields: Mapping[str, Any]) -> tuple[str, str]:
@@ -31,11 +72,13 @@ def _variant_key(fields: Mapping[str, Any]) -> tuple[str, str]:
 
 
 @transaction.atomic
-def error_code_create(*, variants: Iterable[Mapping[str, Any]], **fields: Any) -> ErrorCode:
+def error_code_create(
+    *, variants: Iterable[Mapping[str, Any]] = (), change_reason: str = "", **fields: Any
+) -> ErrorCode:
     """Create a code with its variants."""
-    error_code = ErrorCode.objects.create(**fields)
+    error_code = _create(ErrorCode, fields, change_reason)
     for variant in variants:
-        TemplateVariant.objects.create(error_code=error_code, **variant)
+        template_variant_create(error_code=error_code, change_reason=change_reason, **variant)
     return error_code
 
 
@@ -45,6 +88,7 @@ def error_code_update(
     error_code: ErrorCode,
     variants: Iterable[Mapping[str, Any]] | None = None,
     replace_variants: bool = False,
+    change_reason: str = "",
     **fields: Any,
 ) -> ErrorCode:
     """Change a code's fields and, when ``variants`` is given, its variants, matched by (locale, name).
@@ -53,7 +97,7 @@ def error_code_update(
     ``replace_variants`` the given list is the complete set and variants not in it are deleted; otherwise they
     are kept.
     """
-    _save_changes(error_code, fields)
+    _update(error_code, fields, change_reason)
     if variants is None:
         return error_code
     existing = {(v.locale, v.name): v for v in error_code.variants.all()}
@@ -61,35 +105,272 @@ def error_code_update(
     if replace_variants:
         for key, stale in existing.items():
             if key not in given:
-                stale.delete()
+                _delete(stale, change_reason)
     for key, variant_fields in given.items():
         current = existing.get(key)
         if current is None:
-            TemplateVariant.objects.create(error_code=error_code, **variant_fields)
+            template_variant_create(error_code=error_code, change_reason=change_reason, **variant_fields)
         else:
-            _save_changes(current, variant_fields)
+            _update(current, variant_fields, change_reason)
     return error_code
 
 
 @transaction.atomic
-def error_code_delete(*, error_code: ErrorCode) -> None:
+def error_code_delete(*, error_code: ErrorCode, change_reason: str = "") -> None:
     """Delete a code and its variants. Raises ``ProtectedError`` while classification rules point to it."""
-    error_code.delete()
+    _delete(error_code, change_reason)
 
 
-def parameter_hint_create(**fields: Any) -> ParameterHint:
-    return ParameterHint.objects.create(**fields)
+@transaction.atomic
+def template_variant_create(*, error_code: ErrorCode, change_reason: str = "", **fields: Any) -> TemplateVariant:
+    return _create(TemplateVariant, {"error_code": error_code, **fields}, change_reason)
 
 
-def parameter_hint_update(*, hint: ParameterHint, **fields: Any) -> ParameterHint:
-    _save_changes(hint, fields)
+@transaction.atomic
+def template_variant_update(*, variant: TemplateVariant, change_reason: str = "", **fields: Any) -> TemplateVariant:
+    _update(variant, fields, change_reason)
+    return variant
+
+
+@transaction.atomic
+def template_variant_delete(*, variant: TemplateVariant, change_reason: str = "") -> None:
+    _delete(variant, change_reason)
+
+
+@transaction.atomic
+def parameter_hint_create(*, change_reason: str = "", **fields: Any) -> ParameterHint:
+    return _create(ParameterHint, fields, change_reason)
+
+
+@transaction.atomic
+def parameter_hint_update(*, hint: ParameterHint, change_reason: str = "", **fields: Any) -> ParameterHint:
+    _update(hint, fields, change_reason)
     return hint
 
 
-def classification_rule_create(**fields: Any) -> ClassificationRule:
-    return ClassificationRule.objects.create(**fields)
+@transaction.atomic
+def parameter_hint_delete(*, hint: ParameterHint, change_reason: str = "") -> None:
+    _delete(hint, change_reason)
 
 
-def classification_rule_update(*, rule: ClassificationRule, **fields: Any) -> ClassificationRule:
-    _save_changes(rule, fields)
+@transaction.atomic
+def classification_rule_create(*, change_reason: str = "", **fields: Any) -> ClassificationRule:
+    return _create(ClassificationRule, fields, change_reason)
+
+
+@transaction.atomic
+def classification_rule_update(
+    *, rule: ClassificationRule, change_reason: str = "", **fields: Any
+) -> ClassificationRule:
+    _update(rule, fields, change_reason)
     return rule
+
+
+@transaction.atomic
+def classification_rule_delete(*, rule: ClassificationRule, change_reason: str = "") -> None:
+    _delete(rule, change_reason)
+
+
+# --- A whole catalog document -----------------------------------------------------------------------------
+
+
+@dataclass
+class ImportSummary:
+    """What an import did (or, in a rolled-back dry run, would do), row by row."""
+
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    # Default rows an editor deleted, which loading the defaults does not bring back.
+    skipped: int = 0
+    changes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.deleted)
+
+    def __str__(self) -> str:
+        text = f"{self.created} created, {self.updated} updated, {self.deleted} deleted, {self.unchanged} unchanged"
+        if self.skipped:
+            text += f", {self.skipped} skipped (deleted by an editor)"
+        return text
+
+
+@transaction.atomic
+def catalog_import(
+    doc: Mapping[str, Any],
+    *,
+    replace: bool = False,
+    only_missing: bool = False,
+    reason: str = "catalog import",
+    source: str = "<document>",
+) -> ImportSummary:
+    """Write a catalog document to the database; raise ``CatalogFileError`` (nothing written) if it is invalid.
+
+    Codes are matched by ``code``, variants by (code, locale, name), hints by (tool, parameter), rules by
+    position. Rows that differ are updated (only the changed fields, so history shows real edits), missing rows
+    created, each through the same row services as every other writer. ``replace`` also deletes rows the
+    document does not have. ``only_missing`` creates missing rows and leaves existing ones alone, and does not
+    recreate rows that history shows an editor deleted: that is how the defaults are loaded without undoing
+    editors' work. ``reason`` is the history change reason; ``source`` names the document in problems.
+    """
+    if replace and only_missing:
+        raise ValueError("replace and only_missing exclude each other")
+    doc = validate_catalog_document(doc, source=source)
+    writer = _CatalogWriter(doc, only_missing=only_missing, reason=reason, source=source)
+    if replace:
+        positions = {r["position"] for r in doc["rules"]}
+        # Rules first: they PROTECT the codes that may be deleted below.
+        writer.delete(r for r in ClassificationRule.objects.select_related("error_code") if r.position not in positions)
+    writer.write()
+    if replace:
+        codes = {c["code"] for c in doc["codes"]}
+        variants = {(c["code"], v["locale"], v["name"]) for c in doc["codes"] for v in c["variants"]}
+        hints = {(h["tool"], h["parameter"]) for h in doc["hints"]}
+        writer.delete(
+            v
+            for v in TemplateVariant.objects.select_related("error_code")
+            if (v.error_code.code, v.locale, v.name) not in variants
+        )
+        writer.delete(h for h in ParameterHint.objects.all() if (h.tool, h.parameter) not in hints)
+        writer.delete(c for c in ErrorCode.objects.all() if c.code not in codes)
+    return writer.summary
+
+
+class _CatalogWriter:
+    """Upserts one normalised document through the row services, counting what it does."""
+
+    def __init__(self, doc: Mapping[str, Any], *, only_missing: bool, reason: str, source: str) -> None:
+        self.doc = doc
+        self.source = source
+        self.only_missing = only_missing
+        self.reason = reason
+        self.summary = ImportSummary()
+        self.deleted_by_editors = _deleted_keys() if only_missing else _DeletedKeys()
+
+    def write(self) -> None:
+        doc = self.doc
+        code_keys, variant_keys = entry_fields("code"), entry_fields("variant")
+        hint_keys, rule_keys = entry_fields("hint"), entry_fields("rule")
+        codes = {c.code: c for c in ErrorCode.objects.all()}
+        variants = {
+            (v.error_code.code, v.locale, v.name): v for v in TemplateVariant.objects.select_related("error_code")
+        }
+        hints = {(h.tool, h.parameter): h for h in ParameterHint.objects.all()}
+        rules = {r.position: r for r in ClassificationRule.objects.select_related("error_code")}
+
+        at: DocPath  # where the entry being written is, for the problems a service finds in it
+        for i, entry in enumerate(doc["codes"]):
+            code = entry["code"]
+            if self._skip(code not in codes and code in self.deleted_by_editors.codes):
+                self.summary.skipped += len(entry["variants"])
+                continue
+            values = {k: entry[k] for k in code_keys if k not in ("code", "variants")}
+            row, at = codes.get(code), ("codes", i)
+            if row is None:
+                row = codes[code] = self._row(at, error_code_create, code=code, change_reason=self.reason, **values)
+                self._created(f"code {code}")
+            else:
+                self._updated(row, values, f"code {code}", at)
+            for j, variant in enumerate(entry["variants"]):
+                key = (code, variant["locale"], variant["name"])
+                if self._skip(key not in variants and key in self.deleted_by_editors.variants):
+                    continue
+                label = f"variant {code}/{variant['name']}" + (f" [{variant['locale']}]" if variant["locale"] else "")
+                at = ("codes", i, "variants", j)
+                if key in variants:
+                    values = {k: variant[k] for k in variant_keys if k not in ("locale", "name")}
+                    self._updated(variants[key], values, label, at)
+                else:
+                    fields = {k: variant[k] for k in variant_keys}
+                    self._row(at, template_variant_create, error_code=row, change_reason=self.reason, **fields)
+                    self._created(label)
+
+        for i, hint in enumerate(doc["hints"]):
+            key = (hint["tool"], hint["parameter"])
+            if self._skip(key not in hints and key in self.deleted_by_editors.hints):
+                continue
+            label, at = f"hint {key[0]}.{key[1]}", ("hints", i)
+            if key in hints:
+                values = {k: hint[k] for k in hint_keys if k not in ("tool", "parameter")}
+                self._updated(hints[key], values, label, at)
+            else:
+                fields = {k: hint[k] for k in hint_keys}
+                self._row(at, parameter_hint_create, change_reason=self.reason, **fields)
+                self._created(label)
+
+        for i, rule in enumerate(doc["rules"]):
+            position, code = rule["position"], rule["code"]
+            if self._skip(position not in rules and (position in self.deleted_by_editors.rules or code not in codes)):
+                continue
+            values = {k: rule[k] for k in rule_keys if k not in ("position", "code")}
+            values["error_code"] = codes[code]
+            label, at = f"rule #{position} → {code}", ("rules", i)
+            if position in rules:
+                self._updated(rules[position], values, label, at)
+            else:
+                self._row(at, classification_rule_create, position=position, change_reason=self.reason, **values)
+                self._created(label)
+
+    def _skip(self, deleted: bool) -> bool:
+        if deleted:
+            self.summary.skipped += 1
+        return deleted
+
+    def _created(self, label: str) -> None:
+        self.summary.created += 1
+        self.summary.changes.append(f"create {label}")
+
+    def _row[T](self, at: DocPath, service: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one row's service; a row it refuses is a problem of the document at that entry (nothing is written)."""
+        try:
+            return service(*args, **kwargs)
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
+            problems = [
+                (at if name == NON_FIELD_ERRORS else (*at, name), text)
+                for name, texts in errors.items()
+                for text in texts
+            ]
+            raise CatalogFileError(self.source, problem_lines(self.doc, problems)) from None
+
+    def _updated(self, row: models.Model, values: Mapping[str, Any], label: str, at: DocPath) -> None:
+        changed = [] if self.only_missing else self._row(at, _update, row, values, self.reason)
+        if not changed:
+            self.summary.unchanged += 1
+            return
+        self.summary.updated += 1
+        self.summary.changes.append(f"update {label}: {', '.join(changed)}")
+
+    def delete(self, rows: Iterable[models.Model]) -> None:
+        for row in list(rows):
+            label = f"{type(row)._meta.verbose_name} {row}"
+            _delete(row, self.reason)
+            self.summary.deleted += 1
+            self.summary.changes.append(f"delete {label}")
+
+
+@dataclass(frozen=True)
+class _DeletedKeys:
+    codes: frozenset[str] = frozenset()
+    variants: frozenset[tuple[str, str, str]] = frozenset()
+    hints: frozenset[tuple[str, str]] = frozenset()
+    rules: frozenset[int] = frozenset()
+
+
+def _deleted_keys() -> _DeletedKeys:
+    """Catalog rows that history shows were deleted: the editors' deletions that loading defaults respects."""
+    code_of = dict(ErrorCode.history.values_list("id", "code"))
+    deleted = {"history_type": "-"}
+    return _DeletedKeys(
+        codes=frozenset(ErrorCode.history.filter(**deleted).values_list("code", flat=True)),
+        variants=frozenset(
+            (code_of.get(code_id, ""), locale, name)
+            for code_id, locale, name in TemplateVariant.history.filter(**deleted).values_list(
+                "error_code_id", "locale", "name"
+            )
+        ),
+        hints=frozenset(ParameterHint.history.filter(**deleted).values_list("tool", "parameter")),
+        rules=frozenset(ClassificationRule.history.filter(**deleted).values_list("position", flat=True)),
+    )

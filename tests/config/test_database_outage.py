@@ -92,7 +92,7 @@ def postgres() -> Iterator[ThrowawayPostgres]:
 
 SETUP = """
 from django.contrib.auth import get_user_model
-from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.access.tokens import client_token_create
 catalog_load_defaults(reset=False)
 owner = get_user_model().objects.create_user(username="agent-owner", password="pw", is_staff=True)

@@ -17,7 +17,7 @@ import pytest
 from django.db import connection
 
 from errcatalog.access.tokens import client_token_create
-from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.models import ErrorCode
 from errcatalog.outcomes.models import OutcomeRecord
 from tests.config.served_app import ServedApp

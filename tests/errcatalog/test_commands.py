@@ -14,7 +14,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from errcatalog.catalog import models
-from errcatalog.catalog.document import DEFAULT_CATALOG_PATH, catalog_document_from_db, dump_catalog, read_catalog_file
+from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
+from errcatalog.catalog.document import catalog_document_from_db, dump_catalog, read_catalog_file
 from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.render.entries import CatalogSnapshot
 

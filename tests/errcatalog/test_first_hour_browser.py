@@ -33,7 +33,7 @@ def admin_data(staff_user) -> None:
     from django.contrib.auth.models import Group
 
     from errcatalog.access.tokens import client_token_create
-    from errcatalog.catalog.document import catalog_load_defaults
+    from errcatalog.catalog.defaults import catalog_load_defaults
 
     catalog_load_defaults(reset=False)
     Group.objects.create(name="catalog writers")

@@ -9,12 +9,12 @@ import pytest
 from errcatalog.catalog.document import (
     CatalogFileError,
     catalog_document_from_db,
-    catalog_import,
     dump_catalog,
     parse_catalog_text,
     validate_catalog_document,
 )
 from errcatalog.catalog.models import ErrorCode
+from errcatalog.catalog.services import catalog_import
 from errcatalog.render import Failure, ParameterFault, envelope, error_object, render
 from errcatalog.render.entries import CatalogSnapshot
 

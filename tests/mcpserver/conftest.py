@@ -158,7 +158,7 @@ def catalog(transactional_db):
     """The default catalog in the database (transactional tests start from an empty one)."""
     from django.core.cache import cache
 
-    from errcatalog.catalog.document import catalog_load_defaults
+    from errcatalog.catalog.defaults import catalog_load_defaults
     from errcatalog.catalog.snapshot import catalog_changed
 
     # Token ids repeat after each flush (SQLite), so per-token rate-limit counters must not outlive a test.

@@ -8,7 +8,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, transaction
 
-from errcatalog.catalog.document import CatalogFileError, catalog_import, read_catalog_file
+from errcatalog.catalog.document import CatalogFileError, read_catalog_file
+from errcatalog.catalog.services import catalog_import
 
 
 class Command(BaseCommand):
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         try:
             doc = read_catalog_file(file)
             with transaction.atomic():
-                summary = catalog_import(doc, replace=replace)
+                summary = catalog_import(doc, replace=replace, source=file)
                 if dry_run:
                     transaction.set_rollback(True)
         except CatalogFileError as exc:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from errcatalog.catalog.document import DEFAULT_CATALOG_PATH, CatalogFileError, catalog_load_defaults
+from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH, catalog_load_defaults
+from errcatalog.catalog.document import CatalogFileError
 
 
 class Command(BaseCommand):

@@ -13,8 +13,8 @@ from typing import Any
 
 import redis
 import sentry_sdk
+from django.core.exceptions import NON_FIELD_ERRORS, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
 from django.http import Http404
@@ -84,7 +84,12 @@ def api_exception_handler(exc: Exception, context: Mapping[str, Any]):
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, DjangoValidationError):
-        exc = exceptions.ValidationError(as_serializer_error(exc))
+        # A catalog service refused a row (errcatalog.catalog.services): its field errors in the serializer's shape,
+        # and Django's "__all__" under DRF's name for errors about the object as a whole.
+        detail = as_serializer_error(exc)
+        if NON_FIELD_ERRORS in detail:
+            detail[api_settings.NON_FIELD_ERRORS_KEY] = detail.pop(NON_FIELD_ERRORS)
+        exc = exceptions.ValidationError(detail)
     elif isinstance(exc, RequestDataTooBig):
         exc = RequestBodyTooLarge()
     elif isinstance(exc, ProtectedError):

@@ -1,34 +1,40 @@
-"""Request and response shapes of the REST API. Validation lives here; writes in ``errcatalog.catalog.services``."""
+"""Request and response shapes of the REST API.
+
+The catalog serializers check the shape of a request (types, lengths, choices, the nesting of variants); the
+catalog's own rules are checked once, by ``errcatalog.catalog.services`` (through the models' ``clean()``), for
+the REST API as for the admin and import, and a row that breaks one is answered as a 400 in the same shape.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from errcatalog.catalog.models import (
-    CODE_PATTERN,
-    JSONRPC_DEFINED_CODES,
-    JSONRPC_LEGACY_CODES,
-    JSONRPC_RESERVED_MAX,
-    JSONRPC_RESERVED_MIN,
     ClassificationRule,
     ErrorCode,
     Header,
     ParameterHint,
+    Problems,
     TemplateVariant,
+    classification_rule_problems,
+    error_code_problems,
+    parameter_hint_problems,
 )
 from errcatalog.catalog.previews import FACES, FaceOptions, variant_exists
 from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
 from errcatalog.render.classify import FailureFacts, transport_for
 from errcatalog.render.core import NETWORK_FAILURES
 from errcatalog.render.locale import choose_locale
-from errcatalog.safety import REDACTED, safe_identifier, template_errors
-from errcatalog.vocabulary import TOOL_NAME_PATTERN, TOOL_NAME_RULE
+from errcatalog.safety import template_errors
+from errcatalog.vocabulary import TOOL_NAME_PATTERN
 
 # Python class names, as classification rules and ``classify/`` compare them (no module path).
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -45,16 +51,44 @@ def validate_template(value: str) -> None:
         raise serializers.ValidationError(problems)
 
 
-def validate_identifier(value: str) -> None:
-    if value and safe_identifier(value) == REDACTED:
-        raise serializers.ValidationError(f"Use a name as registered: {TOOL_NAME_RULE}.")
-
-
 def _blank_to_none(value: str | None) -> str | None:
     return value or None
 
 
 # --- Catalog rows -----------------------------------------------------------------------------------------
+
+
+class CatalogRowSerializer(serializers.ModelSerializer):
+    """A catalog row's serializer that also reports the catalog's rules (``errcatalog.catalog.models``).
+
+    The rules are checked once, by the service every writer calls; they are also run here, beside the request's
+    shape, so that one answer lists every problem of a request, as the admin's forms and a catalog file do. A
+    field that already failed its own check is not judged again.
+    """
+
+    @staticmethod
+    def row_problems(values: Mapping[str, Any]) -> Problems:
+        return {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        errors: dict[str, Any] = {}
+        try:
+            values = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, Mapping):
+                raise
+            errors = dict(exc.detail)
+            values = {k: v for k, v in data.items() if k not in errors} if isinstance(data, Mapping) else {}
+        # A PATCH is judged as the row it would make: the saved values with the request's over them.
+        row = self.instance
+        saved = {f.name: getattr(row, f.name) for f in row._meta.concrete_fields} if row is not None else {}
+        for name, texts in self.row_problems({**saved, **values}).items():
+            key = name or api_settings.NON_FIELD_ERRORS_KEY
+            if key not in errors:
+                errors[key] = texts
+        if errors:
+            raise serializers.ValidationError(errors)
+        return values
 
 
 class TemplateVariantSerializer(serializers.ModelSerializer):
@@ -77,7 +111,7 @@ class TemplateVariantSerializer(serializers.ModelSerializer):
         extra_kwargs = {"weight": {"max_value": 1000}, "instruction": {"required": True, "allow_blank": True}}
 
 
-class ErrorCodeSerializer(serializers.ModelSerializer):
+class ErrorCodeSerializer(CatalogRowSerializer):
     """A code with its variants.
 
     Writing ``variants`` matches them by (locale, name): PUT makes the list the complete set (variants left out
@@ -95,6 +129,7 @@ class ErrorCodeSerializer(serializers.ModelSerializer):
         help_text="Seed 003's data.optional_parameters for missing input.",
     )
     variants = TemplateVariantSerializer(many=True, required=False, allow_empty=False)
+    row_problems = staticmethod(error_code_problems)
 
     class Meta:
         model = ErrorCode
@@ -119,20 +154,6 @@ class ErrorCodeSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["updated_at"]
         extra_kwargs = {"retry_after_seconds": {"max_value": 86400}}
-
-    def validate_code(self, value: str) -> str:
-        if not re.fullmatch(CODE_PATTERN, value):
-            raise serializers.ValidationError("Use UPPER_SNAKE_CASE, e.g. MISSING_PARAMETER.")
-        return value
-
-    def validate_jsonrpc_code(self, value: int | None) -> int | None:
-        reserved = value is not None and JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX
-        if reserved and value not in JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES:
-            allowed = ", ".join(str(c) for c in JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES)
-            raise serializers.ValidationError(
-                f"JSON-RPC reserves -32768 to -32000; use a code it or MCP defines ({allowed}) or one outside it."
-            )
-        return value
 
     def validate_variants(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seen: set[tuple[str, str]] = set()
@@ -163,9 +184,10 @@ class ErrorCodeSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class ParameterHintSerializer(serializers.ModelSerializer):
-    tool = serializers.CharField(max_length=128, validators=[validate_identifier])
-    parameter = serializers.CharField(max_length=128, validators=[validate_identifier])
+class ParameterHintSerializer(CatalogRowSerializer):
+    tool = serializers.CharField(max_length=128)
+    parameter = serializers.CharField(max_length=128)
+    row_problems = staticmethod(parameter_hint_problems)
 
     class Meta:
         model = ParameterHint
@@ -173,11 +195,12 @@ class ParameterHintSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "updated_at"]
 
 
-class ClassificationRuleSerializer(serializers.ModelSerializer):
+class ClassificationRuleSerializer(CatalogRowSerializer):
     code = serializers.SlugRelatedField(
         source="error_code", slug_field="code", queryset=ErrorCode.objects.all(), help_text="The code to assign."
     )
-    upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, validators=[validate_identifier])
+    upstream = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    row_problems = staticmethod(classification_rule_problems)
 
     class Meta:
         model = ClassificationRule
@@ -199,28 +222,6 @@ class ClassificationRuleSerializer(serializers.ModelSerializer):
             "status_min": {"min_value": 100, "max_value": 599},
             "status_max": {"min_value": 100, "max_value": 599},
         }
-
-    def validate_exception(self, value: str) -> str:
-        if value and not _CLASS_NAME.fullmatch(value):
-            raise serializers.ValidationError("Give a class name without its module, e.g. TimeoutError.")
-        return value
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        def current(name: str) -> Any:
-            if name in attrs:
-                return attrs[name]
-            return getattr(self.instance, name) if self.instance is not None else None
-
-        low, high = current("status_min"), current("status_max")
-        if low is not None and high is not None and low > high:
-            raise serializers.ValidationError({"status_max": ["Must be at least status_min."]})
-        conditions = ("exception", "status_min", "status_max", "jsonrpc_code", "upstream", "transport")
-        if all(current(name) in (None, "") for name in conditions):
-            raise serializers.ValidationError(
-                "Set at least one condition (exception, status, JSON-RPC code, upstream or transport); "
-                "a rule without one never matches."
-            )
-        return attrs
 
 
 # --- Render preview ---------------------------------------------------------------------------------------

@@ -173,7 +173,7 @@ class ErrorCodeViewSet(viewsets.ModelViewSet):
             error_code=serializer.instance, replace_variants=replace, **data
         )
 
-    def perform_destroy(self, instance) -> None:
+    def perform_destroy(self, instance: ErrorCode) -> None:
         # Deleting a code deletes its variants with it; the admin asks for their delete permission too.
         if instance.variants.exists():
             _require_variant_permissions(self.request, {"delete"})
@@ -200,6 +200,9 @@ class ParameterHintViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer: ParameterHintSerializer) -> None:
         serializer.instance = services.parameter_hint_update(hint=serializer.instance, **serializer.validated_data)
 
+    def perform_destroy(self, instance: ParameterHint) -> None:
+        services.parameter_hint_delete(hint=instance)
+
 
 @_crud_schema(ClassificationRuleSerializer, ClassificationRule)
 class ClassificationRuleViewSet(viewsets.ModelViewSet):
@@ -216,6 +219,9 @@ class ClassificationRuleViewSet(viewsets.ModelViewSet):
 
     def perform_update(self, serializer: ClassificationRuleSerializer) -> None:
         serializer.instance = services.classification_rule_update(rule=serializer.instance, **serializer.validated_data)
+
+    def perform_destroy(self, instance: ClassificationRule) -> None:
+        services.classification_rule_delete(rule=instance)
 
 
 class RenderView(APIView):

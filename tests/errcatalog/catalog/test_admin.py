@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import yaml
 from django.core.management import call_command
-from django.forms import CheckboxInput
 from django.urls import reverse
 
 from errcatalog.access.models import ClientToken
@@ -15,6 +14,8 @@ from errcatalog.catalog.document import validate_catalog_document
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import SAMPLE_EVENT_ID
 from errcatalog.catalog.snapshot import catalog_changed
+from tests.errcatalog.catalog.admin_pages import admin_url as _url
+from tests.errcatalog.catalog.admin_pages import form_data as _form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -30,27 +31,6 @@ def catalog() -> None:
 def writer(client, staff_user, catalog):
     client.force_login(staff_user)
     return client
-
-
-def _url(model, view: str, *args) -> str:
-    return reverse(f"admin:errcatalog_{model._meta.model_name}_{view}", args=args)
-
-
-def _form_data(response) -> dict[str, str]:
-    """The POST body a browser would send for the admin form on ``response``, unchanged."""
-    forms = [response.context["adminform"].form]
-    for inline in response.context.get("inline_admin_formsets", []):
-        forms.extend([inline.formset.management_form, *inline.formset.forms])
-    data = {}
-    for form in forms:
-        for name, field in form.fields.items():
-            value = form[name].value()
-            if isinstance(field.widget, CheckboxInput):
-                if value:
-                    data[form.add_prefix(name)] = "on"
-            elif value is not None:
-                data[form.add_prefix(name)] = value
-    return data
 
 
 def _variant_index(response, variant: TemplateVariant) -> int:

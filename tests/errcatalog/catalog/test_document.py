@@ -7,17 +7,17 @@ import copy
 import pytest
 
 from errcatalog.catalog import models
+from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
 from errcatalog.catalog.document import (
-    DEFAULT_CATALOG_PATH,
     CatalogFileError,
     catalog_document_from_db,
-    catalog_import,
     catalog_schema,
     dump_catalog,
     parse_catalog_text,
     read_catalog_file,
     validate_catalog_document,
 )
+from errcatalog.catalog.services import catalog_import
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import template_errors
 
@@ -246,7 +246,10 @@ def test_lists_are_sorted_and_normalising_twice_changes_nothing():
                 {"code": "A_ERROR", "category": "unknown", "variants": [{**variant, "locale": "de"}, variant]},
             ],
             "hints": [{"tool": "t", "parameter": "b"}, {"tool": "t", "parameter": "a"}],
-            "rules": [{"position": 20, "code": "A_ERROR", "exception": "E"}, {"position": 10, "code": "B_ERROR"}],
+            "rules": [
+                {"position": 20, "code": "A_ERROR", "exception": "E"},
+                {"position": 10, "code": "B_ERROR", "exception": "E"},
+            ],
         }
     )
     assert [c["code"] for c in doc["codes"]] == ["A_ERROR", "B_ERROR"]
@@ -271,7 +274,7 @@ def test_every_problem_is_listed_with_entry_and_field_in_schema_order():
     doc["codes"][0]["variants"][0]["message"] = "Bad {x.__class__}."
     doc["codes"][0]["colour"] = "red"
     doc["codes"].append({"code": "lower_case", "category": "unknown", "variants": []})
-    doc["rules"] = [{"position": 1, "code": "NOPE"}]
+    doc["rules"] = [{"position": 1, "code": "NOPE", "status_min": 400}]
     lines = problems_of(doc)
     assert lines == [
         "catalog.yaml: codes[0] (X_ERROR) → variants[0].message: {x.__class__}: attribute access and indexing are "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import recorder, rollups
 from errcatalog.outcomes.metrics import compute_metrics

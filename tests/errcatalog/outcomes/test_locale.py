@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.core.cache import cache
 
-from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent, from_wire

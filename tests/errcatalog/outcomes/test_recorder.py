@@ -339,7 +339,7 @@ def test_mcp_tool_calls_produce_outcome_events(outcomes, stream, settings, short
 
     from django.core.cache import cache
 
-    from errcatalog.catalog.document import catalog_load_defaults
+    from errcatalog.catalog.defaults import catalog_load_defaults
     from errcatalog.catalog.snapshot import catalog_changed
     from mcpserver.auth import ClientIdentity
     from mcpserver.pipeline import ToolCall, call_tool

@@ -23,7 +23,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from errcatalog.catalog.document import catalog_load_defaults
+from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.outcomes import ingest
 from errcatalog.outcomes.models import OutcomeRecord
 from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until

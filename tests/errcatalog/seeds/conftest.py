@@ -74,7 +74,7 @@ def rest_render(client, **body) -> dict:
 
 def seed_catalog(document: dict) -> None:
     """Put a writer's catalog (seed wording typed in) into the database, over the default one."""
-    from errcatalog.catalog.document import catalog_import
+    from errcatalog.catalog.services import catalog_import
 
     catalog_import({"format": "errcatalog/v1", **document})
     catalog_changed()
