@@ -92,9 +92,11 @@ class BoundedCache[K: Hashable, V]:
         return f"<BoundedCache {self.name}: {len(self._entries)}/{self.max_entries}>"
 
 
-def process_cache(name: str, *, scope: Scope, max_entries: int, max_age: float | None = None) -> BoundedCache:
+def process_cache[K: Hashable, V](
+    name: str, *, scope: Scope, max_entries: int, max_age: float | None = None
+) -> BoundedCache[K, V]:
     """A new ``BoundedCache`` registered under ``name`` (unique, dotted by module) and cleared with ``scope``."""
-    cache: BoundedCache = BoundedCache(name, max_entries=max_entries, max_age=max_age)
+    cache: BoundedCache[K, V] = BoundedCache(name, max_entries=max_entries, max_age=max_age)
     register_cache(name, cache.clear, scope=scope)
     return cache
 

@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from errcatalog.access.tokens import client_token_authenticate, key_hash
-from errcatalog.caching import process_cache
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from mcpserver.jsonrpc_errors import screened_send
 
@@ -69,7 +69,7 @@ _authenticate_async = sync_to_async(_authenticate, thread_sensitive=False)
 # this many seconds.
 AUTH_CACHE_SECONDS = 5.0
 _AUTH_CACHE_MAX = 10_000
-_accepted = process_cache(
+_accepted: BoundedCache[str, tuple[ClientIdentity, AuthenticatedUser]] = process_cache(
     "mcpserver.auth.accepted_keys", scope="tokens", max_entries=_AUTH_CACHE_MAX, max_age=AUTH_CACHE_SECONDS
 )
 

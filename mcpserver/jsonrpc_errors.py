@@ -38,7 +38,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Message, Send
 
-from errcatalog.caching import process_cache
+from errcatalog.caching import BoundedCache, process_cache
 
 # The message each code goes out with when the SDK's own message is not known to be fixed text.
 FIXED_MESSAGES: dict[int, str] = {
@@ -94,7 +94,9 @@ _VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Errors raised on purpose in this process: (code, message) -> their data as canonical JSON ("" for none). A
 # catalog has a few hundred texts; the bound only guards memory (a cleared entry is then sent as a fixed string).
 SANCTIONED_MAX = 4096
-_sanctioned = process_cache("mcpserver.jsonrpc_errors.sanctioned", scope="process", max_entries=SANCTIONED_MAX)
+_sanctioned: BoundedCache[tuple[int, str], str] = process_cache(
+    "mcpserver.jsonrpc_errors.sanctioned", scope="process", max_entries=SANCTIONED_MAX
+)
 _NO_DATA = ""
 
 

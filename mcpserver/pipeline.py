@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from sentry_sdk.integrations.logging import ignore_logger
 
-from errcatalog.caching import process_cache
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
 from errcatalog.outcomes import recorder
@@ -277,7 +277,7 @@ async def _fail_with_exception(
 # operator as much as all of them, and formatting each costs more than the rest of the call.
 TRACEBACK_INTERVAL_SECONDS = 60.0
 # One entry per tool and code that failed within the interval; the bound only guards memory.
-_tracebacks_logged = process_cache(
+_tracebacks_logged: BoundedCache[tuple[str, str], bool] = process_cache(
     "mcpserver.pipeline.tracebacks_logged", scope="process", max_entries=4096, max_age=TRACEBACK_INTERVAL_SECONDS
 )
 
@@ -350,7 +350,9 @@ async def _fail(
 # render object stands for one text; the SDK only serialises results, never changes them. Cleared with the
 # catalog, so the renders of a replaced snapshot are not kept alive here.
 RESULT_CACHE_SIZE = 1024
-_results = process_cache("mcpserver.pipeline.tool_results", scope="catalog", max_entries=RESULT_CACHE_SIZE)
+_results: BoundedCache[tuple[int, str], tuple[RenderedError, types.CallToolResult]] = process_cache(
+    "mcpserver.pipeline.tool_results", scope="catalog", max_entries=RESULT_CACHE_SIZE
+)
 
 
 def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:

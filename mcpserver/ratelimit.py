@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.cache import cache
 
-from errcatalog.caching import process_cache
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.dependencies import REDIS, REDIS_ERRORS
 
 WINDOW_SECONDS = 60
@@ -23,7 +23,9 @@ _LOCAL_BACKEND = "django.core.cache.backends.locmem.LocMemCache"
 # same result without building a cache backend for each request's context (~8 µs) and its locking.
 # One entry per client key, overwritten each window, so it stays as small as the number of tokens; the bound
 # only guards memory (starting over empty forgets at most one window's counts).
-_local_windows = process_cache("mcpserver.ratelimit.local_windows", scope="process", max_entries=10_000)
+_local_windows: BoundedCache[str, tuple[int, int]] = process_cache(
+    "mcpserver.ratelimit.local_windows", scope="process", max_entries=10_000
+)
 
 
 def _count_locally(client_key: str, window: int) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from errcatalog.caching import process_cache
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.render import ParameterFault
 
 # Keywords about a value's shape that a model can act on, in the order they are described.
@@ -41,7 +41,9 @@ class ArgumentProblems:
 # Validators by schema identity: tool schemas live as long as the process, and building a validator per call
 # would cost more than the validation itself. An entry holds its schema, so the id is not reused meanwhile; the
 # bound only guards memory (a process serves tens of tools).
-_validators = process_cache("mcpserver.validation.validators", scope="process", max_entries=1024)
+_validators: BoundedCache[int, tuple[Mapping[str, Any], Draft202012Validator]] = process_cache(
+    "mcpserver.validation.validators", scope="process", max_entries=1024
+)
 
 
 def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
@@ -138,7 +140,9 @@ class _PlainSchema:
 
 
 # The shortcut's view of each schema, by identity as ``_validators``.
-_plain = process_cache("mcpserver.validation.plain_schemas", scope="process", max_entries=1024)
+_plain: BoundedCache[int, tuple[Mapping[str, Any], _PlainSchema | None]] = process_cache(
+    "mcpserver.validation.plain_schemas", scope="process", max_entries=1024
+)
 
 
 def _plain_schema(schema: Mapping[str, Any]) -> _PlainSchema | None:

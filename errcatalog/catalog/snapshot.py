@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from errcatalog.caching import caches_invalidate, process_cache
+from errcatalog.caching import BoundedCache, caches_invalidate, process_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.render.entries import CatalogSnapshot
 
@@ -27,7 +27,9 @@ _lock = threading.Lock()
 # The one snapshot this process holds, as (version it was checked against, when checked, snapshot); cleared with
 # the other catalog caches when this process learns of an edit.
 _HELD = "current"
-_held = process_cache("errcatalog.catalog.snapshot.held", scope="catalog", max_entries=1)
+_held: BoundedCache[str, tuple[str, float, CatalogSnapshot]] = process_cache(
+    "errcatalog.catalog.snapshot.held", scope="catalog", max_entries=1
+)
 
 
 def catalog_snapshot() -> CatalogSnapshot:

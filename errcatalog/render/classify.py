@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from errcatalog.caching import process_cache
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.errors import http_status
 from errcatalog.render.entries import UNKNOWN_CODE, CatalogSnapshot, RuleEntry
 
@@ -30,7 +30,9 @@ class FailureFacts:
 
 
 # Exception classes live as long as the process; their names and transport kind are read once per class.
-_type_facts = process_cache("errcatalog.render.classify.type_facts", scope="process", max_entries=1024)
+_type_facts: BoundedCache[type, tuple[tuple[str, ...], str]] = process_cache(
+    "errcatalog.render.classify.type_facts", scope="process", max_entries=1024
+)
 
 
 def classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
