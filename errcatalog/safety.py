@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from errcatalog.caching import register_cache
 from errcatalog.vocabulary import is_tool_name
 
 REDACTED = "[REDACTED]"
@@ -207,6 +208,11 @@ def _static_text(template: str) -> str | None:
     if any(names for _pieces, names in sentences) or any(f for p, _ in sentences for _, f in p):
         return None
     return "".join(lit for pieces, _names in sentences for lit, _ in pieces).rstrip()
+
+
+# Pure functions of template text: functools caches them, and the tests reset them with every other cache.
+register_cache("errcatalog.safety.template_sentences", _sentences.cache_clear)
+register_cache("errcatalog.safety.static_texts", _static_text.cache_clear)
 
 
 def _kept_pieces(template: str, values: Mapping[str, str]) -> list[Piece]:

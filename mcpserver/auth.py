@@ -11,22 +11,19 @@ missing, malformed, unknown or revoked, so it tells a prober nothing.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_authenticate, key_hash
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from mcpserver.jsonrpc_errors import screened_send
 
@@ -68,15 +65,13 @@ _authenticate_async = sync_to_async(_authenticate, thread_sensitive=False)
 
 # Accepted keys are remembered per process for a few seconds (by hash): a database round trip on every request
 # costed about 60% of a simple call's throughput. Any token save or delete in this process forgets them all at
-# once; a revocation made in another process takes effect here within this many seconds.
+# once (the "tokens" scope of errcatalog.caching); a revocation made in another process takes effect here within
+# this many seconds.
 AUTH_CACHE_SECONDS = 5.0
 _AUTH_CACHE_MAX = 10_000
-_accepted: dict[str, tuple[float, ClientIdentity, AuthenticatedUser]] = {}
-
-
-@receiver([post_save, post_delete], sender=ClientToken, dispatch_uid="mcpserver.auth.forget_accepted_keys")
-def _forget_accepted_keys(**kwargs) -> None:
-    _accepted.clear()
+_accepted: BoundedCache[str, tuple[ClientIdentity, AuthenticatedUser]] = process_cache(
+    "mcpserver.auth.accepted_keys", scope="tokens", max_entries=_AUTH_CACHE_MAX, max_age=AUTH_CACHE_SECONDS
+)
 
 
 async def authenticate_key(raw_key: str) -> ClientIdentity | None:
@@ -98,38 +93,36 @@ async def _accepted_key(raw_key: str) -> tuple[ClientIdentity, AuthenticatedUser
     Raises ``TokenStoreUnavailable`` when the database is unreachable and the key was not accepted recently.
     """
     digest = key_hash(raw_key)
-    now = time.monotonic()
     hit = _accepted.get(digest)
-    if hit is not None and hit[0] > now:
-        return hit[1], hit[2]
+    if hit is not None:
+        return hit
+    stale = _accepted.get_with_age(digest)  # read before the database is tried, so its age is the call's
     if not DATABASE.available():  # known to be down: no connect attempt until the next probe
-        return _accepted_during_outage(hit, now)
+        return _accepted_during_outage(stale)
     try:
         identity = await _authenticate_async(raw_key)
     except DATABASE_ERRORS as exc:
         DATABASE.failed(exc)
-        return _accepted_during_outage(hit, now)
+        return _accepted_during_outage(stale)
     DATABASE.succeeded()
     if identity is None:
-        _accepted.pop(digest, None)
+        _accepted.pop(digest)
         return None
     user = AuthenticatedUser(AccessToken(token=identity.key, client_id=identity.key, scopes=[]))
-    if len(_accepted) >= _AUTH_CACHE_MAX:
-        _accepted.clear()
-    _accepted[digest] = (now + AUTH_CACHE_SECONDS, identity, user)
+    _accepted.set(digest, (identity, user))
     return identity, user
 
 
 def _accepted_during_outage(
-    hit: tuple[float, ClientIdentity, AuthenticatedUser] | None, now: float
+    stale: tuple[tuple[ClientIdentity, AuthenticatedUser], float] | None,
 ) -> tuple[ClientIdentity, AuthenticatedUser]:
     # A token this process accepted shortly before the outage keeps working: the MCP path needs no database
     # once the catalog snapshot is loaded. Its entry stays in ``_accepted`` after it expired (until the cache is
     # cleared), which is what makes this possible.
     grace = settings.MCP["AUTH_OUTAGE_GRACE_SECONDS"]
-    if hit is not None and now - (hit[0] - AUTH_CACHE_SECONDS) <= grace:
+    if stale is not None and stale[1] <= grace:
         DATABASE.degraded("MCP tokens accepted before the outage are accepted from memory; new ones get 503")
-        return hit[1], hit[2]
+        return stale[0]
     raise TokenStoreUnavailable
 
 

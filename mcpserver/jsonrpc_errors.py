@@ -38,6 +38,8 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Message, Send
 
+from errcatalog.caching import BoundedCache, process_cache
+
 # The message each code goes out with when the SDK's own message is not known to be fixed text.
 FIXED_MESSAGES: dict[int, str] = {
     PARSE_ERROR: "Parse error",
@@ -92,7 +94,9 @@ _VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Errors raised on purpose in this process: (code, message) -> their data as canonical JSON ("" for none). A
 # catalog has a few hundred texts; the bound only guards memory (a cleared entry is then sent as a fixed string).
 SANCTIONED_MAX = 4096
-_sanctioned: dict[tuple[int, str], str] = {}
+_sanctioned: BoundedCache[tuple[int, str], str] = process_cache(
+    "mcpserver.jsonrpc_errors.sanctioned", scope="process", max_entries=SANCTIONED_MAX
+)
 _NO_DATA = ""
 
 
@@ -106,9 +110,7 @@ def sanction(code: int, message: str, data: Any = None) -> None:
     For an error this process writes itself, as an ``MCPError`` (see ``sanctioned_error``) or as a JSON-RPC body
     built at the ASGI level behind the guard (a limit of the endpoint's own, say).
     """
-    if len(_sanctioned) >= SANCTIONED_MAX:
-        _sanctioned.clear()
-    _sanctioned[(code, message)] = _canonical(data)
+    _sanctioned.set((code, message), _canonical(data))
 
 
 def sanctioned_error(code: int, message: str, data: Any = None) -> MCPError:

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from sentry_sdk.integrations.logging import ignore_logger
 
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
 from errcatalog.outcomes import recorder
@@ -275,15 +276,16 @@ async def _fail_with_exception(
 # A failing tool can fail thousands of times a minute; one traceback per tool and code and minute tells an
 # operator as much as all of them, and formatting each costs more than the rest of the call.
 TRACEBACK_INTERVAL_SECONDS = 60.0
-_last_traceback: dict[tuple[str, str], float] = {}
+# One entry per tool and code that failed within the interval; the bound only guards memory.
+_tracebacks_logged: BoundedCache[tuple[str, str], bool] = process_cache(
+    "mcpserver.pipeline.tracebacks_logged", scope="process", max_entries=4096, max_age=TRACEBACK_INTERVAL_SECONDS
+)
 
 
 def _traceback_due(tool: str, code: str) -> bool:
-    now = time.monotonic()
-    last = _last_traceback.get((tool, code))
-    if last is not None and now - last < TRACEBACK_INTERVAL_SECONDS:
+    if _tracebacks_logged.get((tool, code)) is not None:
         return False
-    _last_traceback[(tool, code)] = now
+    _tracebacks_logged.set((tool, code), True)
     return True
 
 
@@ -345,9 +347,12 @@ async def _fail(
 
 # Validated results by render: a failure that repeats (the same missing argument, the same unknown tool) reuses
 # its CallToolResult instead of building and validating it again. Renders are cached per catalog snapshot, so a
-# render object stands for one text; the SDK only serialises results, never changes them.
+# render object stands for one text; the SDK only serialises results, never changes them. Cleared with the
+# catalog, so the renders of a replaced snapshot are not kept alive here.
 RESULT_CACHE_SIZE = 1024
-_results: dict[tuple[int, str], tuple[RenderedError, types.CallToolResult]] = {}
+_results: BoundedCache[tuple[int, str], tuple[RenderedError, types.CallToolResult]] = process_cache(
+    "mcpserver.pipeline.tool_results", scope="catalog", max_entries=RESULT_CACHE_SIZE
+)
 
 
 def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
@@ -359,9 +364,7 @@ def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
     result["content"] = [sdk_content_block(block) for block in result["content"]]
     validated = types.CallToolResult.model_validate(result, by_name=False)
     if rendered.event_id is None:  # an event ID is new with every failure: nothing to reuse
-        if len(_results) >= RESULT_CACHE_SIZE:
-            _results.clear()
-        _results[key] = (rendered, validated)
+        _results.set(key, (rendered, validated))
     return validated
 
 

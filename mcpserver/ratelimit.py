@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.cache import cache
 
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.dependencies import REDIS, REDIS_ERRORS
 
 WINDOW_SECONDS = 60
@@ -20,14 +21,17 @@ LOCAL_FALLBACK = "the MCP rate limit counts calls in each process until Redis is
 _LOCAL_BACKEND = "django.core.cache.backends.locmem.LocMemCache"
 # With the in-process cache the limit is per process anyway; counting in a dict on the event loop gives the
 # same result without building a cache backend for each request's context (~8 µs) and its locking.
-# One entry per client key, overwritten each window, so it stays as small as the number of tokens.
-_local_windows: dict[str, tuple[int, int]] = {}
+# One entry per client key, overwritten each window, so it stays as small as the number of tokens; the bound
+# only guards memory (starting over empty forgets at most one window's counts).
+_local_windows: BoundedCache[str, tuple[int, int]] = process_cache(
+    "mcpserver.ratelimit.local_windows", scope="process", max_entries=10_000
+)
 
 
 def _count_locally(client_key: str, window: int) -> int:
-    seen_window, count = _local_windows.get(client_key, (window, 0))
+    seen_window, count = _local_windows.get(client_key) or (window, 0)
     count = count + 1 if seen_window == window else 1
-    _local_windows[client_key] = (window, count)
+    _local_windows.set(client_key, (window, count))
     return count
 
 

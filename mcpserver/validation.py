@@ -12,6 +12,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.render import ParameterFault
 
 # Keywords about a value's shape that a model can act on, in the order they are described.
@@ -38,15 +39,18 @@ class ArgumentProblems:
 
 
 # Validators by schema identity: tool schemas live as long as the process, and building a validator per call
-# would cost more than the validation itself.
-_validators: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+# would cost more than the validation itself. An entry holds its schema, so the id is not reused meanwhile; the
+# bound only guards memory (a process serves tens of tools).
+_validators: BoundedCache[int, tuple[Mapping[str, Any], Draft202012Validator]] = process_cache(
+    "mcpserver.validation.validators", scope="process", max_entries=1024
+)
 
 
 def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
     cached = _validators.get(id(schema))
     if cached is None or cached[0] is not schema:
         cached = (schema, Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER))
-        _validators[id(schema)] = cached
+        _validators.set(id(schema), cached)
     return cached[1]
 
 
@@ -135,7 +139,10 @@ class _PlainSchema:
     missing_answers: dict[frozenset[str], ArgumentProblems]
 
 
-_plain: dict[int, tuple[Mapping[str, Any], _PlainSchema | None]] = {}
+# The shortcut's view of each schema, by identity as ``_validators``.
+_plain: BoundedCache[int, tuple[Mapping[str, Any], _PlainSchema | None]] = process_cache(
+    "mcpserver.validation.plain_schemas", scope="process", max_entries=1024
+)
 
 
 def _plain_schema(schema: Mapping[str, Any]) -> _PlainSchema | None:
@@ -143,7 +150,7 @@ def _plain_schema(schema: Mapping[str, Any]) -> _PlainSchema | None:
     cached = _plain.get(id(schema))
     if cached is None or cached[0] is not schema:
         cached = (schema, _build_plain_schema(schema))
-        _plain[id(schema)] = cached
+        _plain.set(id(schema), cached)
     return cached[1]
 
 

@@ -12,7 +12,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from errcatalog.caching import caches_reset
 from errcatalog.render.entries import CatalogSnapshot
+
+
+@pytest.fixture(autouse=True)
+def _empty_process_caches():
+    """Every test starts with this process's caches empty (``errcatalog.caching``): none sees another's entries."""
+    caches_reset()
 
 
 @pytest.fixture(autouse=True)

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, ValidationError
 
+from errcatalog.caching import register_cache
 from errcatalog.catalog import models
 from errcatalog.safety import template_errors
 
@@ -148,6 +149,9 @@ def catalog_schema() -> Mapping[str, Any]:
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return schema
+
+
+register_cache("errcatalog.catalog.document.schema", catalog_schema.cache_clear)
 
 
 def validate_catalog_document(doc: Any, *, source: str = "<document>") -> dict:

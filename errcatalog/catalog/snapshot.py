@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
+from errcatalog.caching import BoundedCache, caches_invalidate, process_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.render.entries import CatalogSnapshot
 
@@ -23,7 +24,12 @@ RECHECK_SECONDS = 1.0
 _UNCHECKED = ""
 
 _lock = threading.Lock()
-_cached: tuple[str, float, CatalogSnapshot] | None = None
+# The one snapshot this process holds, as (version it was checked against, when checked, snapshot); cleared with
+# the other catalog caches when this process learns of an edit.
+_HELD = "current"
+_held: BoundedCache[str, tuple[str, float, CatalogSnapshot]] = process_cache(
+    "errcatalog.catalog.snapshot.held", scope="catalog", max_entries=1
+)
 
 
 def catalog_snapshot() -> CatalogSnapshot:
@@ -32,20 +38,19 @@ def catalog_snapshot() -> CatalogSnapshot:
     Neither Redis nor the database is needed once a snapshot is loaded: while Redis is unreachable the process
     serves the snapshot it holds (reloading when Redis is back), and while the database is, the last one built.
     """
-    global _cached
     now = time.monotonic()
-    cached = _cached
+    cached = _held.get(_HELD)
     if cached is not None and now - cached[1] < RECHECK_SECONDS:
         return cached[2]
     version = _shared_version(recovering=cached is not None and cached[0] == _UNCHECKED)
     if version is None:
         REDIS.degraded("the catalog is served from the snapshot this process holds until Redis is back")
         if cached is not None:
-            _cached = (_UNCHECKED, now, cached[2])
+            _held.set(_HELD, (_UNCHECKED, now, cached[2]))
             return cached[2]
     version = version or _UNCHECKED
     if cached is not None and cached[0] == version:
-        _cached = (version, now, cached[2])
+        _held.set(_HELD, (version, now, cached[2]))
         return cached[2]
     with _lock:
         from errcatalog.catalog.document import catalog_document_from_db
@@ -58,9 +63,12 @@ def catalog_snapshot() -> CatalogSnapshot:
             DATABASE.failed(exc)
             DATABASE.degraded("the catalog is served from the snapshot this process holds")
             # The old version stays, so the next check (in a second) tries to rebuild again.
-            _cached = (cached[0], now, cached[2])
+            _held.set(_HELD, (cached[0], now, cached[2]))
             return cached[2]
-        _cached = (version, now, snapshot)
+        if cached is not None:
+            # An edit made elsewhere reached this process: everything derived from the old catalog goes with it.
+            caches_invalidate(scope="catalog")
+        _held.set(_HELD, (version, now, snapshot))
     return snapshot
 
 
@@ -88,11 +96,10 @@ def _shared_version(*, recovering: bool) -> str | None:
 
 
 def catalog_changed() -> None:
-    """Mark the catalog as edited so every process rebuilds its snapshot."""
-    global _cached
+    """Mark the catalog as edited so every process rebuilds its snapshot (and this one its catalog caches)."""
     from django.core.cache import cache
 
-    _cached = None
+    caches_invalidate(scope="catalog")
     try:
         cache.set(VERSION_CACHE_KEY, str(time.time_ns()), timeout=None)
     except REDIS_ERRORS as exc:
@@ -103,12 +110,12 @@ def catalog_changed() -> None:
 
 def catalog_snapshot_held() -> bool:
     """Whether this process holds a catalog snapshot (it can answer MCP calls without the database)."""
-    return _cached is not None
+    return _held.get(_HELD) is not None
 
 
 async def acatalog_snapshot() -> CatalogSnapshot:
     """``catalog_snapshot`` for async code: no thread hop while this process's snapshot is fresh."""
-    cached = _cached
+    cached = _held.get(_HELD)
     if cached is not None and time.monotonic() - cached[1] < RECHECK_SECONDS:
         return cached[2]
     from asgiref.sync import sync_to_async

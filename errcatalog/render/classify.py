@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.errors import http_status
 from errcatalog.render.entries import UNKNOWN_CODE, CatalogSnapshot, RuleEntry
 
@@ -28,23 +29,19 @@ class FailureFacts:
     code: str | None = None  # set when the raiser named the catalog code itself
 
 
-# Distinct facts seen per snapshot are few (one per exception type and status); the bound only guards memory.
-CLASSIFY_CACHE_SIZE = 1024
 # Exception classes live as long as the process; their names and transport kind are read once per class.
-_TYPE_FACTS_SIZE = 1024
-_type_facts: dict[type, tuple[tuple[str, ...], str]] = {}
+_type_facts: BoundedCache[type, tuple[tuple[str, ...], str]] = process_cache(
+    "errcatalog.render.classify.type_facts", scope="process", max_entries=1024
+)
 
 
 def classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
     """The catalog code for ``facts``: the raiser's own code if the catalog has it, else the first rule that
     matches, else UNKNOWN_ERROR."""
-    cache = snapshot.classify_cache
-    code = cache.get(facts)
+    code = snapshot.classify_cache.get(facts)
     if code is None:
         code = _classify(snapshot, facts)
-        if len(cache) >= CLASSIFY_CACHE_SIZE:
-            cache.clear()
-        cache[facts] = code
+        snapshot.classify_cache.set(facts, code)
     return code
 
 
@@ -96,9 +93,7 @@ def facts_from_exception(exc: BaseException, *, upstream: str = "") -> FailureFa
     if known is None:
         names = tuple(cls.__name__ for cls in kind.__mro__ if cls not in (object, BaseException))
         known = (names, transport_for(names))
-        if len(_type_facts) >= _TYPE_FACTS_SIZE:
-            _type_facts.clear()
-        _type_facts[kind] = known
+        _type_facts.set(kind, known)
     names, transport = known
     status = getattr(exc, "status_code", None)
     jsonrpc = getattr(exc, "jsonrpc_code", None)

@@ -30,8 +30,6 @@ from errcatalog.safety import (
 )
 
 DEFAULT_MAX_CHARS = 500
-# Distinct failures kept per snapshot; past this the cache starts over, which bounds its memory.
-RENDER_CACHE_SIZE = 4096
 NETWORK_FAILURES = {"timeout": "Request timeout", "connection": "Connection failed"}
 KIND_ENVELOPES = {"error": "toolError:v1", "needs_input": "needsInput:v1"}
 
@@ -146,9 +144,7 @@ def render(
         return _render(snapshot, failure, entry, chosen, max_chars)
     if cached is None:
         cached = _render(snapshot, failure, entry, chosen, max_chars)
-        if len(snapshot.render_cache) >= RENDER_CACHE_SIZE:
-            snapshot.render_cache.clear()
-        snapshot.render_cache[key] = cached
+        snapshot.render_cache.set(key, cached)
     return cached
 
 

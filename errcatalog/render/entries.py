@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from errcatalog.caching import BoundedCache
+
 
 @dataclass(frozen=True, slots=True)
 class VariantEntry:
@@ -101,16 +103,29 @@ class RuleEntry:
     note: str = ""
 
 
+def _render_cache() -> BoundedCache[Any, Any]:
+    # Distinct failures kept per snapshot; past this the cache starts over, which bounds its memory.
+    return BoundedCache("snapshot.renders", max_entries=4096)
+
+
+def _classify_cache() -> BoundedCache[Any, str]:
+    # Distinct facts seen per snapshot are few (one per exception type and status); the bound only guards memory.
+    return BoundedCache("snapshot.classifications", max_entries=1024)
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogSnapshot:
     codes: Mapping[str, CodeEntry]
     hints: Mapping[tuple[str, str], HintEntry] = field(default_factory=dict)
     rules: tuple[RuleEntry, ...] = ()
     version: str = ""
-    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render).
-    render_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render). These
+    # caches live and die with the snapshot, so they are not registered: a new snapshot starts with empty ones.
+    render_cache: BoundedCache[Any, Any] = field(default_factory=_render_cache, init=False, compare=False, repr=False)
     # Codes by failure facts (see errcatalog.render.classify.classify): the rules are this snapshot's, so is the answer.
-    classify_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    classify_cache: BoundedCache[Any, str] = field(
+        default_factory=_classify_cache, init=False, compare=False, repr=False
+    )
 
     def entry(self, code: str) -> CodeEntry:
         """The entry for ``code``; an unknown or inactive code falls back to UNKNOWN_ERROR."""

@@ -8,7 +8,6 @@ from mcpserver import pipeline
 def test_traceback_is_logged_once_a_minute_per_tool_and_code(monkeypatch):
     now = [1000.0]
     monkeypatch.setattr(pipeline.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(pipeline, "_last_traceback", {})
     assert pipeline._traceback_due("get_weather", "NETWORK_ERROR") is True
     assert pipeline._traceback_due("get_weather", "NETWORK_ERROR") is False
     assert pipeline._traceback_due("get_weather", "SERVER_ERROR") is True  # another code

@@ -11,8 +11,7 @@ def _rendered(snapshot, **extra):
     return render(snapshot, failure, pick=0.0)
 
 
-def test_the_same_render_gives_the_same_result(default_snapshot, monkeypatch):
-    monkeypatch.setattr(pipeline, "_results", {})
+def test_the_same_render_gives_the_same_result(default_snapshot):
     rendered = _rendered(default_snapshot)
     first = pipeline._result_of(rendered, "markdown")
     assert pipeline._result_of(rendered, "markdown") is first
@@ -20,8 +19,7 @@ def test_the_same_render_gives_the_same_result(default_snapshot, monkeypatch):
     assert first.content[0].text == rendered.text
 
 
-def test_each_format_has_its_own_result(default_snapshot, monkeypatch):
-    monkeypatch.setattr(pipeline, "_results", {})
+def test_each_format_has_its_own_result(default_snapshot):
     rendered = _rendered(default_snapshot)
     markdown, json_only = pipeline._result_of(rendered, "markdown"), pipeline._result_of(rendered, "json")
     assert markdown is not json_only
@@ -29,19 +27,17 @@ def test_each_format_has_its_own_result(default_snapshot, monkeypatch):
     assert markdown.content[0].text != json_only.content[0].text
 
 
-def test_results_with_an_event_id_are_built_each_time(default_snapshot, monkeypatch):
-    monkeypatch.setattr(pipeline, "_results", {})
+def test_results_with_an_event_id_are_built_each_time(default_snapshot):
     failure = Failure("SERVER_ERROR", tool_name="send_email", event_id="0123456789abcdef0123456789abcdef")
     rendered = render(default_snapshot, failure, pick=0.0)
     first = pipeline._result_of(rendered, "markdown")
     assert "Event ID: 0123456789abcdef0123456789abcdef" in first.content[0].text
     assert pipeline._result_of(rendered, "markdown") is not first
-    assert pipeline._results == {}
+    assert len(pipeline._results) == 0
 
 
 def test_the_cache_is_bounded(default_snapshot, monkeypatch):
-    monkeypatch.setattr(pipeline, "_results", {})
-    monkeypatch.setattr(pipeline, "RESULT_CACHE_SIZE", 2)
+    monkeypatch.setattr(pipeline._results, "max_entries", 2)
     renders = [_rendered(default_snapshot, alternatives=(f"tool_{i}",)) for i in range(3)]
     for rendered in renders:
         pipeline._result_of(rendered, "markdown")
