@@ -19,7 +19,7 @@ from errcatalog.render import Failure, ParameterFault, render, tool_result
 from errcatalog.render.entries import CatalogSnapshot
 from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
 
-GOLDEN = Path(__file__).parent.parent / "render" / "golden"
+GOLDEN = Path(__file__).parent.parent / "golden"
 
 
 def _code(code: str, message: str, *, retryable: bool = False, system: bool = False, status: list | None = None):

@@ -22,7 +22,7 @@ from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot
 from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
 
-GOLDEN = Path(__file__).parent.parent / "render" / "golden"
+GOLDEN = Path(__file__).parent.parent / "golden"
 RETRY_NOTE = "You may retry this call."
 
 
