@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
@@ -133,7 +134,7 @@ def _accepted_during_outage(
     raise TokenStoreUnavailable
 
 
-async def _json_response(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _json_response(send: Send, status: int, body: dict, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     payload = json.dumps(body).encode()
     await send(
         {

@@ -141,7 +141,7 @@ def render(
     # are cached with it. Failures carrying an unhashable partial result are rendered each time.
     key = (failure, chosen.name, chosen.locale, max_chars)
     try:
-        cached = snapshot.render_cache.get(key)
+        cached: RenderedError | None = snapshot.render_cache.get(key)
     except TypeError:
         return _render(snapshot, failure, entry, chosen, max_chars)
     if cached is None:

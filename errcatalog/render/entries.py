@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -107,10 +107,11 @@ class CatalogSnapshot:
     hints: Mapping[tuple[str, str], HintEntry] = field(default_factory=dict)
     rules: tuple[RuleEntry, ...] = ()
     version: str = ""
-    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render).
-    render_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render). The values
+    # are core's RenderedError, which this module cannot name: core imports it, and the import runs one way.
+    render_cache: dict[Hashable, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     # Codes by failure facts (see errcatalog.render.classify.classify): the rules are this snapshot's, so is the answer.
-    classify_cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    classify_cache: dict[Hashable, str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def entry(self, code: str) -> CodeEntry:
         """The entry for ``code``; an unknown or inactive code falls back to UNKNOWN_ERROR."""
