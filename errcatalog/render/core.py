@@ -18,7 +18,7 @@ from typing import Any
 
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
 from errcatalog.render.locale import choose_locale
-from errcatalog.render.people import people_markdown
+from errcatalog.render.people_text import people_markdown
 from errcatalog.safety import (
     REDACTED,
     compose_capped,
