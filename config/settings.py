@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -230,7 +231,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- errcatalog -------------------------------------------------------------------------------------------
 
-ERRCATALOG = {
+ERRCATALOG: dict[str, Any] = {
     # Rendered model-facing text is cut at this many characters (seed 002: keep messages under 500).
     "MAX_MESSAGE_CHARS": env_int("ERRCATALOG_MAX_MESSAGE_CHARS", 500, minimum=80),
     # The face a tool result takes when the caller does not pass `format` (seed 000 default: markdown).
@@ -248,7 +249,7 @@ ERRCATALOG = {
 
 # --- MCP endpoint ---------------------------------------------------------------------------------------
 
-MCP = {
+MCP: dict[str, Any] = {
     # Toolsets served at /mcp: "catalog" (explain_error, list_error_codes), "demo" (the seed scenarios, for the
     # embedded setup), "conformance" (fixtures of the official conformance suite), plus any an app declares.
     "TOOLSETS": frozenset(env_list("ERRCATALOG_MCP_TOOLSETS", ["catalog", "demo"] if DEBUG else ["catalog"])),
@@ -287,7 +288,7 @@ MCP = {
 
 # Celery's broker (see "Celery" below); the outcome buffer depends on it.
 _BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
-OUTCOMES = {
+OUTCOMES: dict[str, Any] = {
     # Record every tool call's outcome (off: nothing is buffered, the dashboard stays empty).
     "ENABLED": env_bool("ERRCATALOG_OUTCOMES", True),
     # Events wait in process memory at most this long (or until a batch is full) before they go to the buffer.

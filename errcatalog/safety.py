@@ -81,7 +81,7 @@ def safe_identifier(value: object) -> str:
     shown only if it is a name by the same rule the registry registers tools by (``errcatalog.vocabulary``), so it
     cannot carry sentences or markup, and every name a tool can have is shown as it is.
     """
-    return value if is_tool_name(value) else REDACTED  # type: ignore[return-value]
+    return value if is_tool_name(value) else REDACTED
 
 
 # --- Tool metadata: what a schema says about a parameter, and a tool's partial output ---------------------------

@@ -8,6 +8,7 @@ it is recorded under ``INVALID_TOOL_NAME``, so it is still counted. Pure: no Dja
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 TOOL_NAME_PATTERN = r"[A-Za-z0-9_.\-]{1,128}"
 TOOL_NAME_MAX_LENGTH = 128
@@ -19,16 +20,16 @@ INVALID_TOOL_NAME = "(invalid-name)"
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 
-def is_tool_name(value: object) -> bool:
+def is_tool_name(value: object) -> TypeGuard[str]:
     """True when ``value`` is a string in the tool-name vocabulary."""
     return isinstance(value, str) and _TOOL_NAME.fullmatch(value) is not None
 
 
 def recorded_tool_name(value: object) -> str:
     """The name an outcome is recorded under: the called name when it is a tool name, else ``INVALID_TOOL_NAME``."""
-    return value if is_tool_name(value) else INVALID_TOOL_NAME  # type: ignore[return-value]
+    return value if is_tool_name(value) else INVALID_TOOL_NAME
 
 
-def is_recorded_tool_name(value: object) -> bool:
+def is_recorded_tool_name(value: object) -> TypeGuard[str]:
     """True for what ``recorded_tool_name`` can return: what ingest accepts in an event's tool field."""
     return value == INVALID_TOOL_NAME or is_tool_name(value)

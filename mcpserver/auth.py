@@ -11,6 +11,7 @@ missing, malformed, unknown or revoked, so it tells a prober nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
@@ -126,7 +127,7 @@ def _accepted_during_outage(
     raise TokenStoreUnavailable
 
 
-async def _json_response(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _json_response(send: Send, status: int, body: dict, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     payload = json.dumps(body).encode()
     await send(
         {

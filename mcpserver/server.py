@@ -33,10 +33,10 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
-from errcatalog.render.locale import requested_locales
 from errcatalog.safety import safe_identifier
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
 from mcpserver.jsonrpc_errors import sanctioned_error
+from mcpserver.locale import requested_locales
 from mcpserver.pipeline import ToolCall, call_tool
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sessions import SessionAdmission

@@ -29,6 +29,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -252,8 +253,8 @@ async def _rate_limit_error(retry_after: int) -> dict:
     return error
 
 
-def _session_limit_error(limit: int, idle_seconds: float) -> dict:
-    error = {
+def _session_limit_error(limit: int, idle_seconds: float) -> dict[str, Any]:
+    error: dict[str, Any] = {
         "code": SESSION_LIMIT_JSONRPC_CODE,
         "message": SESSION_LIMIT_MESSAGE.format(limit=limit, idle=round(idle_seconds)),
         "data": {"limit": "sessions_per_token", "max_sessions": limit, "retry_capable": True},

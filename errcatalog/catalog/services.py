@@ -288,13 +288,13 @@ class _CatalogWriter:
                     self._created(label)
 
         for i, hint in enumerate(doc["hints"]):
-            key = (hint["tool"], hint["parameter"])
-            if self._skip(key not in hints and key in self.deleted_by_editors.hints):
+            hint_key = (hint["tool"], hint["parameter"])
+            if self._skip(hint_key not in hints and hint_key in self.deleted_by_editors.hints):
                 continue
-            label, at = f"hint {key[0]}.{key[1]}", ("hints", i)
-            if key in hints:
+            label, at = f"hint {hint_key[0]}.{hint_key[1]}", ("hints", i)
+            if hint_key in hints:
                 values = {k: hint[k] for k in hint_keys if k not in ("tool", "parameter")}
-                self._updated(hints[key], values, label, at)
+                self._updated(hints[hint_key], values, label, at)
             else:
                 fields = {k: hint[k] for k in hint_keys}
                 self._row(at, parameter_hint_create, change_reason=self.reason, **fields)

@@ -119,7 +119,7 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
     tool = wire.get("tool")
     if not is_recorded_tool_name(tool):
         raise InvalidEvent(f"tool: must be {TOOL_NAME_RULE}")
-    names = {"tool": tool}
+    names: dict[str, str] = {}
     for name in ("client", "session", "code", "variant", "sentry_event_id"):
         value = wire.get(name)
         if value is None:
@@ -155,7 +155,13 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
         latency_ms=float(latency),
         elicitation=elicitation,
         source=source,
-        **names,
+        tool=tool,
+        client=names.get("client"),
+        session=names.get("session"),
+        code=names.get("code"),
+        variant=names.get("variant"),
+        locale=names.get("locale"),
+        sentry_event_id=names.get("sentry_event_id"),
     )
 
 

@@ -201,7 +201,7 @@ def _cache_key(window: Mapping[str, Any], filters: Mapping[str, str | None], cur
 
 def metric_row(sums: Mapping[str, Any]) -> dict[str, Any]:
     """Counters with the rates and percentiles derived from them (definitions in the module docstring)."""
-    row = {name: int(sums.get(name) or 0) for name in COUNTERS}
+    row: dict[str, Any] = {name: int(sums.get(name) or 0) for name in COUNTERS}
     retried = row["recovered"] + row["exhausted"] + row["abandoned"] - row["abandoned_without_retry"]
     row["retried_episodes"] = retried
     row["error_rate"] = _ratio(row["errors"], row["calls"])
@@ -368,7 +368,7 @@ def _recent_episodes(start: datetime, end: datetime, filters: Mapping[str, str |
     for name, value in filters.items():
         if value:
             lookup &= Q(**{name: value})
-    fields = ("id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending", "retries")
+    fields: tuple[str, ...] = ("id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending", "retries")
     fields += ("recovered_at_attempt", "resolution_seconds", "sentry_event_id")
     episodes = Episode.objects.filter(lookup).order_by("-started_at", "-id").values(*fields)[:RECENT_EPISODES]
     return [

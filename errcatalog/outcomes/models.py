@@ -5,6 +5,8 @@ Imported by ``errcatalog.models`` so Django registers them with the ``errcatalog
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -247,7 +249,7 @@ class _DaySummaries(models.Manager):
 class DailyRollup(RollupSummary):
     """The day rows of ``RollupSummary``: per UTC day (``bucket`` is its start), tool, code, variant and client."""
 
-    objects = _DaySummaries()
+    objects: ClassVar[_DaySummaries] = _DaySummaries()
 
     class Meta:
         proxy = True

@@ -71,7 +71,7 @@ COMMIT_LAG = timedelta(minutes=2)
 
 _DIMENSIONS = ("tool", "code", "variant", "client")
 _EVENT_COUNTERS = ("calls", "errors", "interactive_errors", "retries", "latency_sum_ms")
-_EPISODE_COUNTERS = ("episodes", "recovered", "first_retry_recovered", "exhausted", "abandoned")
+_EPISODE_COUNTERS: tuple[str, ...] = ("episodes", "recovered", "first_retry_recovered", "exhausted", "abandoned")
 _EPISODE_COUNTERS += ("abandoned_without_retry",)
 
 Cell = tuple[str, str, str, str]
@@ -251,7 +251,8 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
     cells: dict[Cell, dict[str, Any]] = {}
 
     def cell_values(row: dict[str, Any]) -> dict[str, Any]:
-        cell = tuple(row[name] or "" for name in _DIMENSIONS)
+        tool, code, variant, client = (row[name] or "" for name in _DIMENSIONS)
+        cell = (tool, code, variant, client)
         if cell not in cells:
             cells[cell] = {name: 0 for name in _EVENT_COUNTERS + _EPISODE_COUNTERS}
             cells[cell]["latency_sum_ms"] = 0.0

@@ -18,7 +18,7 @@ from typing import Any
 
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry, HintEntry, VariantEntry
 from errcatalog.render.locale import choose_locale
-from errcatalog.render.people import people_markdown
+from errcatalog.render.people_text import people_markdown
 from errcatalog.safety import (
     REDACTED,
     compose_capped,
@@ -139,7 +139,7 @@ def render(
     # are cached with it. Failures carrying an unhashable partial result are rendered each time.
     key = (failure, chosen.name, chosen.locale, max_chars)
     try:
-        cached = snapshot.render_cache.get(key)
+        cached: RenderedError | None = snapshot.render_cache.get(key)
     except TypeError:
         return _render(snapshot, failure, entry, chosen, max_chars)
     if cached is None:

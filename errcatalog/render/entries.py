@@ -119,8 +119,9 @@ class CatalogSnapshot:
     hints: Mapping[tuple[str, str], HintEntry] = field(default_factory=dict)
     rules: tuple[RuleEntry, ...] = ()
     version: str = ""
-    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render). These
-    # caches live and die with the snapshot, so they are not registered: a new snapshot starts with empty ones.
+    # Rendered errors of this snapshot, keyed by failure and variant (see errcatalog.render.core.render); the values
+    # are core's RenderedError, which this module cannot name (core imports it). These caches live and die with
+    # the snapshot, so they are not registered: a new snapshot starts with empty ones.
     render_cache: BoundedCache[Any, Any] = field(default_factory=_render_cache, init=False, compare=False, repr=False)
     # Codes by failure facts (see errcatalog.render.classify.classify): the rules are this snapshot's, so is the answer.
     classify_cache: BoundedCache[Any, str] = field(

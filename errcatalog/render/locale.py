@@ -2,25 +2,13 @@
 
 The MCP protocol (both generations the SDK speaks, mcp 2.3 / mcp_types 2.3) carries no locale of the client, so
 the request's ``Accept-Language`` header is the one signal; without a match the catalog default (the variants
-without a locale) is served.
+without a locale) is served. Parsing the header is the transport's work (``mcpserver.locale``): this module
+takes the language ranges it gives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from django.utils.translation.trans_real import parse_accept_lang_header
-
-
-def requested_locales(header: str | None) -> tuple[str, ...]:
-    """The language ranges of an ``Accept-Language`` header, best first (q-values honoured, ``q=0`` dropped).
-
-    Django's parser does the RFC 9110 work: it sorts by q-value, caps the header's length, and answers
-    nothing at all for a malformed header, so garbage falls back to the catalog default instead of failing.
-    """
-    if not header or not isinstance(header, str):
-        return ()
-    return tuple(lang for lang, q in parse_accept_lang_header(header) if q > 0)
 
 
 def choose_locale(available: Iterable[str], requested: Iterable[str]) -> str:

@@ -1,21 +1,16 @@
-"""Faces of seed 001: ``formatErrorForUser`` markdown and the ``agentTool`` ``{result}``/``{error}`` wrapper.
+"""Faces of seed 001 over a rendered error: the people's message and markdown, and the ``agentTool``
+``{result}``/``{error}`` wrapper.
 
-The header of the chosen variant picks the family: "Input Error" for user-correctable failures, "Error" for
-system failures (with the Sentry event ID), "AI Provider Error" for LLM provider failures. A variant without a
-header (seed 000's plain messages) shows its text alone. The markdown is built once, inside the cap, by the core
-renderer (``people_markdown``); the MCP face shows the same markdown.
+The markdown itself is built by the core renderer from ``errcatalog.render.people_text``; the MCP face shows the
+same markdown.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the core renderer imports this module to build its markdown
-    from errcatalog.render.core import RenderedError
-
-INPUT_ERROR = "Input Error"
-SYSTEM_ERROR = "Error"
-PROVIDER_ERROR = "AI Provider Error"
+from errcatalog.render.core import RenderedError
+from errcatalog.render.people_text import INPUT_ERROR, PROVIDER_ERROR, client_message, sentences
 
 # Seed 001's closing sentences, one per family.
 _INPUT_CLOSE = "You may be able to resolve this by addressing the concern and trying again."
@@ -24,44 +19,6 @@ _SYSTEM_CLOSE = "This is a system error that cannot be resolved by retrying."
 # seed's sentence word for word.
 _TEMPORARY_SYSTEM_CLOSE = "This is a temporary system error; retrying later may succeed."
 _PROVIDER_CLOSE = "This is a service availability issue that cannot be resolved by retrying."
-# Seed 001's hints for 404s: a generic message gets the long one, a specific message (we know which
-# parameter or resource) the short one.
-NOT_FOUND_GENERIC_HINT = (
-    "Please verify that the organization, project, or resource ID is correct and that you have access to it."
-)
-NOT_FOUND_SPECIFIC_HINT = "Please verify the parameters are correct."
-
-
-def sentences(*parts: str) -> str:
-    """Join sentences with one period between them, whether or not a part already ends with one."""
-    kept = [p.strip() for p in parts if p and p.strip()]
-    return " ".join(p if p.endswith((".", "?", "!")) else f"{p}." for p in kept)
-
-
-def client_message(text: str, status_code: int | None, *, specific: bool) -> str:
-    """Seed 001's ``toUserMessage()``: "API error (status): message" plus the 404 hint, for client errors.
-
-    ``specific`` says the failure names what was not found (a parameter), which earns the short hint.
-    """
-    if status_code is None or not 400 <= status_code < 500:
-        return text
-    text = f"API error ({status_code}): {text}"
-    if status_code == 404:
-        text = sentences(text, NOT_FOUND_SPECIFIC_HINT if specific else NOT_FOUND_GENERIC_HINT)
-    return text
-
-
-def people_markdown(header: str, text: str, *, status_code: int | None, event_id: str | None, specific: bool) -> str:
-    """Seed 001's ``formatErrorForUser`` for one rendered text (the core renderer keeps it under the cap)."""
-    if header == INPUT_ERROR:
-        return f"**{INPUT_ERROR}**\n\n{client_message(text, status_code, specific=specific)}"
-    if header == PROVIDER_ERROR:
-        return f"**{PROVIDER_ERROR}**\n\n{text}"
-    body = f"**{header}**\n\n{text}" if header else text
-    if event_id and event_id not in text:
-        # The model quotes the event ID to people, as in seed 001's "Event ID: …" line.
-        body += f"\n\nEvent ID: {event_id}"
-    return body
 
 
 def user_message(rendered: RenderedError) -> str:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from django.contrib import admin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -89,7 +90,14 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": str(error)}
         return render(request, "errcatalog/dashboard_bad_request.html", context, status=400)
     try:
-        metrics = compute_metrics(query.window, **query.filters)
+        filters = query.filters
+        metrics = compute_metrics(
+            query.window,
+            tool=filters.get("tool"),
+            code=filters.get("code"),
+            client=filters.get("client"),
+            variant=filters.get("variant"),
+        )
     except MetricsStoreUnavailable:
         context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": UNAVAILABLE_PROBLEM}
         return render(request, "errcatalog/dashboard_bad_request.html", context, status=503)
@@ -369,6 +377,7 @@ def filter_choices(window: Mapping[str, Any], current: Mapping[str, str | None])
     distinct cells, not with events. Windows read in days (7 d, 30 d) read the day rows, 24 times fewer.
     """
     start = datetime.fromisoformat(window["start"])
+    rollups: QuerySet[DailyRollup] | QuerySet[Rollup]
     if window["bucket_seconds"] >= DAY_SECONDS:
         rollups = DailyRollup.objects.filter(bucket__gte=day_start(start))
     else:

@@ -27,11 +27,12 @@ class Command(BaseCommand):
         fmt = format or "yaml"
         if output:
             suffix_format = SUFFIX_FORMATS.get(Path(output).suffix.lower())
-            if format is None and suffix_format is None:
-                raise CommandError(f"{output}: cannot tell the format from the suffix; use --format yaml|json.")
-            if format is not None and suffix_format is not None and format != suffix_format:
+            if format is None:
+                if suffix_format is None:
+                    raise CommandError(f"{output}: cannot tell the format from the suffix; use --format yaml|json.")
+                fmt = suffix_format
+            elif suffix_format is not None and format != suffix_format:
                 raise CommandError(f"{output}: --format {format} does not match the file suffix.")
-            fmt = format or suffix_format
         doc = catalog_document_from_db()
         text = dump_catalog(doc, fmt)
         if not output:

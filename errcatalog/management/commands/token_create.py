@@ -44,7 +44,7 @@ class Command(BaseCommand):
             raise CommandError(f"There is no user {user!r}; create one first (manage.py createsuperuser).") from None
         name = name.strip()
         max_length = ClientToken._meta.get_field("name").max_length
-        if not name or len(name) > max_length:
+        if not name or (max_length is not None and len(name) > max_length):
             raise CommandError(f"Give the token a name of 1 to {max_length} characters, e.g. --name claude-desktop.")
         bad = [t for t in tool if safe_identifier(t) == REDACTED]
         if bad:

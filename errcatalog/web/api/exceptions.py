@@ -73,7 +73,7 @@ def _unavailable(exc: Exception) -> DependencyUnavailable | None:
     return None
 
 
-def api_exception_handler(exc: Exception, context: Mapping[str, Any]):
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's handler, with Django's own validation and protection errors and unreachable services mapped, and the
     body reshaped."""
     unavailable = _unavailable(exc)
@@ -95,7 +95,8 @@ def api_exception_handler(exc: Exception, context: Mapping[str, Any]):
     elif isinstance(exc, ProtectedError):
         exc = Conflict("Other catalog rows still refer to this one; change or delete them first.", code="protected")
     response = exception_handler(exc, context)
-    if response is None:
+    # DRF answers only its own exceptions (Django's 404 and permission errors are mapped to them above).
+    if response is None or not isinstance(exc, exceptions.APIException):
         return server_error(exc, context)
     response.data = {"error": error_body(exc, response.status_code)}
     return response

@@ -8,6 +8,7 @@ while reading, the depth from the brackets outside strings. Either limit answers
 
 from __future__ import annotations
 
+import io
 from array import array
 from itertools import accumulate
 from typing import Any
@@ -62,17 +63,6 @@ class BoundedJSONParser(JSONParser):
         if json_depth_exceeds(body, settings.ERRCATALOG["API_MAX_JSON_DEPTH"]):
             raise RequestBodyTooDeep()
         try:
-            return super().parse(_Replay(body), media_type, parser_context)
+            return super().parse(io.BytesIO(body), media_type, parser_context)
         except RecursionError:  # cannot happen under the depth limit; never a 500 if it is set very high
             raise RequestBodyTooDeep() from None
-
-
-class _Replay:
-    """The body already read, as the stream ``JSONParser`` reads from."""
-
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def read(self, *args: Any) -> bytes:
-        body, self._body = self._body, b""
-        return body

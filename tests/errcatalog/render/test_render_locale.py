@@ -6,7 +6,8 @@ import pytest
 
 from errcatalog.render import Failure, ParameterFault, render
 from errcatalog.render.entries import CatalogSnapshot
-from errcatalog.render.locale import choose_locale, requested_locales
+from errcatalog.render.locale import choose_locale
+from mcpserver.locale import requested_locales
 
 CATALOG = {
     "format": "errcatalog/v1",
