@@ -137,7 +137,8 @@ def bench_pipeline(calls: int, rounds: int) -> dict[str, tuple[float, float]]:
     from django.core.management import call_command
 
     from errcatalog.outcomes import recorder
-    from mcpserver.pipeline import ToolCall, call_tool
+    from mcpserver.calls import ToolCall
+    from mcpserver.pipeline import call_tool
     from mcpserver.registry import autodiscover
 
     autodiscover()

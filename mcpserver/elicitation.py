@@ -16,17 +16,15 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from errcatalog.render import ParameterFault
+from mcpserver.calls import ToolCall
 from mcpserver.registry import ToolSpec
-
-if TYPE_CHECKING:
-    from mcpserver.pipeline import ToolCall
 
 logger = logging.getLogger("mcpserver.elicitation")
 

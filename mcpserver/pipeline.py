@@ -12,8 +12,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -34,7 +33,7 @@ from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation
-from mcpserver.auth import ClientIdentity
+from mcpserver.calls import ToolCall
 from mcpserver.jsonrpc_errors import sanctioned_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
@@ -49,29 +48,6 @@ ignore_logger(logger.name)
 FALLBACK_ALTERNATIVES = 3
 # Codes that are the caller's input problem: these may go out on the JSON-RPC channel (seed 003).
 INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
-
-
-@dataclass
-class ToolCall:
-    """One ``tools/call`` as the pipeline sees it, built by ``mcpserver.server`` from the SDK's request."""
-
-    name: str
-    arguments: dict[str, Any]
-    client: ClientIdentity | None
-    session_id: str | None
-    protocol_version: str
-    # The client declared form elicitation (per connection on 2025-11-25, per request on 2026-07-28).
-    can_elicit: bool = False
-    # 2025-11-25: sends elicitation/create on the session; None when there is no back channel.
-    elicit_form: Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]] | None = None
-    # 2026-07-28: the answers of an InputRequiredResult round trip and our (already unsealed) state.
-    modern: bool = False
-    input_responses: Mapping[str, Any] | None = None
-    request_state: str | None = None
-    context: Any = None  # the ToolContext handed to tools that ask for one
-    # The request's Accept-Language ranges, best first: the protocol itself carries no client locale.
-    locales: tuple[str, ...] = ()
-    started: float = field(default_factory=time.perf_counter)
 
 
 async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:

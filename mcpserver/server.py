@@ -35,9 +35,10 @@ from starlette.types import Receive, Scope, Send
 
 from errcatalog.safety import safe_identifier
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
+from mcpserver.calls import ToolCall
 from mcpserver.jsonrpc_errors import sanctioned_error
 from mcpserver.locale import requested_locales
-from mcpserver.pipeline import ToolCall, call_tool
+from mcpserver.pipeline import call_tool
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sessions import SessionAdmission
 from mcpserver.tools import conformance

@@ -123,7 +123,8 @@ def test_calls_of_any_name_are_counted_through_ingest(settings, redis_url, short
     from errcatalog.outcomes import ingest, recorder
     from errcatalog.outcomes.models import OutcomeRecord
     from mcpserver.auth import ClientIdentity
-    from mcpserver.pipeline import ToolCall, call_tool
+    from mcpserver.calls import ToolCall
+    from mcpserver.pipeline import call_tool
 
     cache.clear()
     catalog_load_defaults(reset=False)

@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import mcpserver.tools.demo as demo
-from mcpserver.pipeline import ToolCall, call_tool
+from mcpserver.calls import ToolCall
+from mcpserver.pipeline import call_tool
 
 SECRET = "k-SECRET-123"
 

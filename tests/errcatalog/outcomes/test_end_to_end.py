@@ -17,7 +17,8 @@ from errcatalog.outcomes.metrics import compute_metrics
 from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.tasks import drain_outcomes
 from mcpserver.auth import ClientIdentity
-from mcpserver.pipeline import ToolCall, call_tool
+from mcpserver.calls import ToolCall
+from mcpserver.pipeline import call_tool
 from mcpserver.registry import autodiscover
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.errcatalog.outcomes.recorder_support import celery_filesystem_broker

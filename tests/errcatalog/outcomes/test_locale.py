@@ -15,7 +15,8 @@ from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent, from_wire
 from errcatalog.outcomes.models import OutcomeRecord
 from mcpserver.auth import ClientIdentity
-from mcpserver.pipeline import ToolCall, call_tool
+from mcpserver.calls import ToolCall
+from mcpserver.pipeline import call_tool
 from mcpserver.registry import autodiscover
 
 pytestmark = pytest.mark.django_db(transaction=True)

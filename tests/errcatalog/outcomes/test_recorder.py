@@ -342,7 +342,8 @@ def test_mcp_tool_calls_produce_outcome_events(outcomes, stream, settings, short
     from errcatalog.catalog.defaults import catalog_load_defaults
     from errcatalog.catalog.snapshot import catalog_changed
     from mcpserver.auth import ClientIdentity
-    from mcpserver.pipeline import ToolCall, call_tool
+    from mcpserver.calls import ToolCall
+    from mcpserver.pipeline import call_tool
 
     cache.clear()
     catalog_load_defaults(reset=False)

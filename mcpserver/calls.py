@@ -1,0 +1,36 @@
+"""One tool call as the MCP server's parts see it: built by ``server``, served by ``pipeline``, asked about by
+``elicitation``. Its own module so that those import it, not each other."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+
+from mcpserver.auth import ClientIdentity
+
+
+@dataclass
+class ToolCall:
+    """One ``tools/call`` as the pipeline sees it, built by ``mcpserver.server`` from the SDK's request."""
+
+    name: str
+    arguments: dict[str, Any]
+    client: ClientIdentity | None
+    session_id: str | None
+    protocol_version: str
+    # The client declared form elicitation (per connection on 2025-11-25, per request on 2026-07-28).
+    can_elicit: bool = False
+    # 2025-11-25: sends elicitation/create on the session; None when there is no back channel.
+    elicit_form: Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]] | None = None
+    # 2026-07-28: the answers of an InputRequiredResult round trip and our (already unsealed) state.
+    modern: bool = False
+    input_responses: Mapping[str, Any] | None = None
+    request_state: str | None = None
+    context: Any = None  # the ToolContext handed to tools that ask for one
+    # The request's Accept-Language ranges, best first: the protocol itself carries no client locale.
+    locales: tuple[str, ...] = ()
+    started: float = field(default_factory=time.perf_counter)
