@@ -75,15 +75,6 @@ _accepted: BoundedCache[str, tuple[ClientIdentity, AuthenticatedUser]] = process
 )
 
 
-async def authenticate_key(raw_key: str) -> ClientIdentity | None:
-    """The caller behind ``raw_key``, or None; a recently accepted key is answered without the database.
-
-    Raises ``TokenStoreUnavailable`` when the database is unreachable and the key was not accepted recently.
-    """
-    accepted = await _accepted_key(raw_key)
-    return accepted[0] if accepted is not None else None
-
-
 class TokenStoreUnavailable(RuntimeError):
     """The database that holds the tokens cannot be reached, and this key was not accepted recently."""
 

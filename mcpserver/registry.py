@@ -115,8 +115,6 @@ class ToolSpec:
     formats: bool = False
     # Missing input may be asked for with an MCP elicitation when the client supports it.
     elicit: bool = False
-    # Per-parameter hint for the catalog when the schema's own words are not enough.
-    meta: Mapping[str, Any] = field(default_factory=dict)
 
     @cached_property
     def listed_input_schema(self) -> Mapping[str, Any]:
