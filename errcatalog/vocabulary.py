@@ -1,8 +1,12 @@
-"""The one tool-name vocabulary: which strings are tool names, everywhere a tool name is checked.
+"""The names and ranges the whole product agrees on: tool names, catalog code names, JSON-RPC codes.
 
-The MCP rule (SEP-986): 1 to 128 characters of ``A-Z a-z 0-9 _ - .``. The registry refuses to register anything
-else, the safety screen shows nothing else to a model, ingest stores nothing else, and a call of a name outside
-it is recorded under ``INVALID_TOOL_NAME``, so it is still counted. Pure: no Django, no I/O.
+Tool names follow the MCP rule (SEP-986): 1 to 128 characters of ``A-Z a-z 0-9 _ - .``. The registry refuses to
+register anything else, the safety screen shows nothing else to a model, ingest stores nothing else, and a call of
+a name outside it is recorded under ``INVALID_TOOL_NAME``, so it is still counted.
+
+JSON-RPC 2.0 reserves -32768..-32000 for the protocol: a catalog row may use a code in that range only when JSON-RPC
+or MCP defines it (or it is one of FastMCP's legacy codes, seed 004); the database constraint, the catalog's rule
+and the renderer all read the numbers from here. The bottom layer: imports nothing of ours, no Django, no I/O.
 """
 
 from __future__ import annotations
@@ -19,6 +23,37 @@ INVALID_TOOL_NAME = "(invalid-name)"
 
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
+# Catalog codes are UPPER_SNAKE_CASE (seed 001's codes); the catalog document's JSON Schema says the same.
+CODE_PATTERN = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
+
+# JSON-RPC 2.0 reserves this range for the protocol; product codes must live outside it (DESIGN §4.5).
+JSONRPC_RESERVED_MIN = -32768
+JSONRPC_RESERVED_MAX = -32000
+# Codes JSON-RPC itself and the MCP specification define by number.
+JSONRPC_PARSE_ERROR = -32700
+JSONRPC_INVALID_REQUEST = -32600
+JSONRPC_METHOD_NOT_FOUND = -32601
+JSONRPC_INVALID_PARAMS = -32602
+JSONRPC_INTERNAL_ERROR = -32603
+MCP_RESOURCE_NOT_FOUND = -32002
+# The only reserved codes a catalog row may use: those JSON-RPC and MCP define.
+JSONRPC_DEFINED_CODES = (
+    JSONRPC_PARSE_ERROR,
+    JSONRPC_INVALID_REQUEST,
+    JSONRPC_METHOD_NOT_FOUND,
+    JSONRPC_INVALID_PARAMS,
+    JSONRPC_INTERNAL_ERROR,
+    MCP_RESOURCE_NOT_FOUND,
+    -32020,
+    -32021,
+    -32022,
+    -32042,
+)
+# The legacy codes FastMCP chose (seed 004), reproducible as an option.
+JSONRPC_LEGACY_CODES = (-32001, -32000)
+# Our own code for "too many open sessions for this token" (HTTP 429), outside the reserved range.
+JSONRPC_SESSION_LIMIT = -31429
+
 
 def is_tool_name(value: object) -> TypeGuard[str]:
     """True when ``value`` is a string in the tool-name vocabulary."""
@@ -33,3 +68,9 @@ def recorded_tool_name(value: object) -> str:
 def is_recorded_tool_name(value: object) -> TypeGuard[str]:
     """True for what ``recorded_tool_name`` can return: what ingest accepts in an event's tool field."""
     return value == INVALID_TOOL_NAME or is_tool_name(value)
+
+
+def is_reserved_jsonrpc_code(value: int) -> bool:
+    """True when ``value`` lies in JSON-RPC's reserved range and neither JSON-RPC, MCP nor seed 004 defines it."""
+    allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
+    return JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX and value not in allowed

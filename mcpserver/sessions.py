@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.render import Failure, error_object, render
+from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity
 from mcpserver.jsonrpc_errors import sanction
 from mcpserver.ratelimit import rate_limit_retry_after
@@ -48,7 +49,7 @@ WARNING_INTERVAL_SECONDS = 60.0
 _MAX_WARNED = 10_000
 # The catalog's RATE_LIMIT code on the JSON-RPC channel (default catalog): the session cap is a quota of the
 # same family. Outside JSON-RPC's reserved range, as codes we choose must be.
-SESSION_LIMIT_JSONRPC_CODE = -31429
+SESSION_LIMIT_JSONRPC_CODE = JSONRPC_SESSION_LIMIT
 SESSION_LIMIT_MESSAGE = (
     "Too many open MCP sessions for this token: at most {limit} may be open at once "
     "(ERRCATALOG_MCP_MAX_SESSIONS_PER_TOKEN). Close a session you no longer use (HTTP DELETE with its "

@@ -19,16 +19,16 @@ from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
 from errcatalog.safety import REDACTED, safe_identifier, template_errors
-from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
-
-CODE_PATTERN = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
-# JSON-RPC 2.0 reserves -32768..-32000 for the protocol; product codes must live outside it (DESIGN §4.5).
-JSONRPC_RESERVED_MIN = -32768
-JSONRPC_RESERVED_MAX = -32000
-# Codes defined by JSON-RPC itself and by the MCP specification, the only reserved codes a row may use.
-JSONRPC_DEFINED_CODES = (-32700, -32600, -32601, -32602, -32603, -32002, -32020, -32021, -32022, -32042)
-# The legacy codes FastMCP chose (seed 004), reproducible as an option.
-JSONRPC_LEGACY_CODES = (-32001, -32000)
+from errcatalog.vocabulary import (
+    CODE_PATTERN,
+    JSONRPC_DEFINED_CODES,
+    JSONRPC_LEGACY_CODES,
+    JSONRPC_RESERVED_MAX,
+    JSONRPC_RESERVED_MIN,
+    TOOL_NAME_RULE,
+    is_reserved_jsonrpc_code,
+    is_tool_name,
+)
 
 
 class Category(models.TextChoices):
@@ -91,9 +91,9 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 def jsonrpc_code_problems(value: object) -> list[str]:
     """A code's JSON-RPC code must lie outside the range JSON-RPC reserves, or be one JSON-RPC or MCP defines."""
-    allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
-    if not _is_int(value) or not JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX or value in allowed:
+    if not _is_int(value) or not is_reserved_jsonrpc_code(value):
         return []
+    allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
     return [
         f"{value} is in the range JSON-RPC reserves ({JSONRPC_RESERVED_MIN}..{JSONRPC_RESERVED_MAX}) but is not a "
         f"code JSON-RPC or MCP defines ({', '.join(map(str, allowed))}); choose a code outside the range, e.g. -31xxx."

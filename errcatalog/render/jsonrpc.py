@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from errcatalog.render.core import RenderedError
+from errcatalog.vocabulary import JSONRPC_INTERNAL_ERROR as INTERNAL_ERROR
+from errcatalog.vocabulary import JSONRPC_INVALID_PARAMS as INVALID_PARAMS
+from errcatalog.vocabulary import MCP_RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND
 
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND = -32002
 # From 2026-07-28 on, a missing resource is an invalid-params error rather than -32002.
 PROTOCOL_WITHOUT_RESOURCE_NOT_FOUND = "2026-07-28"
 # Seed 004's table of FastMCP's error middleware.

@@ -20,6 +20,7 @@ from errcatalog.catalog.document import (
 from errcatalog.catalog.services import catalog_import
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import template_errors
+from errcatalog.vocabulary import CODE_PATTERN
 
 IN, ERR = "Input Error", "Error"
 # Every code the seeds name (DESIGN §3): code → (category, kind, retryable, system, jsonrpc_code, header).
@@ -207,7 +208,7 @@ def test_schema_choices_match_the_models():
     assert defs["code"]["properties"]["kind"]["enum"] == list(models.Kind.values)
     assert defs["variant"]["properties"]["header"]["enum"] == list(models.Header.values)
     assert defs["rule"]["properties"]["transport"]["enum"] == list(models.Transport.values)
-    assert defs["code"]["properties"]["code"]["pattern"] == models.CODE_PATTERN
+    assert defs["code"]["properties"]["code"]["pattern"] == CODE_PATTERN
 
 
 # --- Normalisation ----------------------------------------------------------------------------------------
