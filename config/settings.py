@@ -35,6 +35,10 @@ SECRET_KEY = env_secret_key("SECRET_KEY", debug=DEBUG, development_key="insecure
 ALLOWED_HOSTS = env_host_names("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"], debug=DEBUG)
 CSRF_TRUSTED_ORIGINS = env_origins("CSRF_TRUSTED_ORIGINS", [])
 
+# Toolsets served at /mcp (MCP["TOOLSETS"] below). Read here because the demo toolset is its own app, installed only
+# where it is served.
+_MCP_TOOLSETS = frozenset(env_list("ERRCATALOG_MCP_TOOLSETS", ["catalog", "demo"] if DEBUG else ["catalog"]))
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -49,6 +53,8 @@ INSTALLED_APPS = [
     "simple_history",
     "errcatalog",
     "mcpserver",
+    # The seed scenarios as tools (demo/): their Document table is migrated only where they are served.
+    *(["demo"] if "demo" in _MCP_TOOLSETS else []),
 ]
 
 MIDDLEWARE = [
@@ -182,7 +188,7 @@ SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
 
 # --- Demo tools -------------------------------------------------------------------------------------------
 
-# Backends of the demo tool set (mcpserver/tools/demo.py). Unset values are deliberate: they produce the seeds'
+# Backends of the demo tool set (demo/mcp_tools.py). Unset values are deliberate: they produce the seeds'
 # failures (an unreachable weather service, an unconfigured search service).
 # Port 9 (discard) serves nothing on a normal machine, so get_weather's connection is refused: NETWORK_ERROR.
 DEMO_WEATHER_URL = env_str("DEMO_WEATHER_URL", "http://127.0.0.1:9/")
@@ -252,7 +258,7 @@ ERRCATALOG: dict[str, Any] = {
 MCP: dict[str, Any] = {
     # Toolsets served at /mcp: "catalog" (explain_error, list_error_codes), "demo" (the seed scenarios, for the
     # embedded setup), "conformance" (fixtures of the official conformance suite), plus any an app declares.
-    "TOOLSETS": frozenset(env_list("ERRCATALOG_MCP_TOOLSETS", ["catalog", "demo"] if DEBUG else ["catalog"])),
+    "TOOLSETS": _MCP_TOOLSETS,
     # Bearer tokens (admin "Client tokens") are required unless this is explicitly switched off.
     "AUTH": env_bool("ERRCATALOG_MCP_AUTH", True),
     # Requests per token per minute: every tools/call (out-of-scope and unknown tools too) and every initialize;

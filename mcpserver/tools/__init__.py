@@ -1,4 +1,4 @@
-"""Built-in toolsets: ``catalog`` (always on), ``demo`` (embedded default) and ``conformance`` (test fixtures).
+"""Built-in toolsets: ``catalog`` (always on) and ``conformance`` (test fixtures); the ``demo`` toolset is its own app.
 
 Every module in this package registers its tools on import; settings decide which toolsets are served.
 """

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import mcpserver.tools
-import mcpserver.tools.demo  # noqa: F401
+import demo.mcp_tools  # noqa: F401
 from errcatalog.render import Failure, ParameterFault, render, tool_result
 from errcatalog.safety import REDACTED, SCHEMA_TEXT_MAX_CHARS, safe_partial_result, safe_schema_text
 from mcpserver.registry import registry

@@ -4,7 +4,7 @@ The server runs in a thread of the test process for the whole session. Tests tha
 ``@pytest.mark.django_db(transaction=True)``: their rows are committed, so the server thread's own database
 connection sees them (an in-memory SQLite test database is shared between threads; PostgreSQL just works).
 Tools that fail or elicit on purpose are registered here in the toolset "test", switched on for the session
-with the demo tool set (mcpserver/tools/demo.py).
+with the demo tool set (demo/mcp_tools.py).
 """
 
 from __future__ import annotations

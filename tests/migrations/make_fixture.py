@@ -180,7 +180,7 @@ def _record_outcomes() -> None:
 
 
 def _make_documents() -> None:
-    from mcpserver.documents import document_create
+    from demo.documents import document_create
 
     document_create(content="Quarterly report\n\nRevenue rose.", title="Q3 report")
     document_create(content="Meeting notes: ship the fixture.")

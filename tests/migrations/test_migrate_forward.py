@@ -45,7 +45,7 @@ FIXTURE_APPS = ("auth", "contenttypes", "errcatalog", "mcpserver")
 
 # The demo documents' model, found by its label wherever it lives today. When the model moves to an app of its
 # own, its label changes (e.g. "demo.Document"); its table and rows must not.
-DOCUMENT_MODEL = "mcpserver.Document"
+DOCUMENT_MODEL = "demo.Document"
 DOCUMENT_TABLE = "mcpserver_document"
 
 # Django's bookkeeping: migrate adds content types and permissions for new models, and a model moving to another

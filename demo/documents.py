@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from mcpserver.models import Document
+from demo.models import Document
 
 TITLE_MAX_CHARS = 200  # Document.title's max_length
 # Rows fetched from the database per round trip while searching; the time budget is checked between rows.

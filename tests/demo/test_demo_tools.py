@@ -15,11 +15,11 @@ import pytest
 from django.db import IntegrityError, transaction
 from jsonschema import Draft202012Validator
 
-import mcpserver.tools.demo  # noqa: F401  (registers the demo tools)
+import demo.mcp_tools  # noqa: F401  (registers the demo tools)
+from demo.models import Document
 from errcatalog.errors import ConfigurationError, ToolTimeout, UserInputError
 from errcatalog.render import Failure, envelope, render, user_markdown
 from errcatalog.render.classify import classify, facts_from_exception
-from mcpserver.models import Document
 from mcpserver.registry import ToolOutput, registry
 
 DEMO_TOOLS = {

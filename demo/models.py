@@ -1,4 +1,9 @@
-"""Data of the MCP endpoint's own tools: the documents that the demo tool set creates, fetches and searches."""
+"""The documents that the demo tools create, fetch and search.
+
+The table keeps the name it had when the model lived in ``mcpserver`` (``mcpserver_document``), so the rows of
+databases made before the demo became its own app stay where they are (migrations ``mcpserver/0002`` and
+``demo/0001``). A database that runs without the demo app keeps that table untouched and unused.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ class Document(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "mcpserver_document"
         ordering = ["-updated_at", "-id"]
         constraints = [
             # A document is its content: one made of nothing but spaces is refused by the database itself.

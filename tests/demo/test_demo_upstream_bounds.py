@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import mcpserver.tools.demo as demo
+import demo.mcp_tools as demo
 from mcpserver.calls import ToolCall
 from mcpserver.pipeline import call_tool
 

@@ -13,8 +13,8 @@ import re
 import pytest
 import sentry_sdk
 
+from demo import documents
 from errcatalog import errors
-from mcpserver import documents
 from tests.mcpserver.test_sentry import sentry_ingest  # noqa: F401  (fixture: Sentry's real transport)
 
 pytestmark = pytest.mark.django_db(transaction=True)

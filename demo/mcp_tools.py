@@ -41,6 +41,8 @@ from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.utils import timezone
 
+from demo import documents
+from demo.models import Document
 from errcatalog.errors import (
     APICallError,
     ConfigurationError,
@@ -50,9 +52,7 @@ from errcatalog.errors import (
     llm_provider_error,
 )
 from errcatalog.render.mcp import FORMATS, indented_json
-from mcpserver import documents
 from mcpserver.agent_tools import agent_tool
-from mcpserver.models import Document
 from mcpserver.registry import ToolOutput, tool
 
 logger = logging.getLogger(__name__)
