@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "mcpserver",
     # The seed scenarios as tools (demo/): their Document table is migrated only where they are served.
     *(["demo"] if "demo" in _MCP_TOOLSETS else []),
+    # The official conformance suite's fixtures (conformance/), for ./dev conformance only.
+    *(["conformance"] if "conformance" in _MCP_TOOLSETS else []),
 ]
 
 MIDDLEWARE = [

@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import secrets
 import warnings
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -25,23 +23,21 @@ from django.conf import settings
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
 from errcatalog.safety import safe_identifier
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
 from mcpserver.calls import ToolCall
-from mcpserver.jsonrpc_errors import sanctioned_error
+from mcpserver.extensions import autodiscover_extensions
 from mcpserver.locale import requested_locales
 from mcpserver.pipeline import call_tool
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sessions import SessionAdmission
-from mcpserver.tools import conformance
 
 logger = logging.getLogger("mcpserver.server")
 SERVER_NAME = "errcatalog"
@@ -52,10 +48,6 @@ INSTRUCTIONS = (
 # ToolContext.log is logging on 2025-11-25 sessions (and opted-in 2026 requests); the SDK marks the feature
 # deprecated for 2026-07-28 and would warn on every call.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
-# With the conformance fixtures only (see ReplayBuffer): the SSE events kept for resumption, and the reconnection
-# delay suggested to clients, shorter than test_reconnection's wait so the client is back before its result.
-REPLAY_BUFFER_EVENTS = 1000
-RETRY_MS = 100
 _PROTOCOL_HEADER = b"mcp-protocol-version"
 _HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 
@@ -196,137 +188,11 @@ def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return client.key if client is not None else None
 
 
-# --- Conformance fixtures: resources, prompts, completion, logging level ----------------------------------------
-#
-# errcatalog serves tools only. The official conformance suite also reads resources, gets prompts, asks for
-# completions and sets the log level, so these handlers exist only while the "conformance" toolset is on; without
-# it the server declares no resources, prompts, completions or logging capability at all.
-
-
-def conformance_enabled() -> bool:
-    return conformance.TOOLSET in settings.MCP["TOOLSETS"]
-
-
-async def list_resources(
-    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-) -> types.ListResourcesResult:
-    return types.ListResourcesResult.model_validate({"resources": list(conformance.RESOURCES)}, by_name=False)
-
-
-async def list_resource_templates(
-    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-) -> types.ListResourceTemplatesResult:
-    templates = list(conformance.RESOURCE_TEMPLATES)
-    return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": templates}, by_name=False)
-
-
-async def read_resource(
-    ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-) -> types.ReadResourceResult:
-    contents = conformance.resource_contents(str(params.uri))
-    if contents is None:
-        raise sanctioned_error(INVALID_PARAMS, "Unknown resource")
-    return types.ReadResourceResult.model_validate({"contents": contents}, by_name=False)
-
-
-async def subscribe_resource(
-    ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
-) -> types.EmptyResult:
-    uri = str(params.uri)
-    if not conformance.is_resource(uri):
-        raise sanctioned_error(INVALID_PARAMS, "Unknown resource")
-    conformance.subscriptions.add(uri)
-    return types.EmptyResult()
-
-
-async def unsubscribe_resource(
-    ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
-) -> types.EmptyResult:
-    conformance.subscriptions.discard(str(params.uri))
-    return types.EmptyResult()
-
-
-async def list_prompts(
-    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-) -> types.ListPromptsResult:
-    return types.ListPromptsResult.model_validate({"prompts": list(conformance.PROMPTS)}, by_name=False)
-
-
-async def get_prompt(
-    ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
-) -> types.GetPromptResult:
-    try:
-        messages = conformance.prompt_messages(params.name, params.arguments or {})
-    except conformance.MissingPromptArgument as exc:
-        # The argument name is the fixture's own, never the caller's text.
-        raise sanctioned_error(INVALID_PARAMS, f"Missing required argument: {exc.name}") from None
-    if messages is None:
-        raise sanctioned_error(INVALID_PARAMS, "Unknown prompt")
-    return types.GetPromptResult.model_validate({"messages": messages}, by_name=False)
-
-
-async def complete(ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams) -> types.CompleteResult:
-    values: list[str] = []
-    if isinstance(params.ref, types.PromptReference):
-        values = conformance.complete_prompt_argument(params.ref.name, params.argument.name, params.argument.value)
-    return types.CompleteResult(completion=types.Completion(values=values, total=len(values), has_more=False))
-
-
-async def set_logging_level(
-    ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
-) -> types.EmptyResult:
-    # Acknowledged, as the suite requires, but not applied: only the fixtures log, always at info.
-    return types.EmptyResult()
-
-
-def _conformance_handlers() -> dict[str, Any]:
-    if not conformance_enabled():
-        return {}
-    return {
-        "on_list_resources": list_resources,
-        "on_list_resource_templates": list_resource_templates,
-        "on_read_resource": read_resource,
-        "on_subscribe_resource": subscribe_resource,
-        "on_unsubscribe_resource": unsubscribe_resource,
-        "on_list_prompts": list_prompts,
-        "on_get_prompt": get_prompt,
-        "on_completion": complete,
-        "on_set_logging_level": set_logging_level,
-    }
-
-
-class ReplayBuffer(EventStore):
-    """The last SSE events of this process in memory, so a client that reconnects with Last-Event-ID resumes.
-
-    Only with the conformance fixtures (``test_reconnection``, SEP-1699), never in production: the buffer lives
-    in one process (a reconnection that lands on another worker finds nothing), and the SDK's ``EventStore``
-    interface names a stream by its JSON-RPC request id only, so two sessions whose requests share an id share a
-    stream here. Event ids are random, so a client can only resume from an event it was sent.
-    """
-
-    def __init__(self, size: int = REPLAY_BUFFER_EVENTS) -> None:
-        self._events: deque[tuple[str, str, types.JSONRPCMessage | None]] = deque(maxlen=size)
-
-    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
-        event_id = secrets.token_urlsafe(12)
-        self._events.append((stream_id, event_id, message))
-        return event_id
-
-    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
-        events = list(self._events)
-        start = next((i for i, (_, event_id, _) in enumerate(events) if event_id == last_event_id), None)
-        if start is None:
-            return None
-        stream = events[start][0]
-        for stream_id, event_id, message in events[start + 1 :]:
-            # Priming events (no message) only mark a position; they are not replayed.
-            if stream_id == stream and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream
-
-
 def build_server() -> Server[Any]:
     autodiscover()
+    handlers = {
+        name: handler for extension in autodiscover_extensions() for name, handler in extension.handlers.items()
+    }
     server: Server[Any] = Server(
         SERVER_NAME,
         version="1",
@@ -334,7 +200,7 @@ def build_server() -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=handle_call_tool,
         get_tool_input_schema=tool_input_schema,
-        **_conformance_handlers(),
+        **handlers,
     )
     security = RequestStateSecurity(
         keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
@@ -359,7 +225,15 @@ class McpApp:
         checked_by_guard = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         common = {"security_settings": checked_by_guard, "max_request_body_size": mcp["MAX_BODY_BYTES"]}
         self.modern = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True, **common)
-        resumable = {"event_store": ReplayBuffer(), "retry_interval": RETRY_MS} if conformance_enabled() else {}
+        # 2025-11-25 streams are resumable only where an extension brings an event store (the conformance fixtures).
+        resumable = next(
+            (
+                {"event_store": extension.event_store(), "retry_interval": extension.retry_interval_ms}
+                for extension in autodiscover_extensions()
+                if extension.event_store is not None
+            ),
+            {},
+        )
         # The SDK closes a 2025 session after this long without a request in flight; SessionAdmission applies the
         # same rule to its per-token account of open sessions.
         idle = mcp["SESSION_IDLE_SECONDS"]

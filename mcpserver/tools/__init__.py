@@ -1,4 +1,4 @@
-"""Built-in toolsets: ``catalog`` (always on) and ``conformance`` (test fixtures); the ``demo`` toolset is its own app.
+"""The built-in toolset ``catalog`` (always on); the ``demo`` and ``conformance`` toolsets are apps of their own.
 
 Every module in this package registers its tools on import; settings decide which toolsets are served.
 """

@@ -3,10 +3,10 @@
 ``@modelcontextprotocol/conformance`` (server scenarios, ``--suite all``; ``./dev conformance``) calls tools,
 reads resources and gets prompts with fixed names and checks their exact payloads; the scenario descriptions
 of the suite's version 0.1.16 are the specification of everything below. Switch it on with
-``ERRCATALOG_MCP_TOOLSETS=...,conformance``: then ``mcpserver.server`` also serves the resources, prompts,
-completions and ``logging/setLevel`` defined here, which errcatalog has no other use for.
+``ERRCATALOG_MCP_TOOLSETS=...,conformance``: then the server also serves the resources, prompts, completions and
+``logging/setLevel`` defined here (through ``conformance.mcp_extensions``), which errcatalog has no other use for.
 
-This module holds plain data and plain functions; the SDK types are built from them in ``mcpserver.server``.
+This module holds plain data and plain functions; the SDK types are built from them in ``mcp_extensions``.
 """
 
 from __future__ import annotations

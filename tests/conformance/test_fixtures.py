@@ -23,7 +23,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcpserver.tools import conformance
+from conformance import mcp_tools as conformance
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_TOOLS = {
