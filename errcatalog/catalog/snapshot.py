@@ -11,6 +11,7 @@ import threading
 import time
 
 from errcatalog.caching import BoundedCache, caches_invalidate, process_cache
+from errcatalog.catalog.document import catalog_document_from_db
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.render.entries import CatalogSnapshot
 
@@ -53,8 +54,6 @@ def catalog_snapshot() -> CatalogSnapshot:
         _held.set(_HELD, (version, now, cached[2]))
         return cached[2]
     with _lock:
-        from errcatalog.catalog.document import catalog_document_from_db
-
         try:
             snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
         except DATABASE_ERRORS as exc:
