@@ -153,7 +153,7 @@ async def handle_call_tool(
     client = _client(ctx)
 
     async def elicit_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
-        return await session.elicit_form(message, schema, related_request_id=ctx.request_id)  # type: ignore[arg-type]
+        return await session.elicit_form(message, schema, related_request_id=ctx.request_id)
 
     back_channel = not modern and session.can_send_request
     call = ToolCall(
@@ -193,7 +193,8 @@ def build_server() -> Server[Any]:
     handlers = {
         name: handler for extension in autodiscover_extensions() for name, handler in extension.handlers.items()
     }
-    server: Server[Any] = Server(
+    # The SDK types each on_* handler keyword on its own; extensions hand theirs over as one mapping.
+    server: Server[Any] = Server(  # type: ignore[call-overload]
         SERVER_NAME,
         version="1",
         instructions=INSTRUCTIONS,
@@ -226,18 +227,17 @@ class McpApp:
         common = {"security_settings": checked_by_guard, "max_request_body_size": mcp["MAX_BODY_BYTES"]}
         self.modern = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True, **common)
         # 2025-11-25 streams are resumable only where an extension brings an event store (the conformance fixtures).
-        resumable = next(
-            (
-                {"event_store": extension.event_store(), "retry_interval": extension.retry_interval_ms}
-                for extension in autodiscover_extensions()
-                if extension.event_store is not None
-            ),
-            {},
-        )
+        resumable = next((e for e in autodiscover_extensions() if e.event_store is not None), None)
         # The SDK closes a 2025 session after this long without a request in flight; SessionAdmission applies the
         # same rule to its per-token account of open sessions.
         idle = mcp["SESSION_IDLE_SECONDS"]
-        self.legacy = StreamableHTTPSessionManager(self.server, session_idle_timeout=idle, **common, **resumable)
+        self.legacy = StreamableHTTPSessionManager(
+            self.server,
+            session_idle_timeout=idle,
+            event_store=resumable.event_store() if resumable and resumable.event_store else None,
+            retry_interval=resumable.retry_interval_ms if resumable else None,
+            **common,
+        )
         self.admission = SessionAdmission(self.legacy.handle_request, idle_seconds=idle)
         self.guard = McpHttpGuard(
             self._route, auth_required=mcp["AUTH"], max_body_bytes=mcp["MAX_BODY_BYTES"], security=security
