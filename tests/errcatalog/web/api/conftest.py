@@ -1,15 +1,21 @@
-"""API clients for each kind of caller, and the default catalog in the database."""
+"""API clients for each kind of caller, the default catalog in the database, and outcomes to read metrics from."""
 
 from __future__ import annotations
+
+import uuid
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.snapshot import catalog_changed
+from errcatalog.outcomes import rollups
+from errcatalog.outcomes.models import Episode, OutcomeRecord
 
 
 @pytest.fixture(autouse=True)
@@ -110,3 +116,35 @@ def reader_client(staff_user) -> APIClient:
     """A read-only token (its user is staff: the token's flag still decides)."""
     _token, raw_key = client_token_create(user=staff_user, name="dashboard-reader")
     return bearer_client(raw_key)
+
+
+@pytest.fixture
+def outcomes():
+    """This hour: 3 calls of send_email (1 error, interactive) by two clients, and a recovered episode."""
+    now = timezone.now()
+    for client, outcome in (("token:1", "ok"), ("token:1", "error"), ("token:2", "ok")):
+        OutcomeRecord.objects.create(
+            id=uuid.uuid4(),
+            occurred_at=now,
+            tool="send_email",
+            client=client,
+            outcome=outcome,
+            code="MISSING_PARAMETER" if outcome == "error" else "",
+            variant="friendly" if outcome == "error" else "",
+            interactive=outcome == "error",
+            latency_ms=12.0,
+        )
+    Episode.objects.create(
+        tool="send_email",
+        client="token:1",
+        code="MISSING_PARAMETER",
+        variant="friendly",
+        started_at=now,
+        last_at=now + timedelta(seconds=45),
+        ended_at=now + timedelta(seconds=45),
+        ending="recovered",
+        retries=1,
+        recovered_at_attempt=1,
+        resolution_seconds=45.0,
+    )
+    rollups.recompute_bucket(now)

@@ -2,53 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from errcatalog.access.tokens import client_token_create
-from errcatalog.outcomes import rollups
-from errcatalog.outcomes.models import Episode, OutcomeRecord
 from tests.errcatalog.web.api.conftest import bearer_client
 from tests.errcatalog.web.api.error_shape import assert_api_error
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/metrics/"
-
-
-@pytest.fixture
-def outcomes():
-    """This hour: 3 calls of send_email (1 error, interactive) by two clients, and a recovered episode."""
-    now = timezone.now()
-    for client, outcome in (("token:1", "ok"), ("token:1", "error"), ("token:2", "ok")):
-        OutcomeRecord.objects.create(
-            id=uuid.uuid4(),
-            occurred_at=now,
-            tool="send_email",
-            client=client,
-            outcome=outcome,
-            code="MISSING_PARAMETER" if outcome == "error" else "",
-            variant="friendly" if outcome == "error" else "",
-            interactive=outcome == "error",
-            latency_ms=12.0,
-        )
-    Episode.objects.create(
-        tool="send_email",
-        client="token:1",
-        code="MISSING_PARAMETER",
-        variant="friendly",
-        started_at=now,
-        last_at=now + timedelta(seconds=45),
-        ended_at=now + timedelta(seconds=45),
-        ending="recovered",
-        retries=1,
-        recovered_at_attempt=1,
-        resolution_seconds=45.0,
-    )
-    rollups.recompute_bucket(now)
 
 
 def test_staff_session_reads_the_numbers(staff_client, outcomes):

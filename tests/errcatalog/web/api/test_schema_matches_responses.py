@@ -12,18 +12,15 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from datetime import timedelta
 from typing import Any
 
 import jsonschema
 import pytest
-from django.utils import timezone
 from rest_framework.test import APIClient
 
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule
-from errcatalog.outcomes import recorder, rollups
-from errcatalog.outcomes.models import Episode, OutcomeRecord
+from errcatalog.outcomes import recorder
 from tests.errcatalog.web.api.conftest import bearer_client
 
 pytestmark = pytest.mark.django_db
@@ -197,38 +194,6 @@ def test_render_and_classify_answers_match_the_document(catalog, checked, reader
         response = checked(user_client).client.post(path, {"code": "TIMEOUT"}, format="json")
         if response.status_code == 403:
             checked(user_client).check("post", path, response)
-
-
-@pytest.fixture
-def outcomes():
-    """This hour: three calls of send_email, one error and a recovered episode, rolled up."""
-    now = timezone.now()
-    for outcome in ("ok", "error", "ok"):
-        OutcomeRecord.objects.create(
-            id=uuid.uuid4(),
-            occurred_at=now,
-            tool="send_email",
-            client="token:1",
-            outcome=outcome,
-            code="MISSING_PARAMETER" if outcome == "error" else "",
-            variant="default" if outcome == "error" else "",
-            interactive=outcome == "error",
-            latency_ms=12.0,
-        )
-    Episode.objects.create(
-        tool="send_email",
-        client="token:1",
-        code="MISSING_PARAMETER",
-        variant="default",
-        started_at=now - timedelta(seconds=5),
-        last_at=now,
-        ended_at=now,
-        ending="recovered",
-        retries=1,
-        recovered_at_attempt=1,
-        resolution_seconds=5.0,
-    )
-    rollups.recompute_bucket(now)
 
 
 def test_metrics_answers_match_the_document(checked, staff_client, anonymous, user_client, outcomes):
