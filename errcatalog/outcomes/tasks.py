@@ -20,7 +20,7 @@ Every task states its delivery and retry policy here:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import redis
 from celery import shared_task
@@ -32,8 +32,17 @@ from errcatalog.outcomes.episode_store import episode_close_abandoned
 # Errors that pass by themselves. Django wraps the driver's connection errors in these two; redis-py raises its
 # own ConnectionError and TimeoutError (its TimeoutError is not the builtin one).
 TRANSIENT_ERRORS = (OperationalError, InterfaceError, redis.ConnectionError, redis.TimeoutError)
+
+
+class Delivery(TypedDict):
+    acks_late: bool
+    reject_on_worker_lost: bool
+    autoretry_for: tuple[type[BaseException], ...]
+    retry_jitter: bool
+
+
 # What every task shares (see above); each decorator adds its own backoff and retry count.
-DELIVERY = {
+DELIVERY: Delivery = {
     "acks_late": True,
     "reject_on_worker_lost": True,
     "autoretry_for": TRANSIENT_ERRORS,
