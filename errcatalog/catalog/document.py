@@ -184,9 +184,10 @@ def _schema_problems(doc: Any) -> list[Problem]:
 
 def _describe_schema_error(error: ValidationError) -> list[Problem]:
     path: DocPath = tuple(error.absolute_path)
-    value = error.instance
+    # Whatever the document held and the schema asked for: any JSON value, checked by shape below.
+    value: Any = error.instance
     rule = error.validator
-    given = error.validator_value
+    given: Any = error.validator_value
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     if rule == "required":
         return [((*path, key), "missing (required).") for key in given if key not in value]
@@ -249,12 +250,18 @@ def _show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
+def _list(doc: dict[str, Any], key: str) -> list[Any]:
+    """``doc[key]`` when it is a list, else no entries (the schema pass reports a malformed part)."""
+    entries = doc.get(key)
+    return entries if isinstance(entries, list) else []
+
+
 def _semantic_problems(doc: Any) -> list[Problem]:
     """What the schema cannot say. Tolerates malformed parts (the schema pass reports those)."""
     if not isinstance(doc, dict):
         return []
     problems: list[Problem] = []
-    codes = doc.get("codes") if isinstance(doc.get("codes"), list) else []
+    codes = _list(doc, "codes")
     defined: dict[str, int] = {}
     for i, entry in enumerate(codes):
         if not isinstance(entry, dict):
@@ -291,7 +298,7 @@ def _semantic_problems(doc: Any) -> list[Problem]:
                 seen_variants[key] = j
             problems.extend(_template_problems(variant, VARIANT_TEMPLATE_FIELDS, (*at, "variants", j)))
 
-    hints = doc.get("hints") if isinstance(doc.get("hints"), list) else []
+    hints = _list(doc, "hints")
     seen_hints: dict[tuple[Any, Any], int] = {}
     for i, hint in enumerate(hints):
         if not isinstance(hint, dict):
@@ -309,7 +316,7 @@ def _semantic_problems(doc: Any) -> list[Problem]:
         problems.extend(_template_problems(hint, HINT_TEMPLATE_FIELDS, ("hints", i)))
         problems.extend(_row_problems(models.parameter_hint_problems(hint), ("hints", i)))
 
-    rules = doc.get("rules") if isinstance(doc.get("rules"), list) else []
+    rules = _list(doc, "rules")
     seen_positions: dict[Any, int] = {}
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
