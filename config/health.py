@@ -1,8 +1,8 @@
 """``GET /health/`` (and its old name ``/healthz``): the load balancer's and docker-compose's health check.
 
 ``{"status": "ok" | "degraded" | "unavailable", "checks": {"database": "ok" | "unavailable",
-"redis": "ok" | "unavailable"}, "outcomes": {"held": n, "dropped": n}}``; ``redis`` appears only when
-``REDIS_URL`` is set.
+"redis": "ok" | "unavailable"}, "outcomes": {"held": n, "dropped": n}, "catalog": {"revision": n, "age_seconds": s,
+"builds": n}}``; ``redis`` appears only when ``REDIS_URL`` is set.
 
 - ``ok`` (200): every dependency answered.
 - ``degraded`` (200): a dependency is down but this process still serves. Without Redis it serves everything
@@ -16,7 +16,9 @@
 
 ``outcomes`` is this process's outcome recorder: events ``held`` in memory waiting for their buffer (Redis or
 the Celery broker), and events ``dropped`` since the process started because that buffer stayed away longer than
-the in-memory bound (``ERRCATALOG_OUTCOMES_LOCAL_BUFFER``). It needs no login and says nothing else about the
+the in-memory bound (``ERRCATALOG_OUTCOMES_LOCAL_BUFFER``). ``catalog`` is the catalog this process serves: the
+revision it was built from (the same in every process once a change has reached them all; null before the first
+call), its age, and how many snapshots the process has built. It needs no login and says nothing else about the
 deployment: no host names, no error texts.
 """
 
@@ -31,7 +33,7 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from errcatalog.catalog.snapshot import catalog_snapshot_held
+from errcatalog.catalog.snapshot import catalog_snapshot_held, catalog_snapshot_status
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.outcomes import recorder
 
@@ -51,7 +53,12 @@ def health(request) -> JsonResponse:
     else:
         status = "degraded"
     stats = recorder.stats()
-    body = {"status": status, "checks": checks, "outcomes": {"held": stats.held, "dropped": stats.dropped}}
+    body = {
+        "status": status,
+        "checks": checks,
+        "outcomes": {"held": stats.held, "dropped": stats.dropped},
+        "catalog": catalog_snapshot_status(),
+    }
     return JsonResponse(body, status=503 if status == "unavailable" else 200)
 
 

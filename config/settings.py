@@ -248,11 +248,15 @@ ERRCATALOG: dict[str, Any] = {
     "INPUT_ERROR_CHANNEL": env_choice("ERRCATALOG_INPUT_ERROR_CHANNEL", "tool_result", ("tool_result", "jsonrpc")),
     # Reproduce FastMCP's legacy -32001/-32000 codes on the JSON-RPC channel (seed 004), off by default.
     "LEGACY_JSONRPC_CODES": env_bool("ERRCATALOG_LEGACY_JSONRPC_CODES", False),
-    # REST request bodies nesting JSON arrays/objects deeper than this are refused (400) before they are parsed:
-    # no request of the API nests more than a few levels, and Python's decoder recurses once per level.
     # Retry-after hints are at most this many seconds, whatever an upstream's Retry-After says (at least 1 s).
     "MAX_RETRY_AFTER_SECONDS": env_int("ERRCATALOG_MAX_RETRY_AFTER_SECONDS", 3600, minimum=1),
+    # REST request bodies nesting JSON arrays/objects deeper than this are refused (400) before they are parsed:
+    # no request of the API nests more than a few levels, and Python's decoder recurses once per level.
     "API_MAX_JSON_DEPTH": env_int("ERRCATALOG_API_MAX_JSON_DEPTH", 64, minimum=8),
+    # Every process reads the catalog revision this often (one single-row read) and rebuilds its snapshot when a
+    # change was committed anywhere: an edit is served everywhere within about this long. 0 turns polling off
+    # (a process then sees only its own edits).
+    "CATALOG_POLL_SECONDS": env_int("ERRCATALOG_CATALOG_POLL_MS", 500, minimum=0) / 1000,
 }
 
 # --- MCP endpoint ---------------------------------------------------------------------------------------

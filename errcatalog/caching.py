@@ -4,8 +4,8 @@ Every cache that outlives a request in this process is declared here or register
 to see them (``registered_caches``), one signal that clears those of a scope (``caches_invalidated``, sent by
 ``caches_invalidate``), and one function the tests call between tests (``caches_reset``). The scopes:
 
-- ``catalog``: derived from the catalog; cleared when this process learns that the catalog changed (an edit
-  here, or a new shared version noticed by ``errcatalog.catalog.snapshot``).
+- ``catalog``: derived from the catalog; cleared when this process swaps in a new catalog snapshot
+  (``errcatalog.catalog.snapshot``: an edit here, or a new catalog revision made anywhere).
 - ``tokens``: derived from client tokens; cleared when a token is saved or deleted in this process.
 - ``process``: keyed by input that never changes (a schema object, an exception class, a template text);
   cleared only by ``caches_reset``.

@@ -7,7 +7,7 @@ Each ``Dependency`` remembers an outage once somebody saw it fail, so that:
 - every degradation is logged once per outage (``degraded(...)``), with one line when the outage begins and
   one when it ends, never a line per call.
 
-Who reports: the catalog snapshot's version check and the rate limiter (Redis, through the Django cache), the
+Who reports: the rate limiter (Redis, through the Django cache), the catalog snapshot's watcher and builds, the
 MCP token check and the REST API's error handler (the database), and ``/health/``, which probes both.
 A dependency is back when any of them succeeds against it (``succeeded()``).
 
@@ -25,8 +25,8 @@ from django.db import InterfaceError, OperationalError
 
 logger = logging.getLogger("errcatalog.dependencies")
 
-# After a failure the service is skipped this long before one call tries it again: a second is the snapshot's
-# own recheck period, so a returning Redis is noticed as soon as the catalog would have been rechecked anyway.
+# After a failure the service is skipped this long before one call tries it again: a returning service is noticed
+# within a second, and a dead one costs a connect timeout once a second rather than on every call.
 RETRY_SECONDS = 1.0
 
 # What Django's Redis cache raises when Redis is unreachable or too slow (redis-py's errors; a socket error

@@ -6,7 +6,7 @@ uses which.
 """
 
 from errcatalog.access.models import ClientToken
-from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.catalog.models import CatalogRevision, ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.outcomes.models import (
     DailyRollup,
     Episode,
@@ -18,6 +18,7 @@ from errcatalog.outcomes.models import (
 )
 
 __all__ = [
+    "CatalogRevision",
     "ClassificationRule",
     "ClientToken",
     "DailyRollup",

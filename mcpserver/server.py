@@ -20,6 +20,7 @@ from typing import Any
 import mcp_types as types
 import sentry_sdk
 from django.conf import settings
+from django.db import DatabaseError
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
@@ -30,6 +31,7 @@ from mcp_types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
+from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.safety import safe_identifier
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
 from mcpserver.calls import ToolCall
@@ -247,6 +249,7 @@ class McpApp:
     async def run(self) -> AsyncIterator[None]:
         """Both managers' task groups, entered once per process by the outer app's lifespan."""
         async with self.modern.run(), self.legacy.run():
+            await _load_catalog()
             # One line for both managers (settings.LOGGING quiets the SDK's own, which came once per manager).
             logger.info("MCP endpoint ready: 2026-07-28 requests answered as JSON, 2025-11-25 sessions over SSE")
             # Everything loaded by now (Django, the SDK, the tools) lives as long as the process. Frozen, it is
@@ -264,3 +267,12 @@ class McpApp:
             await self.modern.handle_request(scope, receive, send)
         else:
             await self.admission(scope, receive, send)
+
+
+async def _load_catalog() -> None:
+    """Build the catalog snapshot before the first call, which would otherwise wait for it (the process's watcher
+    starts with it). Without a database the endpoint starts anyway; its first call tries again."""
+    try:
+        await acatalog_snapshot()
+    except DatabaseError as exc:  # unreachable, or not migrated yet
+        logger.warning("The catalog could not be loaded at start (%s); the first call loads it", type(exc).__name__)

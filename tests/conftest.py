@@ -22,6 +22,16 @@ def _empty_process_caches():
     caches_reset()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _catalog_polling_off():
+    """No watcher thread polls the catalog revision in the test process: it would read the database outside the
+    tests' transactions. The servers tests start in processes of their own poll as configured; a test of the
+    watcher in this process switches it on with the ``settings`` fixture, which puts this value back after it."""
+    from django.conf import settings
+
+    settings.ERRCATALOG["CATALOG_POLL_SECONDS"] = 0
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # The production hasher is deliberately slow; tests create many users.

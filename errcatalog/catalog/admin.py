@@ -184,6 +184,10 @@ class TemplateVariantInline(admin.StackedInline):
         ),
     )
 
+    def get_queryset(self, request):
+        # Each variant's title names its code: fetched with the variants, not once per variant.
+        return super().get_queryset(request).select_related("error_code")
+
     @admin.display(description="Length")
     def budget(self, obj: TemplateVariant) -> str:
         return _budget(obj)
@@ -200,6 +204,9 @@ class ClassificationRuleInline(admin.TabularInline):
     readonly_fields = fields
     ordering = ("position",)
     verbose_name_plural = "Classification rules that choose this code"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("error_code")
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -264,18 +271,18 @@ class ErrorCodeAdmin(CatalogRowAdmin):
     @admin.action(description="Export selected codes as YAML")
     def export_yaml(self, request, queryset) -> HttpResponse:
         # A catalog document of just these codes and their variants; importing it adds or updates them.
-        selected = set(queryset.values_list("code", flat=True))
-        document = catalog_document_from_db()
-        document.update(codes=[c for c in document["codes"] if c["code"] in selected], hints=[], rules=[])
+        document = catalog_document_from_db(codes=queryset.values_list("code", flat=True))
+        document.update(hints=[], rules=[])
         response = HttpResponse(dump_catalog(document, "yaml"), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="errcatalog-codes.yaml"'
         return response
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        # The preview shows the saved catalog, so it is built fresh from the rows rather than from the
-        # per-process snapshot cache: a writer must see what they have just saved.
+        # The preview shows the saved catalog, so it is built fresh from this code's rows (and the hints) rather
+        # than taken from the process's snapshot: a writer must see what they have just saved, whichever process
+        # serves the page, and a catalog of thousands of codes must not be read for one.
         if obj is not None and obj.pk:
-            snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
+            snapshot = CatalogSnapshot.from_document(catalog_document_from_db(codes=[obj.code]), version="preview")
             previews = code_preview(
                 snapshot,
                 obj.code,

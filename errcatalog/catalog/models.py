@@ -352,3 +352,23 @@ class ClassificationRule(models.Model):
 
     def clean(self) -> None:
         _raise_problems(classification_rule_problems(_values(self, RULE_CONDITIONS)))
+
+
+class CatalogRevision(models.Model):
+    """The catalog's revision: one row whose number every committed change to a catalog table raises.
+
+    Database triggers raise it (``errcatalog.catalog.revision``), so every writer is counted, whatever it uses:
+    the admin, the REST API, an import, a shell's ``QuerySet.update()``, SQL typed into ``psql``. Each serving
+    process polls it and rebuilds its snapshot when it moves (``errcatalog.catalog.snapshot``).
+    """
+
+    number = models.BigIntegerField(default=0)
+    # When the number last moved, in the database's clock: with the number, a revision no other can repeat (a
+    # test database flushed to an empty table counts from 0 again, at another time).
+    changed_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "errcatalog_catalogrevision"
+
+    def __str__(self) -> str:
+        return f"catalog revision {self.number}"

@@ -1,7 +1,7 @@
 """The one write path of the catalog: error codes with their variants, parameter hints, classification rules,
 and a whole catalog document.
 
-The admin, the REST API and ``catalog_import`` all write through these functions, and each row is checked here
+The admin, the REST API and ``catalog_import`` all write through this module, and each row is checked here
 before it is saved: its fields' validators and the model's ``clean()`` (the catalog's rules, written once in
 ``errcatalog.catalog.models``). A row that breaks one raises Django's ``ValidationError``, which the admin shows
 at the field and the REST API answers as a 400. Uniqueness and ranges are database constraints, the last line.
@@ -11,12 +11,14 @@ Every save names its changed fields, so history rows and ``updated_at`` move onl
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
+from django.utils import timezone
+from simple_history.utils import bulk_create_with_history, bulk_update_with_history
 
 from errcatalog.catalog.document import (
     CatalogFileError,
@@ -26,14 +28,15 @@ from errcatalog.catalog.document import (
     validate_catalog_document,
 )
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
+from errcatalog.catalog.signals import catalog_changed_on_commit
 
 # --- Rows -------------------------------------------------------------------------------------------------
 
 
-def _prepare(row: models.Model, change_reason: str) -> None:
+def _prepare(row: models.Model, change_reason: str, *, exclude: Iterable[str] = ()) -> None:
     # Uniqueness and ranges are left to the database constraints (and, before them, to the admin's forms and the
     # API's serializers, which say which field they concern); every other rule of the row is checked here.
-    row.full_clean(validate_unique=False, validate_constraints=False)
+    row.full_clean(exclude=list(exclude), validate_unique=False, validate_constraints=False)
     if change_reason:
         row._change_reason = change_reason  # type: ignore[attr-defined]  # read by django-simple-history
 
@@ -210,10 +213,11 @@ def catalog_import(
 
     Codes are matched by ``code``, variants by (code, locale, name), hints by (tool, parameter), rules by
     position. Rows that differ are updated (only the changed fields, so history shows real edits), missing rows
-    created, each through the same row services as every other writer. ``replace`` also deletes rows the
-    document does not have. ``only_missing`` creates missing rows and leaves existing ones alone, and does not
-    recreate rows that history shows an editor deleted: that is how the defaults are loaded without undoing
-    editors' work. ``reason`` is the history change reason; ``source`` names the document in problems.
+    created; every row is checked as the row services check it, then all are written in bulk with their history.
+    ``replace`` also deletes rows the document does not have. ``only_missing`` creates missing rows and leaves
+    existing ones alone, and does not recreate rows that history shows an editor deleted: that is how the defaults
+    are loaded without undoing editors' work. ``reason`` is the history change reason; ``source`` names the document
+    in problems.
     """
     if replace and only_missing:
         raise ValueError("replace and only_missing exclude each other")
@@ -235,11 +239,33 @@ def catalog_import(
         )
         writer.delete(h for h in ParameterHint.objects.all() if (h.tool, h.parameter) not in hints)
         writer.delete(c for c in ErrorCode.objects.all() if c.code not in codes)
+    if writer.summary.changed:
+        catalog_changed_on_commit()
     return writer.summary
 
 
+# Rows per INSERT/UPDATE statement of an import: large enough to be few statements, small enough that the CASE
+# expressions of a bulk update stay cheap to build and the statements stay under SQLite's variable limit.
+BULK_BATCH_SIZE = 500
+
+
+@dataclass
+class _Pending:
+    """One model's rows that an import writes in bulk: new ones, and changed ones by the fields that changed."""
+
+    created: list[models.Model] = field(default_factory=list)
+    updated: dict[tuple[str, ...], list[models.Model]] = field(default_factory=dict)
+
+
 class _CatalogWriter:
-    """Upserts one normalised document through the row services, counting what it does."""
+    """Upserts one normalised document, counting what it does: every row is checked first, as the row services
+    check it (``full_clean``), then all are written in bulk, with their history.
+
+    A document of thousands of rows is a few dozen statements instead of several per row. History records each
+    created and changed row as a save would (``+`` and ``~``, the import's change reason, the request's user when
+    there is one); deletions, which are rare and cascade, go through ``_delete`` one by one. Bulk writes send no
+    ``post_save``, so the import announces the change itself (``catalog_changed_on_commit``).
+    """
 
     def __init__(self, doc: Mapping[str, Any], *, only_missing: bool, reason: str, source: str) -> None:
         self.doc = doc
@@ -248,8 +274,14 @@ class _CatalogWriter:
         self.reason = reason
         self.summary = ImportSummary()
         self.deleted_by_editors = _deleted_keys() if only_missing else _DeletedKeys()
+        # In write order: codes first, since the other rows point to them.
+        self.pending: dict[type[models.Model], _Pending] = {
+            model: _Pending() for model in (ErrorCode, TemplateVariant, ParameterHint, ClassificationRule)
+        }
+        self.now = timezone.now()
 
     def write(self) -> None:
+        """Check every row of the document (raising ``CatalogFileError`` before anything is written), then write."""
         doc = self.doc
         code_keys, variant_keys = entry_fields("code"), entry_fields("variant")
         hint_keys, rule_keys = entry_fields("hint"), entry_fields("rule")
@@ -260,7 +292,7 @@ class _CatalogWriter:
         hints = {(h.tool, h.parameter): h for h in ParameterHint.objects.all()}
         rules = {r.position: r for r in ClassificationRule.objects.select_related("error_code")}
 
-        at: DocPath  # where the entry being written is, for the problems a service finds in it
+        at: DocPath  # where the entry being written is, for the problems found in it
         for i, entry in enumerate(doc["codes"]):
             code = entry["code"]
             if self._skip(code not in codes and code in self.deleted_by_editors.codes):
@@ -269,8 +301,7 @@ class _CatalogWriter:
             values = {k: entry[k] for k in code_keys if k not in ("code", "variants")}
             row, at = codes.get(code), ("codes", i)
             if row is None:
-                row = codes[code] = self._row(at, error_code_create, code=code, change_reason=self.reason, **values)
-                self._created(f"code {code}")
+                row = codes[code] = self._created(ErrorCode(code=code, **values), f"code {code}", at)
             else:
                 self._updated(row, values, f"code {code}", at)
             for j, variant in enumerate(entry["variants"]):
@@ -284,8 +315,7 @@ class _CatalogWriter:
                     self._updated(variants[key], values, label, at)
                 else:
                     fields = {k: variant[k] for k in variant_keys}
-                    self._row(at, template_variant_create, error_code=row, change_reason=self.reason, **fields)
-                    self._created(label)
+                    self._created(TemplateVariant(error_code=row, **fields), label, at)
 
         for i, hint in enumerate(doc["hints"]):
             hint_key = (hint["tool"], hint["parameter"])
@@ -296,9 +326,7 @@ class _CatalogWriter:
                 values = {k: hint[k] for k in hint_keys if k not in ("tool", "parameter")}
                 self._updated(hints[hint_key], values, label, at)
             else:
-                fields = {k: hint[k] for k in hint_keys}
-                self._row(at, parameter_hint_create, change_reason=self.reason, **fields)
-                self._created(label)
+                self._created(ParameterHint(**{k: hint[k] for k in hint_keys}), label, at)
 
         for i, rule in enumerate(doc["rules"]):
             position, code = rule["position"], rule["code"]
@@ -310,22 +338,20 @@ class _CatalogWriter:
             if position in rules:
                 self._updated(rules[position], values, label, at)
             else:
-                self._row(at, classification_rule_create, position=position, change_reason=self.reason, **values)
-                self._created(label)
+                self._created(ClassificationRule(position=position, **values), label, at)
+
+        self._flush()
 
     def _skip(self, deleted: bool) -> bool:
         if deleted:
             self.summary.skipped += 1
         return deleted
 
-    def _created(self, label: str) -> None:
-        self.summary.created += 1
-        self.summary.changes.append(f"create {label}")
-
-    def _row[T](self, at: DocPath, service: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run one row's service; a row it refuses is a problem of the document at that entry (nothing is written)."""
+    def _check(self, row: models.Model, at: DocPath) -> None:
+        """The row services' check of one row; a row it refuses is a problem of the document at that entry."""
         try:
-            return service(*args, **kwargs)
+            # The code a variant or rule points to is one just loaded or planned: no query per row to find it.
+            _prepare(row, self.reason, exclude=["error_code"])
         except ValidationError as exc:
             errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
             problems = [
@@ -335,13 +361,41 @@ class _CatalogWriter:
             ]
             raise CatalogFileError(self.source, problem_lines(self.doc, problems)) from None
 
+    def _created[Row: models.Model](self, row: Row, label: str, at: DocPath) -> Row:
+        self._check(row, at)
+        self.pending[type(row)].created.append(row)
+        self.summary.created += 1
+        self.summary.changes.append(f"create {label}")
+        return row
+
     def _updated(self, row: models.Model, values: Mapping[str, Any], label: str, at: DocPath) -> None:
-        changed = [] if self.only_missing else self._row(at, _update, row, values, self.reason)
+        changed = [] if self.only_missing else [name for name, value in values.items() if getattr(row, name) != value]
         if not changed:
             self.summary.unchanged += 1
             return
+        for name in changed:
+            value = values[name]
+            # A list or mapping (a JSON field's value) is copied, so the document and the row never share it.
+            setattr(row, name, copy.deepcopy(value) if isinstance(value, list | dict) else value)
+        self._check(row, at)
+        # auto_now fields move with a save, not with a bulk update: they are set here, to one time for the import.
+        stamps = [f.name for f in row._meta.concrete_fields if getattr(f, "auto_now", False)]
+        for name in stamps:
+            setattr(row, name, self.now)
+        self.pending[type(row)].updated.setdefault((*changed, *stamps), []).append(row)
         self.summary.updated += 1
         self.summary.changes.append(f"update {label}: {', '.join(changed)}")
+
+    def _flush(self) -> None:
+        for model, pending in self.pending.items():
+            if pending.created:
+                bulk_create_with_history(
+                    pending.created, model, batch_size=BULK_BATCH_SIZE, default_change_reason=self.reason
+                )
+            for fields, rows in pending.updated.items():
+                bulk_update_with_history(
+                    rows, model, list(fields), batch_size=BULK_BATCH_SIZE, default_change_reason=self.reason
+                )
 
     def delete(self, rows: Iterable[models.Model]) -> None:
         for row in list(rows):

@@ -1,8 +1,12 @@
-"""Every write to a catalog table invalidates the cached snapshots of all processes."""
+"""A committed write to a catalog table rebuilds this process's snapshot, once per transaction.
+
+Other processes learn of it from the catalog revision (``errcatalog.catalog.revision``), which the database's
+triggers raise for every writer, signals or not.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
@@ -13,6 +17,16 @@ _CATALOG_MODELS = (ErrorCode, TemplateVariant, ParameterHint, ClassificationRule
 
 
 @receiver([post_save, post_delete])
-def _invalidate_snapshot(sender, **kwargs) -> None:
+def _catalog_row_written(sender, **kwargs) -> None:
     if sender in _CATALOG_MODELS:
-        transaction.on_commit(catalog_changed)
+        catalog_changed_on_commit()
+
+
+def catalog_changed_on_commit() -> None:
+    """Call ``catalog_changed`` when the current transaction commits (at once outside one), once however many
+    rows it wrote: an import of thousands of rows rebuilds the snapshot once."""
+    # Django keeps the callbacks of the transaction in ``run_on_commit`` and drops those of a rolled-back
+    # savepoint, so a callback found there is still due.
+    if connection.in_atomic_block and any(due[1] is catalog_changed for due in connection.run_on_commit):
+        return
+    transaction.on_commit(catalog_changed)

@@ -1,125 +1,174 @@
-"""The catalog's current snapshot, loaded from the database and cached per process.
+"""The catalog snapshot this process serves: built from the database off the request path, swapped in whole.
 
-Loading is cached per process and invalidated through a version in the shared cache (Redis) that every catalog
-write bumps. A process keeps serving the snapshot it holds while Redis or the database is unreachable. The
-snapshot itself is plain data (``errcatalog.render.entries``).
+Calls never wait for a build. ``catalog_snapshot()`` returns the snapshot this process holds, a read of one
+variable; only the very first call of a process, which has nothing to serve yet, builds one itself. After that
+a new snapshot is built beside the old one and replaces it in a single assignment, so a call in flight keeps the
+snapshot it started with and the next call gets the new one.
+
+A build is started by:
+
+- the catalog revision moving (``errcatalog.catalog.revision``: triggers raise it with every committed change,
+  whoever made it). A watcher thread per process reads it every ``CATALOG_POLL_SECONDS`` (one single-row read)
+  and rebuilds when it moved, so a change made in another process, a management command or ``psql`` is served
+  within about that long, with or without Redis;
+- ``catalog_changed()``, which the catalog's writers call after their transaction commits: the writing process
+  rebuilds at once, in the writer's thread, so that the next request sees its own edit.
+
+Either way a change is built once per process: a build reads the revision and the catalog in one consistent
+read, and a build that finds the revision it holds already does nothing. A build that fails (the database is
+away) keeps the snapshot the process holds; the outage is logged once (``errcatalog.dependencies``) and the next
+poll tries again. The snapshot itself is plain data (``errcatalog.render.entries``).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
+from dataclasses import dataclass
 
-from errcatalog.caching import BoundedCache, caches_invalidate, process_cache
+from django.conf import settings
+from django.db import connection, transaction
+
+from errcatalog.caching import caches_invalidate, register_cache
 from errcatalog.catalog.document import catalog_document_from_db
-from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
+from errcatalog.catalog.revision import Revision, catalog_revision
+from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from errcatalog.render.entries import CatalogSnapshot
 
-VERSION_CACHE_KEY = "errcatalog:catalog-version"
-# How long a process trusts its snapshot before asking the shared cache whether the catalog changed: an edit
-# in admin reaches every web process within this many seconds, at one cache read per second per process.
-RECHECK_SECONDS = 1.0
-# The version a snapshot carries when it was kept (or loaded) while Redis was unreachable. The shared version is
-# never empty, so the first check after Redis returns differs from it: the process reloads, and bumps the shared
-# version so that processes which did not notice the outage reload too (an edit may have been made meanwhile).
-_UNCHECKED = ""
+logger = logging.getLogger(__name__)
 
-_lock = threading.Lock()
-# The one snapshot this process holds, as (version it was checked against, when checked, snapshot); cleared with
-# the other catalog caches when this process learns of an edit.
-_HELD = "current"
-_held: BoundedCache[str, tuple[str, float, CatalogSnapshot]] = process_cache(
-    "errcatalog.catalog.snapshot.held", scope="catalog", max_entries=1
-)
+
+@dataclass(frozen=True, slots=True)
+class HeldSnapshot:
+    """A snapshot with the catalog revision it was built from."""
+
+    snapshot: CatalogSnapshot
+    revision: Revision
+    built_at: float  # time.time()
+    build_seconds: float
+
+
+# The snapshot this process serves. Replaced whole by ``_rebuild`` (one assignment: readers take no lock).
+_held: HeldSnapshot | None = None
+# Builds take turns, so that a change is built once; calls never take this lock once a snapshot is held.
+_build_lock = threading.Lock()
+# Snapshots built by this process since it started (or since the tests' ``caches_reset``); /health/ shows it.
+_builds = 0
 
 
 def catalog_snapshot() -> CatalogSnapshot:
-    """The current catalog from the database, rebuilt only when an edit has bumped the shared version.
-
-    Neither Redis nor the database is needed once a snapshot is loaded: while Redis is unreachable the process
-    serves the snapshot it holds (reloading when Redis is back), and while the database is, the last one built.
-    """
-    now = time.monotonic()
-    cached = _held.get(_HELD)
-    if cached is not None and now - cached[1] < RECHECK_SECONDS:
-        return cached[2]
-    version = _shared_version(recovering=cached is not None and cached[0] == _UNCHECKED)
-    if version is None:
-        REDIS.degraded("the catalog is served from the snapshot this process holds until Redis is back")
-        if cached is not None:
-            _held.set(_HELD, (_UNCHECKED, now, cached[2]))
-            return cached[2]
-    version = version or _UNCHECKED
-    if cached is not None and cached[0] == version:
-        _held.set(_HELD, (version, now, cached[2]))
-        return cached[2]
-    with _lock:
-        try:
-            snapshot = CatalogSnapshot.from_document(catalog_document_from_db())
-        except DATABASE_ERRORS as exc:
-            if cached is None:
-                raise
-            DATABASE.failed(exc)
-            DATABASE.degraded("the catalog is served from the snapshot this process holds")
-            # The old version stays, so the next check (in a second) tries to rebuild again.
-            _held.set(_HELD, (cached[0], now, cached[2]))
-            return cached[2]
-        if cached is not None:
-            # An edit made elsewhere reached this process: everything derived from the old catalog goes with it.
-            caches_invalidate(scope="catalog")
-        _held.set(_HELD, (version, now, snapshot))
-    return snapshot
+    """The catalog this process serves. Never waits for a build, except the first call of the process."""
+    held = _held
+    if held is None:
+        held = _first_build()
+    if not _watching:
+        _watch()
+    return held.snapshot
 
 
-def _shared_version(*, recovering: bool) -> str | None:
-    """The catalog version in the shared cache (created when missing), or None while Redis is unreachable."""
-    from django.core.cache import cache
+async def acatalog_snapshot() -> CatalogSnapshot:
+    """``catalog_snapshot`` for async code: no thread hop once the process holds a snapshot."""
+    held = _held
+    if held is not None:
+        if not _watching:
+            _watch()
+        return held.snapshot
+    from asgiref.sync import sync_to_async
 
-    if not REDIS.available():
-        return None
-    try:
-        if recovering:
-            version = str(time.time_ns())
-            cache.set(VERSION_CACHE_KEY, version, timeout=None)
-        else:
-            version = cache.get(VERSION_CACHE_KEY)
-            if version is None:
-                version = str(time.time_ns())
-                cache.add(VERSION_CACHE_KEY, version, timeout=None)
-                version = cache.get(VERSION_CACHE_KEY, version)
-    except REDIS_ERRORS as exc:
-        REDIS.failed(exc)
-        return None
-    REDIS.succeeded()
-    return version
+    return await sync_to_async(_catalog_snapshot_in_thread, thread_sensitive=False)()
 
 
 def catalog_changed() -> None:
-    """Mark the catalog as edited so every process rebuilds its snapshot (and this one its catalog caches)."""
-    from django.core.cache import cache
+    """Tell this process that the catalog changed: it rebuilds its snapshot now, in the caller's thread.
 
-    caches_invalidate(scope="catalog")
-    try:
-        cache.set(VERSION_CACHE_KEY, str(time.time_ns()), timeout=None)
-    except REDIS_ERRORS as exc:
-        # This process rebuilds now; it bumps the shared version when it sees Redis again (``_UNCHECKED``).
-        REDIS.failed(exc)
-        REDIS.degraded("catalog edits reach the other processes when Redis is back")
+    The catalog's writers call this after their transaction commits (``errcatalog.catalog.signals``); other
+    processes learn of the change from the revision. A process that holds no snapshot yet has nothing to rebuild
+    (its first call builds one), only caches to clear.
+    """
+    if _held is None:
+        caches_invalidate(scope="catalog")
+        return
+    # After a commit, the revision says whether the watcher has already built this change. Inside a transaction
+    # (a test's, or a caller's own) the change may not be committed, so the revision cannot tell: build.
+    _rebuild(unless_current=not connection.in_atomic_block)
 
 
 def catalog_snapshot_held() -> bool:
     """Whether this process holds a catalog snapshot (it can answer MCP calls without the database)."""
-    return _held.get(_HELD) is not None
+    return _held is not None
 
 
-async def acatalog_snapshot() -> CatalogSnapshot:
-    """``catalog_snapshot`` for async code: no thread hop while this process's snapshot is fresh."""
-    cached = _held.get(_HELD)
-    if cached is not None and time.monotonic() - cached[1] < RECHECK_SECONDS:
-        return cached[2]
-    from asgiref.sync import sync_to_async
+def catalog_snapshot_status() -> dict[str, int | float | None]:
+    """What this process serves: the revision's number, the snapshot's age in seconds, and builds so far."""
+    held = _held
+    return {
+        "revision": held.revision[0] if held else None,
+        "age_seconds": round(time.time() - held.built_at, 1) if held else None,
+        "builds": _builds,
+    }
 
-    return await sync_to_async(_catalog_snapshot_in_thread, thread_sensitive=False)()
+
+# --- Building ---------------------------------------------------------------------------------------------
+
+
+def _first_build() -> HeldSnapshot:
+    with _build_lock:
+        held = _held
+        if held is None:
+            held = _build()
+    return held
+
+
+def _rebuild(*, unless_current: bool) -> HeldSnapshot | None:
+    """Build and swap in a new snapshot; None when the build failed (the held snapshot stays)."""
+    with _build_lock:
+        held = _held
+        try:
+            if unless_current and held is not None and catalog_revision() == held.revision:
+                return held
+            return _build()
+        except DATABASE_ERRORS as exc:
+            DATABASE.failed(exc)
+            DATABASE.degraded("the catalog is served from the snapshot this process holds")
+            return None
+
+
+def _build() -> HeldSnapshot:
+    """Read the revision and the catalog in one consistent read, and make the result the held snapshot.
+
+    Called with ``_build_lock`` held.
+    """
+    global _held, _builds
+    started = time.perf_counter()
+    # Inside a caller's transaction, ours is a savepoint and reads what the caller's transaction sees.
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            # One snapshot of the database for both reads, so the revision names exactly the catalog read. (SQLite's
+            # read transaction is one snapshot already.)
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        revision = catalog_revision()
+        document = catalog_document_from_db()
+    snapshot = CatalogSnapshot.from_document(document, version=f"revision {revision[0]}")
+    replaced = _held is not None
+    held = HeldSnapshot(snapshot, revision, time.time(), time.perf_counter() - started)
+    _held = held
+    _builds += 1
+    DATABASE.succeeded()
+    if replaced:
+        # Everything this process derived from the old catalog goes with it.
+        caches_invalidate(scope="catalog")
+    logger.info(
+        "Catalog revision %d loaded: %d codes, %d variants in %.0f ms",
+        revision[0],
+        len(snapshot.codes),
+        sum(len(entry.variants) for entry in snapshot.codes.values()),
+        held.build_seconds * 1000,
+    )
+    return held
 
 
 def _catalog_snapshot_in_thread() -> CatalogSnapshot:
@@ -131,3 +180,80 @@ def _catalog_snapshot_in_thread() -> CatalogSnapshot:
         return catalog_snapshot()
     finally:
         close_old_connections()
+
+
+def _forget() -> None:
+    global _held, _builds
+    with _build_lock:
+        _held = None
+        _builds = 0
+
+
+# Tests start each test without a snapshot (``caches_reset``); the "process" scope is never cleared by an edit, which
+# replaces the snapshot instead.
+register_cache("errcatalog.catalog.snapshot.held", _forget, scope="process")
+
+
+# --- Watching the revision --------------------------------------------------------------------------------
+
+# Whether this process has a watcher thread (reset in a forked child, which has no threads).
+_watching = False
+_watch_lock = threading.Lock()
+
+
+def _poll_seconds() -> float:
+    return float(settings.ERRCATALOG["CATALOG_POLL_SECONDS"])
+
+
+def _watch() -> None:
+    """Start this process's watcher thread, unless it runs or polling is off (``CATALOG_POLL_SECONDS`` 0)."""
+    global _watching
+    if _poll_seconds() <= 0:
+        return
+    with _watch_lock:
+        if _watching:
+            return
+        _watching = True
+    threading.Thread(target=_watch_revision, name="errcatalog-catalog-watcher", daemon=True).start()
+
+
+def _watch_revision() -> None:
+    global _watching
+    try:
+        while (interval := _poll_seconds()) > 0:
+            time.sleep(interval)
+            if _poll_seconds() > 0:
+                _check_revision()
+    finally:
+        with _watch_lock:
+            _watching = False
+        connection.close()
+
+
+def _check_revision() -> None:
+    held = _held
+    if held is None or not DATABASE.available():
+        return
+    try:
+        # The watcher keeps its connection for good (CONN_MAX_AGE would have it reconnect every poll when 0); one
+        # that broke fails this read and is closed below, and the next poll connects again.
+        moved = catalog_revision() != held.revision
+    except DATABASE_ERRORS as exc:
+        DATABASE.failed(exc)
+        DATABASE.degraded("the catalog is served from the snapshot this process holds")
+        connection.close()
+        return
+    if moved:
+        _rebuild(unless_current=True)
+
+
+def _after_fork_in_child() -> None:
+    # A forked child (a Celery pool process) has none of its parent's threads: no watcher, and no thread that
+    # could release a lock the parent held at the fork.
+    global _watching, _watch_lock, _build_lock
+    _watching = False
+    _watch_lock = threading.Lock()
+    _build_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

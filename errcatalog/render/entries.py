@@ -143,13 +143,17 @@ class CatalogSnapshot:
         return self.hints.get((tool, parameter))
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> CatalogSnapshot:
-        """Build a snapshot from a catalog document that has already passed schema validation."""
+    def from_document(cls, document: Mapping[str, Any], *, version: str | None = None) -> CatalogSnapshot:
+        """Build a snapshot from a catalog document that has already passed schema validation.
+
+        ``version`` names the snapshot (the catalog revision, for one built from the database); without it, a digest
+        of the document does.
+        """
         codes = {}
+        variant_keys = _VARIANT_KEYS
         for c in document.get("codes", []):
             variants = tuple(
-                VariantEntry(**{k: v for k, v in var.items() if k in VariantEntry.__slots__})
-                for var in c.get("variants", [])
+                VariantEntry(**{k: v for k, v in var.items() if k in variant_keys}) for var in c.get("variants", [])
             )
             fields = {k: v for k, v in c.items() if k in CodeEntry.__slots__ and k != "variants"}
             fields["http_statuses"] = tuple(fields.get("http_statuses", ()))
@@ -169,8 +173,11 @@ class CatalogSnapshot:
                 key=lambda r: r.position,
             )
         )
-        digest = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]
-        return cls(codes=MappingProxyType(codes), hints=MappingProxyType(hints), rules=rules, version=digest)
+        if version is None:
+            version = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return cls(codes=MappingProxyType(codes), hints=MappingProxyType(hints), rules=rules, version=version)
 
 
 UNKNOWN_CODE = "UNKNOWN_ERROR"
+# A document's variant keys that are VariantEntry fields (a set: looked up once per key of ten thousand variants).
+_VARIANT_KEYS = frozenset(VariantEntry.__slots__)

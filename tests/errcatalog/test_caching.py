@@ -124,7 +124,7 @@ def test_a_name_is_registered_once():
 
 def test_every_per_process_cache_of_the_product_is_registered():
     assert {
-        "errcatalog.catalog.snapshot.held": "catalog",
+        "errcatalog.catalog.snapshot.held": "process",
         "errcatalog.catalog.document.schema": "process",
         "errcatalog.render.classify.type_facts": "process",
         "errcatalog.safety.static_texts": "process",

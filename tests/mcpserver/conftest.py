@@ -140,10 +140,12 @@ def mcp_url(django_db_setup, django_db_blocker) -> AsyncIterator[str]:
     thread = threading.Thread(target=server.run, name="mcp-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("The test MCP server did not start.")
-        time.sleep(0.01)
+    # The endpoint loads the catalog as it starts (of the empty test database; tests load their own).
+    with django_db_blocker.unblock():
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("The test MCP server did not start.")
+            time.sleep(0.01)
     _served["url"] = f"http://127.0.0.1:{port}/mcp"
     yield _served["url"]
     _served.clear()

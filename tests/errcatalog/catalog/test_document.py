@@ -289,6 +289,31 @@ def test_every_problem_is_listed_with_entry_and_field_in_schema_order():
     ]
 
 
+def test_a_valid_document_is_checked_without_the_slow_validator(default_document, monkeypatch):
+    # jsonschema-rs decides validity; jsonschema (seconds for thousands of codes) only describes problems.
+    def refuse(*args, **kwargs):
+        raise AssertionError("jsonschema walked a valid document")
+
+    catalog_schema()  # loaded (and checked) before jsonschema goes
+    monkeypatch.setattr("errcatalog.catalog.document.Draft202012Validator", refuse)
+    assert validate_catalog_document(default_document) == default_document
+
+
+def test_if_the_two_validators_disagree_the_fast_ones_problems_are_reported(monkeypatch):
+    class FindsNothing:
+        def __init__(self, schema):
+            pass
+
+        def iter_errors(self, doc):
+            return iter(())
+
+    catalog_schema()
+    monkeypatch.setattr("errcatalog.catalog.document.Draft202012Validator", FindsNothing)
+    doc = copy.deepcopy(MINIMAL)
+    doc["codes"][0]["retryable"] = "yes"
+    assert problems_of(doc) == ['catalog.yaml: codes[0] (X_ERROR) → retryable: "yes" is not of type "boolean".']
+
+
 def test_a_misspelt_key_gets_a_suggestion():
     doc = copy.deepcopy(MINIMAL)
     doc["codes"][0]["variants"][0]["instructions"] = doc["codes"][0]["variants"][0].pop("instruction")

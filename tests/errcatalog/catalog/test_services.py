@@ -53,9 +53,9 @@ def checked(monkeypatch) -> list[str]:
     seen: list[str] = []
     check, delete = services._prepare, services._delete
 
-    def check_spy(row, change_reason):
+    def check_spy(row, change_reason, **options):
         seen.append(type(row).__name__)
-        check(row, change_reason)
+        check(row, change_reason, **options)
 
     def delete_spy(row, change_reason):
         seen.append(f"delete {type(row).__name__}")

@@ -1,12 +1,9 @@
-"""Variant selection and the database-backed snapshot's invalidation."""
+"""Variant selection and the per-snapshot render caches (the snapshot a process serves: test_catalog_serving.py)."""
 
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
 
-from errcatalog.catalog.models import TemplateVariant
-from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.render import Failure, render
 from errcatalog.render.entries import CodeEntry, VariantEntry
 
@@ -50,20 +47,6 @@ def test_render_records_the_variant_used(default_snapshot):
     assert render(default_snapshot, Failure("UNKNOWN_ERROR")).variant == "default"
 
 
-@pytest.mark.django_db(transaction=True)
-def test_an_edit_reaches_the_cached_snapshot(settings, monkeypatch):
-    call_command("catalog_load_defaults", verbosity=0)
-    monkeypatch.setattr("errcatalog.catalog.snapshot.RECHECK_SECONDS", 0.0)
-    before = catalog_snapshot()
-    assert catalog_snapshot() is before  # unchanged catalog: the same frozen snapshot is reused
-    variant = TemplateVariant.objects.get(error_code__code="UNKNOWN_ERROR", name="default", locale="")
-    variant.message = "Something unexpected failed."
-    variant.save(update_fields=["message"])
-    after = catalog_snapshot()
-    assert after is not before
-    assert render(after, Failure("UNKNOWN_ERROR")).message == "Something unexpected failed."
-
-
 def test_a_repeated_failure_is_rendered_once_per_snapshot(default_snapshot):
     import dataclasses
 
@@ -86,36 +69,3 @@ def test_rendered_data_cannot_be_changed_by_a_face(default_snapshot):
     rendered = render(default_snapshot, Failure("MISSING_PARAMETER", tool_name="send_email"))
     with pytest.raises(TypeError):
         rendered.data["tool_name"] = "other"
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_held_snapshot_serves_while_redis_is_down_and_reloads_when_it_is_back(settings, monkeypatch, tmp_path):
-    from errcatalog.dependencies import REDIS
-    from tests.errcatalog.outcomes.recorder_support import ThrowawayRedis
-
-    server = ThrowawayRedis(tmp_path, appendonly=True)  # the version key survives: only the outage says reload
-    server.start()
-    try:
-        settings.CACHES = {
-            "default": {
-                "BACKEND": "django.core.cache.backends.redis.RedisCache",
-                "LOCATION": server.url,
-                "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-            }
-        }
-        monkeypatch.setattr("errcatalog.catalog.snapshot.RECHECK_SECONDS", 0.0)
-        monkeypatch.setattr("errcatalog.dependencies.RETRY_SECONDS", 0.0)
-        call_command("catalog_load_defaults", verbosity=0)
-        before = catalog_snapshot()
-        server.kill()
-        # Edited while Redis is away (as another process would, without signals): this process cannot know.
-        TemplateVariant.objects.filter(error_code__code="UNKNOWN_ERROR").update(message="Edited meanwhile.")
-        assert catalog_snapshot() is before
-        assert catalog_snapshot() is before
-        server.start()
-        after = catalog_snapshot()
-        assert after is not before
-        assert render(after, Failure("UNKNOWN_ERROR")).message == "Edited meanwhile."
-    finally:
-        server.kill()
-        REDIS.reset()

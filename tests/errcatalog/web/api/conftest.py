@@ -18,14 +18,6 @@ from errcatalog.outcomes import rollups
 from errcatalog.outcomes.models import Episode, OutcomeRecord
 
 
-@pytest.fixture(autouse=True)
-def _fresh_snapshot():
-    """Each test starts from its own database, so no process-cached snapshot may survive from another test."""
-    catalog_changed()
-    yield
-    catalog_changed()
-
-
 @pytest.fixture(scope="package")
 def _default_catalog_rows(django_db_setup, django_db_blocker):
     """The shipped default catalog, loaded once for this package the way the embedded setup loads it.
