@@ -56,9 +56,9 @@ def measure_size(variants: int) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from errcatalog.catalog.document import catalog_document_from_db
     from errcatalog.catalog.revision import catalog_revision
     from errcatalog.catalog.services import catalog_import
+    from errcatalog.catalog.snapshot import catalog_snapshot_from_db
     from errcatalog.render.entries import CatalogSnapshot
     from tests.errcatalog.catalog.synthetic import synthetic_document
 
@@ -69,8 +69,8 @@ def measure_size(variants: int) -> dict:
     import_seconds = time.perf_counter() - started
 
     def build() -> CatalogSnapshot:
-        revision = catalog_revision()
-        return CatalogSnapshot.from_document(catalog_document_from_db(), version=f"revision {revision[0]}")
+        # What a process does on a change, at full speed (a serving process paces it: see snapshot.BUILD_SHARE).
+        return catalog_snapshot_from_db(version=f"revision {catalog_revision()[0]}")
 
     builds = []
     for _ in range(5):
@@ -191,7 +191,10 @@ def load_table(variants: int, seconds: float, rounds: int, concurrency: int, pos
     server = None
     try:
         with scratch_database(postgres, folder) as base:
-            env = server_env(folder, LOG_LEVEL="WARNING", **({"REDIS_URL": redis} if redis else {}))
+            # Plain HTTP on 127.0.0.1, as the load generator speaks it (production mode would redirect to HTTPS).
+            env = server_env(
+                folder, LOG_LEVEL="WARNING", SECURE_SSL_REDIRECT="0", **({"REDIS_URL": redis} if redis else {})
+            )
             if "DATABASE_URL" in base:
                 env["DATABASE_URL"] = base["DATABASE_URL"]
             database = env.get("DATABASE_URL") or str(folder / "errcatalog.sqlite3")
@@ -244,6 +247,13 @@ def load_table(variants: int, seconds: float, rounds: int, concurrency: int, pos
             if kind != "no edit":
                 line += f"   throughput {s['rate'] / baseline['rate']:.2f}x, slowest {s['max'] / baseline['max']:.2f}x"
             print(line)
+        # The noise: how much windows without an edit differ from one another.
+        quiet = [_summary([run]) for run in results["no edit"]]
+        rates, slowest = [q["rate"] for q in quiet], [q["max"] for q in quiet]
+        print(
+            f"  noise between windows without an edit: throughput {min(rates) / max(rates):.2f}-1.00x, "
+            f"slowest call {min(slowest):.0f}-{max(slowest):.0f} ms"
+        )
     finally:
         if server is not None:
             server.terminate()

@@ -36,7 +36,7 @@ from errcatalog.render import (
 )
 from errcatalog.render.entries import CatalogSnapshot
 
-DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "errcatalog" / "data" / "default_catalog.yaml"
+DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "errcatalog" / "catalog" / "data" / "default_catalog.yaml"
 
 FAILURES = {
     "missing parameter": Failure("MISSING_PARAMETER", tool_name="send_email", parameters=(ParameterFault("to"),)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -149,7 +149,7 @@ class CatalogSnapshot:
         ``version`` names the snapshot (the catalog revision, for one built from the database); without it, a digest
         of the document does.
         """
-        codes = {}
+        codes = []
         variant_keys = _VARIANT_KEYS
         for c in document.get("codes", []):
             variants = tuple(
@@ -159,23 +159,28 @@ class CatalogSnapshot:
             fields["http_statuses"] = tuple(fields.get("http_statuses", ()))
             fields["optional_parameters"] = tuple(fields.get("optional_parameters", ()))
             fields["locales"] = frozenset(v.locale for v in variants if v.locale and v.active)
-            codes[c["code"]] = CodeEntry(variants=variants, **fields)
-        hints = {
-            (h["tool"], h["parameter"]): HintEntry(**{k: v for k, v in h.items() if k in HintEntry.__slots__})
-            for h in document.get("hints", [])
-        }
-        rules = tuple(
-            sorted(
-                (
-                    RuleEntry(**{k: v for k, v in r.items() if k in RuleEntry.__slots__})
-                    for r in document.get("rules", [])
-                ),
-                key=lambda r: r.position,
-            )
-        )
+            codes.append(CodeEntry(variants=variants, **fields))
+        hints = [
+            HintEntry(**{k: v for k, v in h.items() if k in HintEntry.__slots__}) for h in document.get("hints", [])
+        ]
+        rules = [
+            RuleEntry(**{k: v for k, v in r.items() if k in RuleEntry.__slots__}) for r in document.get("rules", [])
+        ]
         if version is None:
             version = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]
-        return cls(codes=MappingProxyType(codes), hints=MappingProxyType(hints), rules=rules, version=version)
+        return cls.from_entries(codes, hints, rules, version=version)
+
+    @classmethod
+    def from_entries(
+        cls, codes: Iterable[CodeEntry], hints: Iterable[HintEntry], rules: Iterable[RuleEntry], *, version: str
+    ) -> CatalogSnapshot:
+        """A snapshot of entries already built (``errcatalog.catalog.snapshot`` builds them from the database)."""
+        return cls(
+            codes=MappingProxyType({c.code: c for c in codes}),
+            hints=MappingProxyType({(h.tool, h.parameter): h for h in hints}),
+            rules=tuple(sorted(rules, key=lambda r: r.position)),
+            version=version,
+        )
 
 
 UNKNOWN_CODE = "UNKNOWN_ERROR"

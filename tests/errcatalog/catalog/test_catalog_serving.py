@@ -16,12 +16,20 @@ from django.db import OperationalError, connection, transaction
 
 from errcatalog.catalog import snapshot as snapshot_module
 from errcatalog.catalog.defaults import catalog_load_defaults
+from errcatalog.catalog.document import catalog_document_from_db
 from errcatalog.catalog.models import ErrorCode, TemplateVariant
-from errcatalog.catalog.services import error_code_update
-from errcatalog.catalog.snapshot import acatalog_snapshot, catalog_changed, catalog_snapshot, catalog_snapshot_status
+from errcatalog.catalog.services import catalog_import, error_code_update
+from errcatalog.catalog.snapshot import (
+    acatalog_snapshot,
+    catalog_changed,
+    catalog_snapshot,
+    catalog_snapshot_from_db,
+    catalog_snapshot_status,
+)
 from errcatalog.dependencies import DATABASE
 from errcatalog.render import Failure, render
 from errcatalog.render.entries import CatalogSnapshot
+from tests.errcatalog.catalog.synthetic import synthetic_document
 from tests.errcatalog.outcomes.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -135,25 +143,32 @@ def test_each_change_is_built_once_while_calls_run_in_many_threads(loaded, watch
 
 
 class _SlowBuild:
-    """Holds every catalog read until ``release`` is set: a rebuild as slow as the test wants it."""
+    """Holds every build until ``release`` is set: a rebuild as slow as the test wants it."""
 
     def __init__(self, monkeypatch) -> None:
         self.started = threading.Event()
         self.release = threading.Event()
-        real = snapshot_module.catalog_document_from_db
+        real = snapshot_module.catalog_snapshot_from_db
 
-        def slow() -> dict:
+        def slow(**options) -> CatalogSnapshot:
             self.started.set()
             assert self.release.wait(timeout=60), "the test never released the build"
-            return real()
+            return real(**options)
 
-        monkeypatch.setattr(snapshot_module, "catalog_document_from_db", slow)
+        monkeypatch.setattr(snapshot_module, "catalog_snapshot_from_db", slow)
 
 
 def _in_thread(target: Callable[[], object]) -> threading.Thread:
     thread = threading.Thread(target=target)
     thread.start()
     return thread
+
+
+def _rebuild() -> None:
+    try:
+        catalog_changed()
+    finally:
+        connection.close()  # this thread's own: the test database must be droppable at the end
 
 
 def _finishes(work: Callable[[], object]) -> list[object]:
@@ -169,7 +184,7 @@ def test_calls_keep_their_snapshot_while_a_rebuild_is_held_up(loaded, monkeypatc
     before = catalog_snapshot()
     _edit_without_signals()
     slow = _SlowBuild(monkeypatch)
-    rebuild = _in_thread(catalog_changed)  # the writer's own rebuild, held inside the build
+    rebuild = _in_thread(_rebuild)  # the writer's own rebuild, held inside the build
     try:
         assert slow.started.wait(timeout=20)
         results = _finishes(lambda: [catalog_snapshot() for _ in range(1000)])
@@ -184,21 +199,21 @@ def test_calls_keep_their_snapshot_while_a_rebuild_is_held_up(loaded, monkeypatc
 def test_a_failed_rebuild_keeps_the_catalog_served_and_is_retried(loaded, watching, monkeypatch, caplog):
     monkeypatch.setattr("errcatalog.dependencies.RETRY_SECONDS", POLL_SECONDS)
     before = catalog_snapshot()
-    real = snapshot_module.catalog_document_from_db
+    real = snapshot_module.catalog_snapshot_from_db
     failures: list[int] = []
 
-    def database_away() -> dict:
+    def database_away(**options) -> CatalogSnapshot:
         failures.append(1)
         raise OperationalError("connection to server failed")
 
-    monkeypatch.setattr(snapshot_module, "catalog_document_from_db", database_away)
+    monkeypatch.setattr(snapshot_module, "catalog_snapshot_from_db", database_away)
     _edit_without_signals()
     with caplog.at_level(logging.INFO, logger="errcatalog"):
         wait_until(lambda: len(failures) >= 3, seconds=10, what="the watcher to try again")
         assert catalog_snapshot() is before  # the last good catalog, for every call meanwhile
         catalog_changed()  # the writer's own rebuild fails the same way
         assert catalog_snapshot() is before
-        monkeypatch.setattr(snapshot_module, "catalog_document_from_db", real)
+        monkeypatch.setattr(snapshot_module, "catalog_snapshot_from_db", real)
         wait_until(lambda: _message(catalog_snapshot()) == NEW_TEXT, seconds=10, what="the retried rebuild")
     messages = [record.getMessage() for record in caplog.records]
     # Logged once for the outage, not once per attempt; and once when it ended.
@@ -218,3 +233,12 @@ def test_a_process_that_holds_no_snapshot_builds_nothing_on_a_change(loaded):
     error_code_update(error_code=network, explanation="Edited by a management command's process.")
     assert _builds() == builds
     assert not connection.in_atomic_block
+
+
+def test_a_paced_build_is_the_snapshot_of_the_catalog_document(loaded):
+    catalog_import(synthetic_document(150, variants=4))  # 600 variants: the build pauses between chunks of rows
+    paced = catalog_snapshot_from_db(version="revision 1", pace=True)
+    documented = CatalogSnapshot.from_document(catalog_document_from_db(), version="revision 1")
+    assert dict(paced.codes) == dict(documented.codes)
+    assert dict(paced.hints) == dict(documented.hints)
+    assert paced.rules == documented.rules
