@@ -296,6 +296,25 @@ MCP: dict[str, Any] = {
     ),
 }
 
+# --- Gateway to upstream MCP servers -------------------------------------------------------------------
+
+GATEWAY: dict[str, Any] = {
+    # stdio upstreams run a command on this server, as powerful as a shell (only superusers may define one). Off:
+    # none may be created and none runs.
+    "STDIO": env_bool("ERRCATALOG_GATEWAY_STDIO", True),
+    # After this many transport failures in a row (timeouts, refused or dropped connections, 5xx) an upstream's
+    # circuit opens: calls are answered SERVICE_UNAVAILABLE at once for BREAKER_SECONDS, then one call probes it.
+    "BREAKER_FAILURES": env_int("ERRCATALOG_GATEWAY_BREAKER_FAILURES", 5, minimum=1),
+    "BREAKER_SECONDS": env_int("ERRCATALOG_GATEWAY_BREAKER_SECONDS", 30, minimum=1),
+    # Upstream tool lists are read again this often, besides whenever an upstream says they changed.
+    "TOOLS_REFRESH_SECONDS": env_int("ERRCATALOG_GATEWAY_TOOLS_REFRESH_SECONDS", 300, minimum=1),
+    # A dropped upstream is reconnected after a wait that doubles from the first to the second value.
+    "RECONNECT_MIN_SECONDS": env_int("ERRCATALOG_GATEWAY_RECONNECT_MIN_MS", 500, minimum=10) / 1000,
+    "RECONNECT_MAX_SECONDS": env_int("ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS", 60, minimum=1),
+    # A stdio upstream's process is replaced (between calls) after this long, so none runs forever (a day).
+    "STDIO_MAX_LIFETIME_SECONDS": env_int("ERRCATALOG_GATEWAY_STDIO_LIFETIME_SECONDS", 86_400, minimum=60),
+}
+
 # --- Outcomes, retries and metrics (issue 4) ----------------------------------------------------------
 
 # Celery's broker (see "Celery" below); the outcome buffer depends on it.
@@ -405,5 +424,7 @@ LOGGING = {
         # The SDK's session managers each log "session manager started", and we run two (mcpserver.server);
         # they also log every 2025-11-25 session at INFO. McpApp.run logs the endpoint's start once instead.
         "mcp.server.streamable_http_manager": {"level": "WARNING"},
+        # The gateway's HTTP client would log every request to an upstream at INFO; the gateway logs what matters.
+        "httpx2": {"level": "WARNING"},
     },
 }

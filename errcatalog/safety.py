@@ -293,3 +293,31 @@ def cap(segments: Sequence[Segment], limit: int) -> str:
             out.append(piece)
         break
     return "".join(out).rstrip() + ELLIPSIS
+
+
+# --- Text for people, from outside -------------------------------------------------------------------------
+
+# What an upstream's own error text is cut to before it reaches a log line, Sentry or admin.
+UNTRUSTED_TEXT_MAX_CHARS = 2000
+_CREDENTIAL_LIKE = re.compile(
+    r"(?i)(?:bearer|basic|token)\s+[\w.~+/=-]{8,}"  # Authorization header values
+    r"|\b(?:gh[pousr]_|github_pat_|sk-|sk_live_|rk_live_|xox[abprs]-|AKIA|ASIA|AIza)[\w-]{8,}"  # vendors' key forms
+    r"|\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}"  # JWTs
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    r"|(?i:\b(?:password|passwd|secret|api[_-]?key|access[_-]?key|token|auth)\b\s*[=:]\s*)[^\s,;&]+"
+    r"|\b[A-Fa-f0-9]{32,}\b|\b[A-Za-z0-9+/_-]{40,}={0,2}"  # long hex or base64 runs
+)
+
+
+def redacted_for_people(text: object, *, known: Sequence[str] = (), limit: int = UNTRUSTED_TEXT_MAX_CHARS) -> str:
+    """Text from outside (an upstream's error message) as logs, Sentry and staff may see it: cut to ``limit``,
+    with control characters escaped, ``known`` secrets (the values we sent) and anything that looks like a
+    credential replaced by ``[REDACTED]``. Never for a model: models get catalog text only."""
+    value = text if isinstance(text, str) else repr(text)
+    value = value[: limit * 4]
+    for secret in known:
+        if len(secret) >= 4:
+            value = value.replace(secret, REDACTED)
+    value = _CREDENTIAL_LIKE.sub(REDACTED, value)
+    value = "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in value)
+    return value if len(value) <= limit else value[: limit - 1] + ELLIPSIS

@@ -34,6 +34,7 @@ from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation
 from mcpserver.calls import ToolCall
+from mcpserver.gateway import served_tools
 from mcpserver.jsonrpc_errors import sanctioned_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
@@ -53,7 +54,7 @@ INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
 async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:
     """Serve one tool call. Raises ``MCPError`` only when input errors go out on the JSON-RPC channel."""
     mcp = settings.MCP
-    enabled = registry.enabled_by_name(mcp["TOOLSETS"])
+    enabled = served_tools(registry.enabled_by_name(mcp["TOOLSETS"]))
     spec = enabled.get(call.name)
     fmt = _format(spec, call.arguments)
 
@@ -189,6 +190,8 @@ def sdk_content_block(block: Any) -> Any:
 
 
 def _success(output: Any) -> types.CallToolResult:
+    if isinstance(output, types.CallToolResult):  # an upstream's result: the tool's data, passed on unchanged
+        return output
     if isinstance(output, ToolOutput):
         try:
             return types.CallToolResult.model_validate(
@@ -212,7 +215,7 @@ async def _fail_with_exception(
     call: ToolCall, spec: ToolSpec, exc: Exception, fmt: str, *, elicited: str | None
 ) -> types.CallToolResult:
     snapshot = await acatalog_snapshot()
-    facts = facts_from_exception(exc)
+    facts = facts_from_exception(exc, upstream=spec.upstream)
     code = classify(snapshot, facts)
     entry = snapshot.entry(code)
     event_id = None

@@ -115,6 +115,8 @@ class ToolSpec:
     formats: bool = False
     # Missing input may be asked for with an MCP elicitation when the client supports it.
     elicit: bool = False
+    # The upstream MCP server the tool is forwarded to (``mcpserver.gateway``); blank for our own tools.
+    upstream: str = ""
 
     @cached_property
     def listed_input_schema(self) -> Mapping[str, Any]:

@@ -36,6 +36,7 @@ from errcatalog.safety import safe_identifier
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
 from mcpserver.calls import ToolCall
 from mcpserver.extensions import autodiscover_extensions
+from mcpserver.gateway import gateway, served_tools
 from mcpserver.locale import requested_locales
 from mcpserver.pipeline import call_tool
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
@@ -55,7 +56,7 @@ _HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 
 
 def _enabled_tools() -> Mapping[str, ToolSpec]:
-    return registry.enabled_by_name(settings.MCP["TOOLSETS"])
+    return served_tools(registry.enabled_by_name(settings.MCP["TOOLSETS"]))
 
 
 def _client(ctx: ServerRequestContext[Any, Any]) -> ClientIdentity | None:
@@ -248,7 +249,9 @@ class McpApp:
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """Both managers' task groups, entered once per process by the outer app's lifespan."""
-        async with self.modern.run(), self.legacy.run():
+        # Entered first, so left last: upstream connections close (their child processes stop) once the managers
+        # serve no more calls.
+        async with gateway.run(), self.modern.run(), self.legacy.run():
             await _load_catalog()
             # One line for both managers (settings.LOGGING quiets the SDK's own, which came once per manager).
             logger.info("MCP endpoint ready: 2026-07-28 requests answered as JSON, 2025-11-25 sessions over SSE")

@@ -29,16 +29,23 @@ LAPTOP = {"width": 1366, "height": 768}
 
 @pytest.fixture
 def admin_data(staff_user) -> None:
-    """The default catalog, a few tokens and users: list pages with the rows a new installation has."""
+    """The default catalog, a few tokens and users, an upstream: list pages with the rows an installation has."""
     from django.contrib.auth.models import Group
 
     from errcatalog.access.tokens import client_token_create
     from errcatalog.catalog.defaults import catalog_load_defaults
+    from errcatalog.gateway.services import upstreams_import
 
     catalog_load_defaults(reset=False)
     Group.objects.create(name="catalog writers")
     client_token_create(user=staff_user, name="quickstart")
     client_token_create(user=staff_user, name="a token for the nightly continuous-integration reporter")
+    # An upstream nothing answers for: its list row has every column filled.
+    upstreams_import(
+        {"mcpServers": {"github-enterprise": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+                                              "headers": {"Authorization": "Bearer x"}}}},
+        actor=None,
+    )  # fmt: skip
 
 
 @pytest.fixture

@@ -1,15 +1,22 @@
 """``manage.py catalog_import FILE [--replace] [--dry-run]``: write a catalog document to the database.
 
+A JSON file with an ``mcpServers`` (or ``servers``) object, as MCP clients keep their servers, is imported as
+upstreams instead (``upstream_import``).
+
 An invalid file changes nothing: every problem is listed (file, entry, field) and the command exits non-zero.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, transaction
 
 from errcatalog.catalog.document import CatalogFileError, read_catalog_file
 from errcatalog.catalog.services import catalog_import
+from errcatalog.management.commands.upstream_import import import_upstreams
 
 
 class Command(BaseCommand):
@@ -25,6 +32,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file: str, replace: bool, dry_run: bool, **options) -> None:
+        client_config = _client_config(file)
+        if client_config is not None:  # an MCP client's mcpServers block: upstreams, not catalog entries
+            import_upstreams(client_config, file, self.stdout)
+            return
         try:
             doc = read_catalog_file(file)
             with transaction.atomic():
@@ -42,3 +53,15 @@ class Command(BaseCommand):
             self.stdout.write(f"Dry run, nothing saved. {file} would give: {summary}.")
         else:
             self.stdout.write(f"Imported {file}: {summary}.")
+
+
+def _client_config(file: str) -> object | None:
+    if not file.endswith(".json"):
+        return None
+    try:
+        document = json.loads(Path(file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # read_catalog_file says what is wrong with it
+    if isinstance(document, dict) and ("mcpServers" in document or "servers" in document):
+        return document
+    return None

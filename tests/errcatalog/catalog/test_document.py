@@ -175,12 +175,17 @@ def test_default_hints_ask_the_seed_003_questions(default_document):
 
 def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(default_document):
     rules = default_document["rules"]
-    # Spaced by ten, except the two rules issue 10 inserted between exception rules (33: a provider's unconverted
-    # APICallError, 36: SafetyRefusal), so installed catalogs keep every position they had.
-    inserted = {33, 36}
+    # Spaced by ten, except the rules inserted later so that installed catalogs keep every position they had: issue
+    # 10's between exception rules (33: a provider's unconverted APICallError, 36: SafetyRefusal) and the gateway's
+    # open circuit before the transport rules (105).
+    inserted = {33, 36, 105}
     original = [r["position"] for r in rules if r["position"] not in inserted]
     assert original == list(range(10, 10 * len(original) + 1, 10))
-    assert [r["code"] for r in rules if r["position"] in inserted] == ["LLM_PROVIDER_ERROR", "SAFETY_REFUSAL"]
+    assert [r["code"] for r in rules if r["position"] in inserted] == [
+        "LLM_PROVIDER_ERROR",
+        "SAFETY_REFUSAL",
+        "SERVICE_UNAVAILABLE",
+    ]
     off = [r for r in rules if not r["active"]]
     assert {(r["exception"], r["code"]) for r in off} == {
         ("ValueError", "INVALID_PARAMS"),
@@ -188,8 +193,8 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     }
     assert all("must reach Sentry" in r["note"] for r in off)
     # Exception-class rules come before transport and status rules, ranges after the statuses inside them.
-    kinds = ["exception" if r["exception"] else "transport" if r["transport"] else "other" for r in rules[:14]]
-    assert kinds == ["exception"] * 12 + ["transport"] * 2
+    kinds = ["exception" if r["exception"] else "transport" if r["transport"] else "other" for r in rules[:15]]
+    assert kinds == ["exception"] * 13 + ["transport"] * 2
     by_status = [(r["status_min"], r["status_max"], r["code"]) for r in rules if r["status_min"] is not None]
     assert by_status.index((500, 599, "SERVER_ERROR")) > by_status.index((503, 503, "SERVICE_UNAVAILABLE"))
     assert by_status[-1] == (400, 499, "CLIENT_ERROR")

@@ -1,0 +1,159 @@
+"""Upstream MCP servers, as operators register them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from simple_history.models import HistoricalRecords
+
+from errcatalog.gateway.secrets import is_secret_reference
+from errcatalog.vocabulary import is_tool_name
+
+# A tool of upstream `git` named `status` is served as `git__status`: both parts stay within MCP's tool-name
+# characters, and two underscores rarely occur inside a tool's own name.
+TOOL_SEPARATOR = "__"
+_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# Environment variable names a record may refer to or hand to a child process.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# HTTP header names (RFC 9110 tokens); hop-by-hop and transport headers are ours to set.
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "accept",
+        "connection",
+        "transfer-encoding",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "last-event-id",
+    }
+)
+
+
+class Transport(models.TextChoices):
+    HTTP = "http", "Streamable HTTP"
+    STDIO = "stdio", "stdio (a command run on this server)"
+
+
+class Upstream(models.Model):
+    """One upstream MCP server whose tools ``/mcp`` serves under ``prefix``.
+
+    Header and environment values are stored as references (``env:NAME``, read from our environment when the
+    upstream is connected) or sealed with a key derived from ``SECRET_KEY`` (``errcatalog.gateway.secrets``);
+    neither is ever shown back.
+    """
+
+    name = models.CharField(
+        max_length=64,
+        unique=True,
+        help_text="Lower-case letters, digits, '-' and '_'. Names the upstream in outcomes, metrics and rules.",
+    )
+    prefix = models.CharField(
+        max_length=32,
+        unique=True,
+        help_text=f"Tools are served as <prefix>{TOOL_SEPARATOR}<tool>: letters, digits, '-' and '_'.",
+    )
+    enabled = models.BooleanField(default=True)
+    transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.HTTP)
+    # Streamable HTTP
+    url = models.URLField(max_length=2000, blank=True, help_text="The upstream's MCP endpoint (Streamable HTTP).")
+    headers = models.JSONField(
+        default=dict, blank=True, help_text="Header name → env:VARIABLE or a sealed value. Never shown back."
+    )
+    # stdio
+    command = models.CharField(max_length=500, blank=True, help_text="The program to run (stdio), e.g. npx.")
+    args = models.JSONField(default=list, blank=True, help_text="Its arguments, as a list of strings.")
+    cwd = models.CharField(max_length=1000, blank=True, help_text="Its working folder (blank: the server's).")
+    env = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Variables the process gets: name → env:VARIABLE or a sealed value. Nothing else of ours.",
+    )
+    # Limits
+    timeout_seconds = models.FloatField(
+        default=30.0, validators=[MinValueValidator(0.1), MaxValueValidator(600)], help_text="Per call."
+    )
+    max_concurrency = models.PositiveIntegerField(
+        default=8,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="Calls in flight to this upstream at once, per web process; more wait their turn.",
+    )
+    tools = models.JSONField(
+        default=list, blank=True, help_text="The upstream tools exposed, by their own names; empty exposes all."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(transport__in=[t.value for t in Transport]), name="upstream_transport_known"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(timeout_seconds__gte=0.1, timeout_seconds__lte=600), name="upstream_timeout_range"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_concurrency__gte=1, max_concurrency__lte=1000),
+                name="upstream_concurrency_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        problems = upstream_problems(self.__dict__)
+        if problems:
+            raise ValidationError(problems)
+
+
+def upstream_problems(row: dict[str, Any]) -> dict[str, str]:
+    """What is wrong with an upstream's fields, by field: the rules no database constraint expresses."""
+    problems: dict[str, str] = {}
+    if not _NAME.fullmatch(str(row.get("name") or "")):
+        problems["name"] = "Use 1-64 lower-case letters, digits, '-' or '_', starting with a letter or digit."
+    prefix = str(row.get("prefix") or "")
+    if not _PREFIX.fullmatch(prefix) or TOOL_SEPARATOR in prefix:
+        problems["prefix"] = (
+            f"Use 1-32 letters, digits, '-' or '_', starting with a letter or digit, without '{TOOL_SEPARATOR}'."
+        )
+    transport = row.get("transport")
+    if transport == Transport.HTTP:
+        if not row.get("url"):
+            problems["url"] = "A Streamable HTTP upstream needs its endpoint URL."
+        elif not str(row["url"]).startswith(("http://", "https://")):
+            problems["url"] = "Use an http:// or https:// URL."
+    elif transport == Transport.STDIO and not str(row.get("command") or "").strip():
+        problems["command"] = "A stdio upstream needs the command that starts it."
+    args = row.get("args")
+    if not isinstance(args, list) or not all(isinstance(a, str) and "\0" not in a for a in args):
+        problems["args"] = "Give the arguments as a list of strings."
+    for field, name_rule, what in (("headers", _HEADER_NAME, "header"), ("env", _ENV_NAME, "variable")):
+        value = row.get(field)
+        if not isinstance(value, dict):
+            problems[field] = f"Give the {what}s as an object of name → value."
+            continue
+        for key, stored in value.items():
+            if not isinstance(key, str) or not name_rule.fullmatch(key):
+                problems[field] = f"{key!s:.40} is not a valid {what} name."
+            elif field == "headers" and key.lower() in RESERVED_HEADERS:
+                problems[field] = f"The {key} header is set by the gateway itself."
+            elif not is_secret_reference(stored):
+                problems[field] = f"The value of {key} must be an env: reference or a sealed value."
+    tools = row.get("tools")
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+        problems["tools"] = "Give the exposed tools as a list of tool names (empty: all)."
+    elif any(not is_tool_name(f"{prefix}{TOOL_SEPARATOR}{t}") for t in tools):
+        problems["tools"] = f"Each exposed tool must make a valid MCP tool name after '{prefix}{TOOL_SEPARATOR}'."
+    return problems

@@ -1,0 +1,161 @@
+"""The one write path of upstreams, used by admin and ``catalog_import``.
+
+Every value an operator enters for a header or a variable is stored as a reference or sealed here
+(``errcatalog.gateway.secrets``), so no caller can store one in the clear. A stdio upstream runs a command on this
+server, as powerful as a shell: only a superuser (or a caller with no user, the command line) may create one, turn
+an upstream into one or change one, and none may while ``GATEWAY["STDIO"]`` is off. Every change is in the history.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from errcatalog.gateway.client_config import upstreams_from_client_config
+from errcatalog.gateway.models import Transport, Upstream
+from errcatalog.gateway.secrets import ENV_PREFIX, SEALED_PREFIX, SecretUnavailable, resolve, stored_value
+
+_SECRET_FIELDS = ("headers", "env")
+
+
+class Actor(Protocol):
+    is_superuser: bool
+
+
+def _sealed(fields: Mapping[str, Any]) -> dict[str, Any]:
+    fields = dict(fields)
+    for name in _SECRET_FIELDS:
+        values = fields.get(name)
+        if isinstance(values, Mapping):
+            try:
+                fields[name] = {key: stored_value(value) for key, value in values.items()}
+            except ValueError as exc:
+                raise ValidationError({name: str(exc)}) from None
+    return fields
+
+
+def _check_stdio(actor: Actor | None, *rows: Mapping[str, Any] | Upstream) -> None:
+    def transport(row: Mapping[str, Any] | Upstream) -> Any:
+        return row.get("transport") if isinstance(row, Mapping) else row.transport
+
+    if not any(transport(row) == Transport.STDIO for row in rows):
+        return
+    if not settings.GATEWAY["STDIO"]:
+        raise ValidationError({"transport": "stdio upstreams are turned off here (ERRCATALOG_GATEWAY_STDIO=0)."})
+    if actor is not None and not actor.is_superuser:
+        raise PermissionDenied("Only a superuser may add or change a stdio upstream: it runs a command here.")
+
+
+def upstream_validate(*, actor: Actor | None, upstream: Upstream | None = None, **fields: Any) -> Upstream:
+    """``upstream`` (or a new one) with ``fields`` applied and its values sealed, checked but not saved.
+
+    Raises ``ValidationError`` (by field) or ``PermissionDenied`` (a stdio upstream without a superuser). Admin's
+    form calls it to show problems at their fields; the services call it before every save.
+    """
+    fields = _sealed(fields)
+    if upstream is None:
+        _check_stdio(actor, fields)
+        candidate = Upstream(**fields)
+    else:
+        _check_stdio(actor, upstream, {"transport": upstream.transport, **fields})
+        candidate = copy.copy(upstream)
+        for name, value in fields.items():
+            setattr(candidate, name, value)
+    candidate.full_clean(validate_constraints=False)
+    return candidate
+
+
+def _save(upstream: Upstream, change_reason: str, update_fields: list[str] | None = None) -> None:
+    if change_reason:
+        upstream._change_reason = change_reason  # type: ignore[attr-defined]  # read by django-simple-history
+    upstream.save(update_fields=update_fields)
+
+
+@transaction.atomic
+def upstream_create(*, actor: Actor | None, change_reason: str = "", **fields: Any) -> Upstream:
+    upstream = upstream_validate(actor=actor, **fields)
+    _save(upstream, change_reason)
+    return upstream
+
+
+@transaction.atomic
+def upstream_update(*, actor: Actor | None, upstream: Upstream, change_reason: str = "", **fields: Any) -> list[str]:
+    """Save the fields that differ; return their names. Header and variable values given are sealed afresh, so
+    giving them counts as a change (``upstreams_import`` compares what they hold first)."""
+    changed = [name for name, value in fields.items() if getattr(upstream, name) != value]
+    if not changed:
+        return []
+    checked = upstream_validate(actor=actor, upstream=upstream, **{name: fields[name] for name in changed})
+    for name in changed:
+        setattr(upstream, name, getattr(checked, name))
+    _save(upstream, change_reason, update_fields=[*changed, "updated_at"])
+    return changed
+
+
+@transaction.atomic
+def upstream_delete(*, actor: Actor | None, upstream: Upstream, change_reason: str = "") -> None:
+    _check_stdio(actor, upstream)
+    if change_reason:
+        upstream._change_reason = change_reason  # type: ignore[attr-defined]
+    upstream.delete()
+
+
+@dataclass
+class UpstreamImportSummary:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    # Variables of our environment the imported upstreams refer to, with what each replaces.
+    variables: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        parts = [f"{len(self.created)} created", f"{len(self.updated)} updated", f"{len(self.unchanged)} unchanged"]
+        return ", ".join(parts)
+
+
+@transaction.atomic
+def upstreams_import(document: Any, *, actor: Actor | None, change_reason: str = "") -> UpstreamImportSummary:
+    """Create or update one upstream per entry of an ``mcpServers`` block (``client_config``), by name."""
+    summary = UpstreamImportSummary()
+    for imported in upstreams_from_client_config(document):
+        fields = imported.fields
+        summary.variables.update(imported.variables)
+        existing = Upstream.objects.filter(name=fields["name"]).first()
+        if existing is None:
+            upstream_create(actor=actor, change_reason=change_reason, **fields)
+            summary.created.append(fields["name"])
+        elif upstream_update(actor=actor, upstream=existing, change_reason=change_reason, **_changed(existing, fields)):
+            summary.updated.append(fields["name"])
+        else:
+            summary.unchanged.append(fields["name"])
+    return summary
+
+
+def _changed(upstream: Upstream, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields an import changes. Sealing a value gives a new text each time, so a sealed value is compared by
+    what it holds."""
+    changed = {}
+    for name, value in fields.items():
+        if name in _SECRET_FIELDS and isinstance(value, Mapping):
+            current = getattr(upstream, name)
+            if current.keys() == value.keys() and all(_holds(current[k], v) for k, v in value.items()):
+                continue
+        elif getattr(upstream, name) == value:
+            continue
+        changed[name] = value
+    return changed
+
+
+def _holds(stored: str, value: str) -> bool:
+    if not stored.startswith(SEALED_PREFIX) or value.startswith(ENV_PREFIX):
+        return stored == value
+    try:
+        return resolve("", stored) == value
+    except SecretUnavailable:
+        return False

@@ -1,0 +1,242 @@
+"""Django admin for upstreams: the records (``errcatalog.gateway``), their live state here and a connection test.
+
+It lives with the gateway's live side because it shows what this process's connections see and tests a connection
+with the SDK's client, which ``errcatalog`` never imports. Header and variable values are entered as
+``NAME: value`` lines and stored sealed (or as the ``env:`` reference entered); they are never shown back, only
+where each comes from and whether it is set. Only superusers may add, change or delete a stdio upstream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils.html import format_html_join
+from simple_history.admin import SimpleHistoryAdmin
+
+from errcatalog.gateway.models import Transport, Upstream
+from errcatalog.gateway.secrets import describe
+from errcatalog.gateway.selectors import upstream_config
+from errcatalog.gateway.services import upstream_create, upstream_delete, upstream_update, upstream_validate
+from mcpserver.gateway.connection import probe
+from mcpserver.gateway.pool import gateway
+
+_LINES = {"rows": 3, "cols": 60}
+# The fields the form edits as they are; the others are entered as lines (headers, environment, arguments, tools).
+_MODEL_FIELDS = ("name", "prefix", "enabled", "transport", "url", "command", "cwd", "timeout_seconds",
+                 "max_concurrency")  # fmt: skip
+
+
+def _pairs(text: str, what: str) -> dict[str, str]:
+    pairs = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, separator, value = line.partition(":")
+        if not separator or not name.strip():
+            raise ValidationError(f"Line {number}: write {what} as NAME: value (or NAME: env:VARIABLE).")
+        pairs[name.strip()] = value.strip()
+    return pairs
+
+
+class UpstreamForm(forms.ModelForm):
+    user: Any = None  # the user saving the form, set by UpstreamAdmin.get_form
+    headers_entry = forms.CharField(
+        label="Headers",
+        required=False,
+        widget=forms.Textarea(attrs=_LINES),
+        help_text="One per line, NAME: value or NAME: env:VARIABLE. Filled in, it replaces the stored headers; "
+        "left empty, they are kept. Values are sealed and never shown again.",
+    )
+    clear_headers = forms.BooleanField(required=False, help_text="Remove every stored header.")
+    env_entry = forms.CharField(
+        label="Environment",
+        required=False,
+        widget=forms.Textarea(attrs=_LINES),
+        help_text="Variables the stdio process gets (and nothing else of ours), one per line, NAME: value or "
+        "NAME: env:VARIABLE. Filled in, it replaces the stored ones; left empty, they are kept.",
+    )
+    clear_env = forms.BooleanField(required=False, help_text="Remove every stored variable.")
+    args_entry = forms.CharField(
+        label="Arguments", required=False, widget=forms.Textarea(attrs=_LINES), help_text="One argument per line."
+    )
+    tools_entry = forms.CharField(
+        label="Exposed tools",
+        required=False,
+        widget=forms.Textarea(attrs=_LINES),
+        help_text="The upstream's tool names, one per line; empty exposes every tool it lists.",
+    )
+
+    class Meta:
+        model = Upstream
+        fields = _MODEL_FIELDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["args_entry"].initial = "\n".join(self.instance.args)
+            self.fields["tools_entry"].initial = "\n".join(self.instance.tools)
+
+    def upstream_fields(self) -> dict[str, Any]:
+        """The fields to hand to the services, with the entered headers and variables when there are any."""
+        data = self.cleaned_data
+        fields = {name: data[name] for name in _MODEL_FIELDS}
+        fields["args"] = [line for line in data["args_entry"].splitlines() if line.strip()]
+        fields["tools"] = [line.strip() for line in data["tools_entry"].splitlines() if line.strip()]
+        for field, entry, clear, what in (
+            ("headers", "headers_entry", "clear_headers", "headers"),
+            ("env", "env_entry", "clear_env", "variables"),
+        ):
+            if data[clear]:
+                fields[field] = {}
+            elif data[entry].strip():
+                fields[field] = _pairs(data[entry], what)
+            elif not self.instance.pk:
+                fields[field] = {}
+        return fields
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
+        for entry, what in (("headers_entry", "headers"), ("env_entry", "variables")):
+            try:
+                _pairs(data.get(entry) or "", what)
+            except ValidationError as exc:
+                self.add_error(entry, exc)
+        if self.errors:
+            return data
+        # The services' own check, so that a problem shows at its field; they check again when saving.
+        try:
+            upstream_validate(actor=self.user, upstream=self.instance if self.instance.pk else None,
+                              **self.upstream_fields())  # fmt: skip
+        except PermissionDenied as exc:
+            self.add_error("transport", str(exc))
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                shown_at = _FORM_FIELD.get(field, field)
+                self.add_error(shown_at if shown_at in self.fields else None, errors)
+        return data
+
+    def _post_clean(self) -> None:
+        # The model's rules run in ``clean`` through the services, on the sealed values; the form only parses.
+        pass
+
+
+# Where a problem of a model field shows on the form.
+_FORM_FIELD = {"headers": "headers_entry", "env": "env_entry", "args": "args_entry", "tools": "tools_entry"}
+
+
+@admin.register(Upstream)
+class UpstreamAdmin(SimpleHistoryAdmin):
+    form = UpstreamForm
+    list_display = ("name", "prefix", "transport", "enabled", "state_here", "tool_count", "circuit", "last_failure")
+    list_filter = ("transport", "enabled")
+    search_fields = ("name", "prefix", "url", "command")
+    actions = ("test_connection",)
+    readonly_fields = ("stored_headers", "stored_env", "state_here", "last_failure", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("name", "prefix", "enabled", "transport", "timeout_seconds", "max_concurrency")}),
+        ("Streamable HTTP", {"fields": ("url", "stored_headers", "headers_entry", "clear_headers")}),
+        ("stdio (a command run on this server)",
+         {"fields": ("command", "args_entry", "cwd", "stored_env", "env_entry", "clear_env")}),
+        ("Tools", {"fields": ("tools_entry",)}),
+        ("In this process", {"fields": ("state_here", "last_failure", "updated_at")}),
+    )  # fmt: skip
+
+    # --- Permissions: a stdio upstream is a command run here ----------------------------------------------------
+
+    def _stdio_allowed(self, request: Any, obj: Upstream | None) -> bool:
+        return obj is None or obj.transport != Transport.STDIO or request.user.is_superuser
+
+    def has_change_permission(self, request: Any, obj: Upstream | None = None) -> bool:
+        return super().has_change_permission(request, obj) and self._stdio_allowed(request, obj)
+
+    def has_delete_permission(self, request: Any, obj: Upstream | None = None) -> bool:
+        return super().has_delete_permission(request, obj) and self._stdio_allowed(request, obj)
+
+    # --- Saving through the services ------------------------------------------------------------------------------
+
+    def get_form(self, request: Any, obj: Upstream | None = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"user": request.user})
+
+    def save_form(self, request: Any, form: UpstreamForm, change: bool) -> Upstream:
+        return form.instance  # saved by save_model, through the services
+
+    def save_model(self, request: Any, obj: Upstream, form: UpstreamForm, change: bool) -> None:
+        fields = form.upstream_fields()
+        if change:
+            upstream_update(actor=request.user, upstream=obj, change_reason="admin", **fields)
+        else:
+            created = upstream_create(actor=request.user, change_reason="admin", **fields)
+            obj.__dict__.update(created.__dict__)  # the admin goes on with obj (its messages, its redirect)
+
+    def save_related(self, request: Any, form: UpstreamForm, formsets: Any, change: bool) -> None:
+        pass  # no relations and no inlines: everything was saved by save_model
+
+    def delete_model(self, request: Any, obj: Upstream) -> None:
+        upstream_delete(actor=request.user, upstream=obj, change_reason="admin")
+
+    # --- What this process sees -----------------------------------------------------------------------------------
+
+    def _live(self, obj: Upstream) -> Any:
+        return gateway.connections.get(obj.name)
+
+    @admin.display(description="state (this process)")
+    def state_here(self, obj: Upstream) -> str:
+        live = self._live(obj)
+        if live is None:
+            return "not connected here" if obj.enabled else "disabled"
+        version = f", protocol {live.protocol_version}" if live.protocol_version else ""
+        return f"{live.state}{version}"
+
+    @admin.display(description="tools")
+    def tool_count(self, obj: Upstream) -> int | None:
+        live = self._live(obj)
+        return len(live.tools) if live is not None else None
+
+    @admin.display(description="circuit")
+    def circuit(self, obj: Upstream) -> str:
+        live = self._live(obj)
+        return live.breaker.state if live is not None else ""
+
+    @admin.display(description="last failure")
+    def last_failure(self, obj: Upstream) -> str:
+        live = self._live(obj)
+        return live.last_failure[:300] if live is not None else ""
+
+    @admin.display(description="stored headers")
+    def stored_headers(self, obj: Upstream) -> str:
+        return _described(obj.headers)
+
+    @admin.display(description="stored environment")
+    def stored_env(self, obj: Upstream) -> str:
+        return _described(obj.env)
+
+    @admin.action(description="Test connection (connect, list tools, disconnect)")
+    def test_connection(self, request: Any, queryset: Any) -> None:
+        for upstream in queryset:
+            if upstream.transport == Transport.STDIO and not settings.GATEWAY["STDIO"]:
+                message = f"Upstream {upstream.name}: stdio upstreams are turned off here"
+                self.message_user(request, message, messages.WARNING)
+                continue
+            result = async_to_sync(probe)(upstream_config(upstream), settings.GATEWAY)
+            if result.ok:
+                tools = ", ".join(result.tools[:20]) + (" …" if len(result.tools) > 20 else "")
+                self.message_user(
+                    request,
+                    f"Upstream {upstream.name}: connected in {result.seconds:.1f} s, "
+                    f"protocol {result.protocol_version}, {len(result.tools)} tools exposed: {tools or 'none'}",
+                    messages.SUCCESS,
+                )
+            else:
+                self.message_user(request, f"Upstream {upstream.name}: {result.failure}", messages.ERROR)
+
+
+def _described(values: dict[str, str]) -> Any:
+    if not values:
+        return "none"
+    return format_html_join("", "<div><code>{}</code>: {}</div>", ((k, describe(v)) for k, v in values.items()))

@@ -1,0 +1,467 @@
+"""One upstream, connected: a client session kept open by a supervisor task, its tools, its limits.
+
+``UpstreamConnection.run`` is the supervisor: it connects (Streamable HTTP, or a child process over stdio), lists
+the upstream's tools, keeps them fresh (on ``notifications/tools/list_changed`` and on a timer) and reconnects with
+a growing backoff when the connection drops or the process dies; a stdio child is replaced after its lifetime
+and stopped when the server stops. ``UpstreamConnection.call`` forwards one call from any task over the shared
+session, within the upstream's concurrency limit, timeout and circuit breaker, and turns every way it can fail
+into an ``UpstreamError`` (``mcpserver.gateway.failures``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from errcatalog.gateway.models import TOOL_SEPARATOR, Transport
+from errcatalog.gateway.secrets import SecretUnavailable, resolve
+from errcatalog.gateway.selectors import UpstreamConfig
+from errcatalog.safety import redacted_for_people
+from errcatalog.vocabulary import is_tool_name
+from mcpserver.gateway.failures import (
+    UpstreamConnectionError,
+    UpstreamError,
+    UpstreamHttpError,
+    UpstreamJsonRpcError,
+    UpstreamProtocolError,
+    UpstreamTimeout,
+    UpstreamToolError,
+    UpstreamUnavailable,
+)
+
+logger = logging.getLogger("mcpserver.gateway")
+
+# Keys of the JSON-RPC error data ``_FailureKeepingTransport`` answers a failed POST with: the HTTP error status,
+# or that the request never got an answer (refused, cut off).
+_STATUS_KEY = "errcatalogHttpStatus"
+_TRANSPORT_KEY = "errcatalogTransportFailed"
+# JSON-RPC codes of the SDK's own making that mean the connection is gone rather than the call refused.
+_CONNECTION_CODES = frozenset({types.CONNECTION_CLOSED})
+# How long a call waits for a first connection that is under way (at start, or after a drop) before it fails.
+CONNECT_WAIT_SECONDS = 5.0
+# The prefix of ``_meta`` keys the protocol reserves for itself.
+_PROTOCOL_META = "io.modelcontextprotocol/"
+# Catalog envelopes an upstream may answer with (another errcatalog, or a server following seed 000).
+_ENVELOPES = frozenset({"toolError:v1", "needsInput:v1"})
+
+
+class CircuitBreaker:
+    """Closed until ``failures`` transport failures in a row; then open for ``open_seconds`` (every call refused
+    at once); then half-open: one call goes through as a probe, and its outcome closes or reopens the circuit."""
+
+    def __init__(self, failures: int, open_seconds: float):
+        self.threshold = failures
+        self.open_seconds = open_seconds
+        self.failures = 0
+        self.opened_at: float | None = None
+        self.probing = False
+
+    @property
+    def state(self) -> str:
+        if self.opened_at is None:
+            return "closed"
+        return "half-open" if time.monotonic() - self.opened_at >= self.open_seconds else "open"
+
+    def refusal(self) -> float | None:
+        """Seconds until a call may go through, or None when this call may (and, half-open, is the probe)."""
+        if self.opened_at is None:
+            return None
+        remaining = self.opened_at + self.open_seconds - time.monotonic()
+        if remaining > 0:
+            return remaining
+        if self.probing:
+            return self.open_seconds
+        self.probing = True
+        return None
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.opened_at = None
+        self.probing = False
+
+    def failed(self) -> None:
+        self.failures += 1
+        if self.probing or self.failures >= self.threshold:
+            self.opened_at = time.monotonic()
+        self.probing = False
+
+
+class _FailureKeepingTransport(httpx2.AsyncBaseTransport):
+    """Makes every failed POST answer its request with a JSON-RPC error that says what happened.
+
+    The SDK's transport reports an HTTP error status as a bare INTERNAL_ERROR (this keeps the status and a
+    Retry-After in the error's data, for the catalog's status rules), and a POST that fails to connect or is cut
+    off ends its writer task without answering the request at all (the call would wait for its timeout; this
+    answers it at once as a connection failure).
+    """
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport):
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST":
+            return await self.inner.handle_async_request(request)
+        try:
+            response = await self.inner.handle_async_request(request)
+        except httpx2.TransportError as exc:
+            return _error_response(502, {_TRANSPORT_KEY: True}, f"{type(exc).__name__}: {exc}")
+        if response.status_code < 400:
+            return response
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            return response  # may carry the JSON-RPC error itself, which says more than the status
+        await response.aclose()
+        data = {_STATUS_KEY: response.status_code, "retryAfter": response.headers.get("retry-after")}
+        return _error_response(response.status_code, data, f"HTTP {response.status_code}")
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _error_response(status: int, data: dict[str, Any], message: str) -> httpx2.Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": types.INTERNAL_ERROR, "message": message, "data": data}}
+    return httpx2.Response(status, headers={"content-type": "application/json"}, content=json.dumps(body).encode())
+
+
+class UpstreamConnection:
+    """One upstream's session, tools and limits in this process (see the module docstring)."""
+
+    def __init__(self, config: UpstreamConfig, settings: Mapping[str, Any], on_tools_changed: Callable[[], None]):
+        self.config = config
+        self._on_tools_changed = on_tools_changed
+        self.settings = settings
+        self.tools: Mapping[str, types.Tool] = MappingProxyType({})
+        self.state = "connecting"
+        self.protocol_version: str | None = None
+        self.last_failure = ""
+        self.last_failure_at: float | None = None
+        self.connected_at: float | None = None
+        self.breaker = CircuitBreaker(settings["BREAKER_FAILURES"], settings["BREAKER_SECONDS"])
+        self.limiter = anyio.CapacityLimiter(config.max_concurrency)
+        self.in_flight = 0
+        self._client: Client | None = None
+        self._secrets: tuple[str, ...] = ()
+        # Set when the connection attempt under way ended, connected or not; calls that arrive meanwhile wait on it.
+        self._settled = anyio.Event()
+        self._stop = anyio.Event()
+        self._wake = anyio.Event()
+        self._lost = False
+        self._refresh = False
+
+    # --- Supervisor ---------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, serve and reconnect until ``stop``."""
+        backoff = self.settings["RECONNECT_MIN_SECONDS"]
+        while not self._stop.is_set():
+            if self._settled.is_set():
+                self._settled = anyio.Event()
+            try:
+                async with AsyncExitStack() as stack:
+                    client = await self._open(stack)
+                    await self._list_tools(client)
+                    self._client, self._lost = client, False
+                    self.protocol_version = client.protocol_version
+                    self.state = "connected"
+                    self.connected_at = time.monotonic()
+                    self._settled.set()
+                    backoff = self.settings["RECONNECT_MIN_SECONDS"]
+                    logger.info(
+                        "Upstream %s connected (%s, protocol %s, %d tools)",
+                        self.config.name,
+                        self.config.transport,
+                        self.protocol_version,
+                        len(self.tools),
+                    )
+                    await self._serve(client)
+            except Exception as exc:
+                if self._client is None and not self._lost:  # the attempt failed: calls stop waiting for it
+                    self._note_failure(exc, "connecting")
+                    self.state = "down"
+                    self._settled.set()
+                else:  # the session failed while serving: connect again at once
+                    self._note_failure(exc, "serving")
+                    self.state, self._lost = "connecting", True
+            finally:
+                self._client = None
+            if self._stop.is_set():
+                break
+            if self.state == "connecting" and self._lost:
+                # A session that was serving ended (dropped, its process died, its lifetime is over): reconnect at
+                # once; calls meanwhile wait for it (``_client_or_wait``).
+                self._lost = False
+                continue
+            self.state = "down"
+            with anyio.move_on_after(backoff):
+                await self._stop.wait()
+            backoff = min(backoff * 2, self.settings["RECONNECT_MAX_SECONDS"])
+        self.state = "stopped"
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    async def _serve(self, client: Client) -> None:
+        """Wait while the session is good: refresh the tools when asked or due; return to reconnect."""
+        refresh_every = self.settings["TOOLS_REFRESH_SECONDS"]
+        lifetime = self.settings["STDIO_MAX_LIFETIME_SECONDS"] if self.config.transport == Transport.STDIO else 0
+        next_refresh = time.monotonic() + refresh_every
+        while not self._stop.is_set():
+            with anyio.move_on_after(max(0.0, next_refresh - time.monotonic())):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            if self._stop.is_set() or self._lost:
+                return
+            if self._refresh or time.monotonic() >= next_refresh:
+                self._refresh = False
+                next_refresh = time.monotonic() + refresh_every
+                await self._list_tools(client)  # a failure here ends the session: the supervisor reconnects
+            expired = lifetime and self.connected_at and time.monotonic() - self.connected_at > lifetime
+            if expired and not self.in_flight:
+                logger.info("Upstream %s: replacing its process after its lifetime", self.config.name)
+                self.state, self._lost = "connecting", True
+                return
+
+    async def _open(self, stack: AsyncExitStack) -> Client:
+        config = self.config
+        try:
+            headers = {name: resolve(name, stored) for name, stored in config.headers.items()}
+            env = {name: resolve(name, stored) for name, stored in config.env.items()}
+        except SecretUnavailable as exc:
+            raise UpstreamConnectionError(config.name, f"not configured: {exc}") from None
+        self._secrets = tuple(v for v in (*headers.values(), *env.values()) if v)
+        if config.transport == Transport.STDIO:
+            # The child gets the SDK's minimal environment (HOME, PATH, SHELL, TERM, USER, LOGNAME) and the variables
+            # the record names; its stderr goes to the process's own (a real file even where sys.stderr is replaced),
+            # where people read it.
+            parameters = StdioServerParameters(
+                command=config.command, args=list(config.args), env=env, cwd=config.cwd or None
+            )
+            transport: Any = stdio_client(parameters, errlog=sys.__stderr__ or sys.stderr)
+        else:
+            http = httpx2.AsyncClient(
+                headers=headers,
+                timeout=httpx2.Timeout(config.timeout_seconds + 5, read=300),
+                transport=_FailureKeepingTransport(httpx2.AsyncHTTPTransport()),
+            )
+            await stack.enter_async_context(http)
+            transport = streamable_http_client(config.url, http_client=http)
+        client = Client(
+            transport,
+            cache=None,
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="errcatalog-gateway", version="1"),
+            # Bounds the handshake and tool listings (a cancel scope cannot: the session's task group outlives
+            # this call); a call's own, shorter deadline is ``call``'s.
+            read_timeout_seconds=max(config.timeout_seconds, CONNECT_WAIT_SECONDS) + 1,
+        )
+        await stack.enter_async_context(client)
+        return client
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._refresh = True
+            self._wake.set()
+
+    async def _list_tools(self, client: Client) -> None:
+        tools: dict[str, types.Tool] = {}
+        cursor = None
+        with anyio.fail_after(max(self.config.timeout_seconds, CONNECT_WAIT_SECONDS) + 1):
+            for _ in range(100):  # pages: a bound against an upstream that never stops paginating
+                page = await client.list_tools(cursor=cursor)
+                for tool in page.tools:
+                    if self._exposed(tool):
+                        tools[tool.name] = tool
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        if tools.keys() != self.tools.keys() or any(tools[n] != self.tools[n] for n in tools):
+            self.tools = MappingProxyType(tools)
+            self._on_tools_changed()
+
+    def _exposed(self, tool: types.Tool) -> bool:
+        config = self.config
+        if config.tools is not None and tool.name not in config.tools:
+            return False
+        if not is_tool_name(f"{config.prefix}{TOOL_SEPARATOR}{tool.name}"):
+            logger.warning("Upstream %s: a tool name outside MCP's tool-name rules is not served", config.name)
+            return False
+        try:
+            Draft202012Validator.check_schema(tool.input_schema)
+        except SchemaError:
+            logger.warning("Upstream %s: tool %s has an invalid input schema; not served", config.name, tool.name)
+            return False
+        return tool.input_schema.get("type") == "object"
+
+    def _note_failure(self, exc: BaseException, when: str) -> None:
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the transports' task groups wrap the cause
+            exc = exc.exceptions[0]
+        if isinstance(exc, UpstreamError):
+            detail = exc.detail
+        elif isinstance(exc, TimeoutError):
+            detail = f"no answer within {self.config.timeout_seconds:g} s"
+        elif isinstance(exc, MCPError):  # a JSON-RPC error: the upstream's, or the transport's (a failed POST)
+            detail = exc.message or f"JSON-RPC error {exc.code}"
+        else:
+            detail = f"{type(exc).__name__}: {exc}"
+        text = redacted_for_people(detail, known=self._secrets)
+        # An upstream that stays down fails the same way at every attempt: said once, then again when it changes.
+        repeated = self.state == "down" and text == self.last_failure
+        self.last_failure = text
+        self.last_failure_at = time.time()
+        log = logger.debug if repeated else logger.warning
+        log("Upstream %s failed while %s: %s", self.config.name, when, text)
+
+    # --- Calls --------------------------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``."""
+        name = self.config.name
+        wait = self.breaker.refusal()
+        if wait is not None:
+            raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
+        try:
+            with anyio.fail_after(self.config.timeout_seconds):
+                async with self.limiter:
+                    client = await self._client_or_wait()
+                    self.in_flight += 1
+                    try:
+                        result = await client.call_tool(tool, arguments)
+                    finally:
+                        self.in_flight -= 1
+        except TimeoutError:
+            self.breaker.failed()
+            raise UpstreamTimeout(name, f"no answer from {tool} within {self.config.timeout_seconds:g} s") from None
+        except MCPError as exc:
+            raise self._jsonrpc_failure(exc) from None
+        except UpstreamConnectionError:
+            self.breaker.failed()
+            raise
+        except (ValidationError, ValueError) as exc:  # the answer is not MCP (pydantic, JSON)
+            self.breaker.succeeded()  # it answered: the transport works
+            raise UpstreamProtocolError(name, exc, secrets=self._secrets) from None
+        except (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            self._connection_lost()
+            raise UpstreamConnectionError(name, exc, secrets=self._secrets) from None
+        self.breaker.succeeded()
+        if result.is_error:
+            raise UpstreamToolError(name, _result_text(result), secrets=self._secrets, code=_envelope_code(result))
+        if result.meta and any(key.startswith(_PROTOCOL_META) for key in result.meta):
+            # The protocol's own metadata (the upstream's server info) describes the upstream's answer, not ours.
+            meta = {k: v for k, v in result.meta.items() if not k.startswith(_PROTOCOL_META)}
+            result = result.model_copy(update={"meta": meta or None})
+        return result
+
+    async def _client_or_wait(self) -> Client:
+        client = self._client
+        # A connection under way (at start, or again after a drop) is worth waiting for; one that failed its last
+        # attempt is not: the call fails at once, and the supervisor keeps trying with its backoff.
+        if client is None and self.state == "connecting":
+            with anyio.move_on_after(CONNECT_WAIT_SECONDS):
+                await self._settled.wait()
+            client = self._client
+        if client is None:
+            raise UpstreamConnectionError(self.config.name, self.last_failure or "not connected")
+        return client
+
+    def _connection_lost(self) -> None:
+        self.breaker.failed()
+        # Calls from now on wait for the supervisor's new session (``_client_or_wait``) rather than fail on this one.
+        self._client = None
+        if self._settled.is_set():
+            self._settled = anyio.Event()
+        self.state = "connecting"
+        self._lost = True
+        self._wake.set()
+
+    def _jsonrpc_failure(self, exc: MCPError) -> UpstreamError:
+        name, data = self.config.name, exc.data
+        if isinstance(data, dict) and data.get(_TRANSPORT_KEY):
+            self._connection_lost()
+            return UpstreamConnectionError(name, exc.message, secrets=self._secrets)
+        status = data.get(_STATUS_KEY) if isinstance(data, dict) else None
+        if isinstance(status, int):
+            if status == 404:  # the upstream forgot our session (it restarted): connect again
+                self._connection_lost()
+                return UpstreamConnectionError(name, "HTTP 404: session gone", status_code=status)
+            if status >= 500:
+                self.breaker.failed()
+            else:
+                self.breaker.succeeded()
+            return UpstreamHttpError(
+                name, f"HTTP {status}", status_code=status, retry_after=data.get("retryAfter") if data else None
+            )
+        if exc.code in _CONNECTION_CODES:
+            self._connection_lost()
+            return UpstreamConnectionError(name, exc.message, secrets=self._secrets)
+        self.breaker.succeeded()
+        return UpstreamJsonRpcError(name, f"{exc.code}: {exc.message}", secrets=self._secrets, jsonrpc_code=exc.code)
+
+
+def _result_text(result: types.CallToolResult) -> str:
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    return "\n".join(texts) or "(no text)"
+
+
+def _envelope_code(result: types.CallToolResult) -> str | None:
+    """The catalog code of a ``toolError:v1``/``needsInput:v1`` envelope in the result, if it carries one.
+
+    Only the code is taken (the catalog renders its own text for it), and only if it is a code name.
+    """
+    candidates: list[Any] = [result.structured_content]
+    for block in result.content:
+        if isinstance(block, types.TextContent) and block.text.lstrip().startswith("{") and len(block.text) < 65536:
+            try:
+                candidates.append(json.loads(block.text))
+            except ValueError:
+                continue
+    for candidate in candidates:
+        if isinstance(candidate, dict) and candidate.get("kind") in _ENVELOPES:
+            code = candidate.get("code")
+            if isinstance(code, str) and code.isupper() and code.replace("_", "").isalnum() and len(code) <= 64:
+                return code
+    return None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What connecting to an upstream once showed: for admin's "test connection" and ``manage.py upstreams``."""
+
+    ok: bool
+    protocol_version: str | None = None
+    tools: tuple[str, ...] = ()
+    failure: str = ""  # the upstream's own text, redacted: for staff, never for a model
+    seconds: float = 0.0
+
+
+async def probe(config: UpstreamConfig, settings: Mapping[str, Any]) -> ProbeResult:
+    """Connect to the upstream, list the tools it would expose, and disconnect (a stdio child is stopped)."""
+    connection = UpstreamConnection(config, settings, lambda: None)
+    started = time.perf_counter()
+    try:
+        with anyio.fail_after(max(config.timeout_seconds, CONNECT_WAIT_SECONDS) + 5):
+            async with AsyncExitStack() as stack:
+                client = await connection._open(stack)
+                await connection._list_tools(client)
+                version = client.protocol_version
+    except Exception as exc:  # whatever failed is the answer
+        connection._note_failure(exc, "being tested")
+        return ProbeResult(False, failure=connection.last_failure, seconds=time.perf_counter() - started)
+    return ProbeResult(True, version, tuple(sorted(connection.tools)), seconds=time.perf_counter() - started)

@@ -1,0 +1,163 @@
+"""The gateway of one serving process: a connection per enabled upstream, and their tools as the pipeline's.
+
+``Gateway.run`` (entered once per process by ``mcpserver.server.McpApp.run``) starts a supervisor per upstream and
+follows the configuration: upstream rows raise the catalog revision like catalog rows do, so when the snapshot this
+process holds moves to a new revision the gateway reads the enabled upstreams again and starts, restarts (a changed
+configuration) or stops connections. ``Gateway.tools`` is what calls and ``tools/list`` read: a mapping rebuilt
+only when an upstream's tool list or the set of upstreams changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from django.conf import settings
+from django.db import close_old_connections
+
+from errcatalog.catalog.snapshot import catalog_snapshot_status
+from errcatalog.gateway.models import TOOL_SEPARATOR
+from errcatalog.gateway.selectors import UpstreamConfig, upstream_configs
+from mcpserver.gateway.connection import UpstreamConnection
+from mcpserver.registry import ToolSpec
+
+logger = logging.getLogger("mcpserver.gateway")
+# How often the gateway compares the snapshot's revision with the one its configuration was read at.
+WATCH_SECONDS = 0.5
+# How long stopping waits for the connections to close (child processes stopped) before it cancels them.
+STOP_SECONDS = 10.0
+
+
+def _read_configs() -> list[UpstreamConfig]:
+    close_old_connections()
+    try:
+        return upstream_configs()
+    finally:
+        close_old_connections()
+
+
+class Gateway:
+    def __init__(self) -> None:
+        self.connections: dict[str, UpstreamConnection] = {}
+        self._tools: Mapping[str, ToolSpec] | None = MappingProxyType({})
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._revision: object = None
+
+    # --- What calls read ------------------------------------------------------------------------------------
+
+    def tools(self) -> Mapping[str, ToolSpec]:
+        """Every upstream tool served, by its served name (``prefix__tool``)."""
+        tools = self._tools
+        if tools is None:
+            tools = self._tools = MappingProxyType(self._build_tools())
+        return tools
+
+    def _tools_changed(self) -> None:
+        self._tools = None
+
+    def _build_tools(self) -> dict[str, ToolSpec]:
+        specs: dict[str, ToolSpec] = {}
+        for connection in self.connections.values():
+            for tool in connection.tools.values():
+                spec = upstream_tool_spec(connection, tool)
+                specs[spec.name] = spec
+        return specs
+
+    # --- Following the configuration -------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
+            await self._reload()
+            task_group.start_soon(self._watch)
+            try:
+                yield
+            finally:
+                for connection in self.connections.values():
+                    connection.stop()
+                with anyio.move_on_after(STOP_SECONDS, shield=True):
+                    while any(c.state != "stopped" for c in self.connections.values()):
+                        await anyio.sleep(0.05)
+                task_group.cancel_scope.cancel()
+        self._task_group = None
+
+    async def _watch(self) -> None:
+        while True:
+            await anyio.sleep(WATCH_SECONDS)
+            if catalog_snapshot_status()["revision"] != self._revision:
+                await self._reload()
+
+    async def _reload(self) -> None:
+        revision = catalog_snapshot_status()["revision"]
+        try:
+            configs = await anyio.to_thread.run_sync(_read_configs)
+        except Exception as exc:  # the database, above all: the gateway must outlive whatever failed
+            logger.warning("The gateway could not read its upstreams (%s); it keeps those it has", type(exc).__name__)
+            return
+        self._revision = revision
+        self.apply(configs)
+
+    def apply(self, configs: list[UpstreamConfig]) -> None:
+        """Start, restart or stop connections so that they match ``configs``."""
+        assert self._task_group is not None
+        wanted = {c.name: c for c in configs}
+        for name, connection in list(self.connections.items()):
+            if wanted.get(name) != connection.config:
+                connection.stop()
+                del self.connections[name]
+                logger.info("Upstream %s %s", name, "reconfigured" if name in wanted else "removed")
+        for name, config in wanted.items():
+            if name not in self.connections:
+                connection = UpstreamConnection(config, settings.GATEWAY, self._tools_changed)
+                self.connections[name] = connection
+                self._task_group.start_soon(connection.run, name=f"errcatalog-upstream-{name}")
+        self._tools_changed()
+
+    def status(self) -> list[dict[str, Any]]:
+        """Each upstream's state in this process, for health and admin (failure text redacted, staff only)."""
+        return [
+            {
+                "name": c.config.name,
+                "transport": c.config.transport,
+                "state": c.state,
+                "circuit": c.breaker.state,
+                "protocol_version": c.protocol_version,
+                "tools": len(c.tools),
+                "in_flight": c.in_flight,
+                "last_failure": c.last_failure,
+            }
+            for c in self.connections.values()
+        ]
+
+
+def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> ToolSpec:
+    """An upstream tool as the pipeline serves it: the upstream's description and schema, a forwarding function."""
+    config = connection.config
+    upstream_name = tool.name
+
+    async def forward(**arguments: Any) -> types.CallToolResult:
+        return await connection.call(upstream_name, arguments)
+
+    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    return ToolSpec(
+        name=f"{config.prefix}{TOOL_SEPARATOR}{tool.name}",
+        description=tool.description or "",
+        input_schema=tool.input_schema,
+        function=forward,
+        toolset=f"upstream:{config.name}",
+        title=tool.title,
+        output_schema=tool.output_schema,
+        annotations=annotations,
+        elicit=True,
+        upstream=config.name,
+    )
+
+
+gateway = Gateway()

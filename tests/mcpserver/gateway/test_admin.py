@@ -1,0 +1,134 @@
+"""Upstreams in admin: secrets entered but never shown back, stdio for superusers only, a real connection test."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from errcatalog.gateway.models import Upstream
+
+pytestmark = pytest.mark.django_db
+
+UPSTREAM_SERVER = str(Path(__file__).with_name("upstream_server.py"))
+SECRET = "Bearer s3cr3t-value-that-must-not-show"
+
+
+def _form(**fields):
+    base = {
+        "name": "remote",
+        "prefix": "remote",
+        "enabled": "on",
+        "transport": "http",
+        "url": "https://mcp.example.com/mcp",
+        "command": "",
+        "cwd": "",
+        "timeout_seconds": "30",
+        "max_concurrency": "8",
+        "headers_entry": "",
+        "env_entry": "",
+        "args_entry": "",
+        "tools_entry": "",
+    }
+    return {**base, **fields}
+
+
+@pytest.fixture
+def operator(client, django_user_model):
+    """A staff user with every upstream permission, but not a superuser."""
+    user = django_user_model.objects.create_user(username="operator", password="pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__endswith="upstream"))
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def superuser(client, staff_user):
+    client.force_login(staff_user)
+    return client
+
+
+def test_a_header_entered_in_admin_is_sealed_and_never_shown_back(operator):
+    added = operator.post(reverse("admin:errcatalog_upstream_add"), _form(headers_entry=f"Authorization: {SECRET}"))
+    assert added.status_code == 302, added.content.decode()[:2000]
+    upstream = Upstream.objects.get(name="remote")
+    assert upstream.headers["Authorization"].startswith("sealed:")
+    page = operator.get(reverse("admin:errcatalog_upstream_change", args=[upstream.pk])).content.decode()
+    assert "s3cr3t" not in page and upstream.headers["Authorization"] not in page
+    assert "sealed (set)" in page
+    # Saving again with the entry left empty keeps the stored header.
+    operator.post(reverse("admin:errcatalog_upstream_change", args=[upstream.pk]), _form(timeout_seconds="10"))
+    upstream.refresh_from_db()
+    assert upstream.timeout_seconds == 10 and upstream.headers["Authorization"].startswith("sealed:")
+
+
+def test_a_staff_user_who_is_not_a_superuser_cannot_add_a_stdio_upstream(operator):
+    page = operator.post(
+        reverse("admin:errcatalog_upstream_add"),
+        _form(name="local", prefix="local", transport="stdio", url="", command="sh", args_entry="-c\nid"),
+    )
+    assert page.status_code == 200
+    assert "Only a superuser" in page.content.decode()
+    assert not Upstream.objects.exists()
+
+
+def test_problems_show_at_their_field(operator):
+    page = operator.post(reverse("admin:errcatalog_upstream_add"), _form(prefix="a__b", headers_entry="no colon"))
+    body = page.content.decode()
+    assert "write headers as NAME: value" in body
+    page = operator.post(reverse("admin:errcatalog_upstream_add"), _form(prefix="a__b"))
+    assert "without &#x27;__&#x27;" in page.content.decode() or "without '__'" in page.content.decode()
+    assert not Upstream.objects.exists()
+
+
+def test_test_connection_reaches_a_real_stdio_upstream_and_lists_its_tools(superuser):
+    added = superuser.post(
+        reverse("admin:errcatalog_upstream_add"),
+        _form(
+            name="local", prefix="local", transport="stdio", url="", command=sys.executable,
+            args_entry=f"{UPSTREAM_SERVER}\nstdio", tools_entry="echo\nadd",
+        ),
+    )  # fmt: skip
+    assert added.status_code == 302, added.content.decode()[:2000]
+    upstream = Upstream.objects.get(name="local")
+    page = superuser.post(
+        reverse("admin:errcatalog_upstream_changelist"),
+        {"action": "test_connection", "_selected_action": [upstream.pk], "index": 0},
+        follow=True,
+    ).content.decode()
+    assert "Upstream local: connected" in page
+    assert "2 tools exposed: add, echo" in page
+
+
+def test_test_connection_says_why_an_upstream_cannot_be_reached(superuser):
+    superuser.post(reverse("admin:errcatalog_upstream_add"), _form(url="http://127.0.0.1:9/mcp", timeout_seconds="2"))
+    upstream = Upstream.objects.get(name="remote")
+    page = superuser.post(
+        reverse("admin:errcatalog_upstream_changelist"),
+        {"action": "test_connection", "_selected_action": [upstream.pk], "index": 0},
+        follow=True,
+    ).content.decode()
+    assert "Upstream remote: ConnectError" in page
+
+
+def test_the_upstreams_command_lists_and_checks_without_showing_a_secret(superuser, capsys):
+    from django.core.management import CommandError, call_command
+
+    superuser.post(
+        reverse("admin:errcatalog_upstream_add"),
+        _form(name="local", prefix="local", transport="stdio", url="", command=sys.executable,
+              args_entry=f"{UPSTREAM_SERVER}\nstdio", env_entry=f"TOKEN: {SECRET}"),
+    )  # fmt: skip
+    superuser.post(reverse("admin:errcatalog_upstream_add"), _form(url="http://127.0.0.1:9/mcp", timeout_seconds="2"))
+    with pytest.raises(CommandError, match="Unreachable: remote"):
+        call_command("upstreams", "--check")
+    out = capsys.readouterr().out
+    assert "local (stdio, enabled)" in out
+    assert "variable TOKEN: sealed (set)" in out
+    assert "check: connected" in out and "8 tools: add, die, echo" in out
+    assert "check: FAILED: ConnectError" in out
+    assert "s3cr3t" not in out
+    call_command("upstreams", "local", "--check")  # one reachable upstream: no error

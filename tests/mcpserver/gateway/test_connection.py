@@ -1,0 +1,125 @@
+"""One upstream connection, driven directly: its circuit breaker and concurrency limit against a real upstream
+server that the test kills and starts again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import MappingProxyType
+
+import anyio
+import httpx2
+import pytest
+
+from errcatalog.gateway.selectors import UpstreamConfig
+from mcpserver.gateway.connection import UpstreamConnection
+from mcpserver.gateway.failures import UpstreamConnectionError, UpstreamUnavailable
+from tests.errcatalog.outcomes.conftest import wait_until
+from tests.errcatalog.outcomes.recorder_support import free_port
+from tests.mcpserver.gateway.test_gateway_calls import UPSTREAM_SERVER
+
+SETTINGS = MappingProxyType(
+    {
+        "BREAKER_FAILURES": 3,
+        "BREAKER_SECONDS": 1,
+        "TOOLS_REFRESH_SECONDS": 300,
+        "RECONNECT_MIN_SECONDS": 0.05,
+        "RECONNECT_MAX_SECONDS": 0.2,
+        "STDIO_MAX_LIFETIME_SECONDS": 86400,
+    }
+)
+
+
+def _config(url: str, **fields) -> UpstreamConfig:
+    values = dict(
+        name="web", prefix="web", transport="http", url=url, headers=MappingProxyType({}), command="", args=(),
+        cwd="", env=MappingProxyType({}), timeout_seconds=5.0, max_concurrency=8, tools=None,
+    )  # fmt: skip
+    values.update(fields)
+    return UpstreamConfig(**values)
+
+
+class Upstream:
+    """upstream_server.py over Streamable HTTP on a fixed port, started and killed by the test."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([sys.executable, UPSTREAM_SERVER, "http", str(self.port)])  # noqa: S603
+        wait_until(self._answers, seconds=30, what="the upstream to answer")
+
+    def _answers(self) -> bool:
+        try:
+            httpx2.get(self.url, timeout=1)
+        except httpx2.TransportError:
+            return False
+        return True
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def upstream():
+    server = Upstream()
+    server.start()
+    yield server
+    if server.process.poll() is None:
+        server.kill()
+
+
+def test_a_dead_upstream_opens_the_circuit_and_a_probe_closes_it_when_it_is_back(upstream):
+    async def scenario() -> list[str]:
+        seen = []
+        connection = UpstreamConnection(_config(upstream.url), SETTINGS, lambda: None)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.run)
+            assert (await connection.call("echo", {"text": "up"})).content[0].text == "up"
+            upstream.kill()
+            for _ in range(SETTINGS["BREAKER_FAILURES"]):
+                with pytest.raises(UpstreamConnectionError):
+                    await connection.call("echo", {"text": "down"})
+            # Open: answered at once, with how long to wait.
+            with pytest.raises(UpstreamUnavailable) as refused:
+                await connection.call("echo", {"text": "down"})
+            assert 1 <= refused.value.retry_after <= SETTINGS["BREAKER_SECONDS"]
+            seen.append(connection.breaker.state)
+            await anyio.to_thread.run_sync(upstream.start)
+            # Once the supervisor has reconnected and the window is over, one call probes, and closes the circuit.
+            while connection.state != "connected":
+                await anyio.sleep(0.05)
+            await anyio.sleep(SETTINGS["BREAKER_SECONDS"])
+            assert (await connection.call("echo", {"text": "back"})).content[0].text == "back"
+            seen.append(connection.breaker.state)
+            connection.stop()
+        return seen
+
+    assert anyio.run(scenario) == ["open", "closed"]
+
+
+def test_calls_beyond_the_concurrency_limit_wait_their_turn(upstream):
+    async def scenario() -> int:
+        most = 0
+        connection = UpstreamConnection(_config(upstream.url, max_concurrency=2), SETTINGS, lambda: None)
+
+        async def watch() -> None:
+            nonlocal most
+            while True:
+                most = max(most, connection.in_flight)
+                await anyio.sleep(0.005)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.run)
+            tasks.start_soon(watch)
+            async with anyio.create_task_group() as calls:
+                for _ in range(6):
+                    calls.start_soon(connection.call, "hang", {"seconds": 0.2})
+            connection.stop()
+            tasks.cancel_scope.cancel()
+        return most
+
+    assert anyio.run(scenario) == 2

@@ -1,0 +1,253 @@
+"""Upstream MCP servers behind /mcp: their tools listed and called through the pipeline, every failure in catalog text.
+
+The served app is production's (``uvicorn config.asgi:application`` in a subprocess, the embedded SQLite default),
+with two upstreams imported the way an operator does (``manage.py upstream_import`` of an ``mcpServers`` block):
+``upstream_server.py`` over Streamable HTTP on 127.0.0.1 and over stdio, a real SDK server whose failing tools put
+prompt injections, a secret, HTML, markdown links and 100 kB of text in every error. The client is the SDK's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.client import Client
+
+from tests.config.served_app import ServedApp
+from tests.config.test_catalog_propagation import _manage
+from tests.errcatalog.outcomes.conftest import process_environment, wait_until
+from tests.errcatalog.outcomes.recorder_support import free_port
+from tests.mcpserver.conftest import McpTarget
+from tests.mcpserver.gateway.upstream_server import SECRET
+
+UPSTREAM_SERVER = str(Path(__file__).with_name("upstream_server.py"))
+# What the hostile upstream puts in its errors; none of it may reach the model.
+HOSTILE_MARKERS = ("IGNORE ALL PREVIOUS", SECRET, "hunter2", "<script>", "evil.example", "AAAAAAAAAA")
+
+
+@pytest.fixture(scope="module")
+def upstream_http(tmp_path_factory) -> Iterator[str]:
+    port = free_port()
+    log = (tmp_path_factory.mktemp("upstream") / "upstream.log").open("wb")
+    process = subprocess.Popen(  # noqa: S603 (fixed command line)
+        [sys.executable, UPSTREAM_SERVER, "http", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    def answers() -> bool:
+        try:
+            httpx2.get(url, timeout=1)
+        except httpx2.TransportError:
+            return False
+        return True
+
+    wait_until(answers, seconds=30, what="the upstream to answer")
+    yield url
+    process.kill()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def gateway_app(tmp_path_factory, upstream_http) -> Iterator[tuple[ServedApp, str]]:
+    folder = tmp_path_factory.mktemp("gateway")
+    data_dir = folder / "data"
+    data_dir.mkdir()
+    env = process_environment(database_url="", redis_url="", data_dir=data_dir, LOG_LEVEL="INFO")
+    del env["DATABASE_URL"]
+    env.update(
+        ERRCATALOG_MCP_TOOLSETS="catalog",
+        ERRCATALOG_MCP_RATE_LIMIT="1000000",
+        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
+        UPSTREAM_WEB_AUTHORIZATION="Bearer not-a-real-token-1234",
+    )
+    _manage(env, "migrate", "--no-input", "--verbosity", "0")
+    _manage(env, "catalog_load_defaults", "--verbosity", "0")
+    servers = {
+        "mcpServers": {
+            "web": {"type": "http", "url": upstream_http, "headers": {"Authorization": "Bearer not-a-real-token-1234"}},
+            "local": {"command": sys.executable, "args": [UPSTREAM_SERVER, "stdio"]},
+        }
+    }
+    servers_file = folder / "claude_desktop_config.json"
+    servers_file.write_text(json.dumps(servers))
+    imported = _manage(env, "catalog_import", str(servers_file))
+    # The bearer token was not stored: it became a reference to a variable of the web process's environment.
+    assert "UPSTREAM_WEB_AUTHORIZATION" in imported
+    # A short timeout for the hanging tool's test.
+    _manage(
+        env,
+        "shell",
+        "--no-imports",
+        "-c",
+        "from errcatalog.gateway.models import Upstream; Upstream.objects.update(timeout_seconds=2)",
+    )
+    key = (
+        _manage(
+            env,
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.contrib.auth.models import User; from errcatalog.access.tokens import client_token_create; "
+            "print(client_token_create(user=User.objects.create_user('agent-owner'), name='gateway')[1])",
+        )
+        .strip()
+        .splitlines()[-1]
+    )
+    app = ServedApp(env, folder).start()
+    target = McpTarget(app.mcp_url, key)
+
+    async def listed() -> set[str]:
+        async with target.client() as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    wait_until(lambda: {"web__echo", "local__echo"} <= asyncio.run(listed()), seconds=60, what="upstream tools")
+    yield app, key
+    app.stop()
+
+
+def _call(app: ServedApp, key: str, name: str, arguments: dict, *, mode: str = "auto") -> types.CallToolResult:
+    async def call() -> types.CallToolResult:
+        async with McpTarget(app.mcp_url, key).client(mode=mode) as client:
+            return await client.call_tool(name, arguments)
+
+    return asyncio.run(call())
+
+
+def _assert_catalog_only(result: types.CallToolResult, code: str) -> None:
+    assert result.is_error
+    assert result.structured_content["code"] == code, result.structured_content
+    wire = result.model_dump_json()
+    for marker in HOSTILE_MARKERS:
+        assert marker not in wire, f"{marker!r} reached the model"
+
+
+PREFIXES = ["web", "local"]
+
+
+def test_upstream_tools_are_listed_under_their_prefix_with_their_own_schema(gateway_app):
+    app, key = gateway_app
+
+    async def listing() -> dict[str, types.Tool]:
+        async with McpTarget(app.mcp_url, key).client() as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = asyncio.run(listing())
+    for prefix in PREFIXES:
+        assert tools[f"{prefix}__send_note"].description == "Send a note to someone."
+        assert tools[f"{prefix}__send_note"].input_schema["required"] == ["to", "subject"]
+    # Our own tools are still there.
+    assert "explain_error" in tools
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_successful_result_passes_through_unchanged(gateway_app, upstream_http, prefix, mode):
+    app, key = gateway_app
+
+    async def direct() -> types.CallToolResult:
+        async with Client(upstream_http) as client:
+            return await client.call_tool("add", {"a": 2, "b": 40})
+
+    expected = asyncio.run(direct())
+    result = _call(app, key, f"{prefix}__add", {"a": 2, "b": 40}, mode=mode)
+    assert not result.is_error
+    assert json.loads(result.content[0].text) == {"sum": 42}
+    assert result.content == expected.content
+    assert result.structured_content == expected.structured_content
+    # The upstream's own protocol metadata (its server info) is not passed off as ours.
+    assert "hostile-upstream" not in result.model_dump_json()
+    echo = _call(app, key, f"{prefix}__echo", {"text": "hello through the gateway"}, mode=mode)
+    assert echo.content[0].text == "hello through the gateway"
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_missing_input_becomes_the_catalogs_question_before_anything_is_sent(gateway_app, prefix):
+    app, key = gateway_app
+    result = _call(app, key, f"{prefix}__send_note", {"to": "ana@example.com"})
+    assert result.is_error
+    assert result.structured_content["code"] == "MISSING_PARAMETER"
+    assert result.structured_content["message"].startswith("Question:")
+    assert "subject" in result.structured_content["message"]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [
+        ("fail_hostile", {}, "EXECUTION_FAILURE"),  # isError with the upstream's text
+        ("fail_jsonrpc", {"code": -32602}, "INVALID_PARAMS"),  # a JSON-RPC error, classified by its code
+        ("fail_jsonrpc", {"code": -31999}, "EXECUTION_FAILURE"),  # a code no rule names
+        ("fail_coded", {}, "RATE_LIMIT"),  # a toolError:v1 envelope naming a catalog code
+    ],
+)
+def test_every_upstream_failure_reaches_the_model_as_catalog_text_only(gateway_app, prefix, tool, arguments, code):
+    app, key = gateway_app
+    result = _call(app, key, f"{prefix}__{tool}", arguments)
+    _assert_catalog_only(result, code)
+
+
+def test_the_upstreams_text_goes_to_the_log_redacted(gateway_app):
+    app, key = gateway_app
+    _call(app, key, "web__fail_hostile", {})
+    wait_until(lambda: "upstream web: Error executing tool fail_hostile" in app.log(), what="the failure logged")
+    log = app.log()
+    assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in log  # people see what the upstream said...
+    assert SECRET not in log and "hunter2" not in log  # ...without its credentials
+    assert "A" * 3000 not in log  # ...and cut
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_hanging_upstream_is_answered_within_its_timeout(gateway_app, prefix):
+    app, key = gateway_app
+    result = _call(app, key, f"{prefix}__hang", {"seconds": 60})
+    _assert_catalog_only(result, "NETWORK_ERROR")
+    assert result.structured_content["retryable"] is True
+    # The gateway keeps serving the same upstream.
+    assert _call(app, key, f"{prefix}__echo", {"text": "still here"}).content[0].text == "still here"
+
+
+def test_a_stdio_upstream_that_dies_mid_call_is_restarted(gateway_app):
+    app, key = gateway_app
+    result = _call(app, key, "local__die", {})
+    _assert_catalog_only(result, "NETWORK_ERROR")
+
+    def echoes() -> bool:
+        result = _call(app, key, "local__echo", {"text": "back"})
+        return not result.is_error and result.content[0].text == "back"
+
+    wait_until(echoes, seconds=30, what="the stdio upstream restarted")
+
+
+def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
+    app, key = gateway_app
+    env = app.env
+
+    def listed() -> set[str]:
+        async def names() -> set[str]:
+            async with McpTarget(app.mcp_url, key).client() as client:
+                return {tool.name for tool in (await client.list_tools()).tools}
+
+        return asyncio.run(names())
+
+    def expose(tools: list[str]) -> None:
+        _manage(
+            env,
+            "shell",
+            "--no-imports",
+            "-c",
+            "from errcatalog.gateway.models import Upstream; from errcatalog.gateway.services import upstream_update; "
+            f"upstream_update(actor=None, upstream=Upstream.objects.get(name='web'), tools={tools!r})",
+        )
+
+    expose(["echo"])  # in another process, as an operator's edit
+    wait_until(lambda: "web__echo" in (names := listed()) and "web__add" not in names, what="the allow-list served")
+    assert "local__add" in listed()  # the other upstream was not touched
+    expose([])
+    wait_until(lambda: "web__add" in listed(), what="every tool served again")
