@@ -79,8 +79,11 @@ def expected(target: str, case: str, message: dict) -> bool:
 # --- Load generator (runs in its own process) ---------------------------------------------------------------
 
 
-def build_request(port: int, token: str, case: str) -> bytes:
-    tool, arguments = CASES[case]
+def build_request(port: int, token: str, case: str, tool: str | None = None) -> bytes:
+    """One raw request of ``case``; ``tool`` names another tool to call with the case's arguments (the gateway
+    bench calls the upstream's ``echo`` as ``<prefix>__echo``)."""
+    case_tool, arguments = CASES[case]
+    tool = tool or case_tool
     body = json.dumps(
         {
             "jsonrpc": "2.0",
@@ -145,8 +148,10 @@ async def _worker(port: int, request: bytes, target: str, case: str, deadline: f
         writer.close()
 
 
-async def _load(port: int, token: str, target: str, case: str, seconds: float, concurrency: int) -> dict:
-    request = build_request(port, token, case)
+async def _load(
+    port: int, token: str, target: str, case: str, seconds: float, concurrency: int, tool: str | None = None
+) -> dict:
+    request = build_request(port, token, case, tool)
     stats: dict = {"latencies": [], "errors": 0}
     started = time.perf_counter()
     deadline = started + seconds
@@ -156,10 +161,10 @@ async def _load(port: int, token: str, target: str, case: str, seconds: float, c
 
 
 def load_main(argv: list[str]) -> int:
-    port, token, target, case, seconds, concurrency, pin = argv
+    port, token, target, case, seconds, concurrency, pin, *tool = argv
     if pin == "1" and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {LOAD_CPU})
-    stats = asyncio.run(_load(int(port), token, target, case, float(seconds), int(concurrency)))
+    stats = asyncio.run(_load(int(port), token, target, case, float(seconds), int(concurrency), *tool))
     json.dump(stats, sys.stdout)
     return 0
 

@@ -53,6 +53,8 @@ logger = logging.getLogger("mcpserver.gateway")
 # or that the request never got an answer (refused, cut off).
 _STATUS_KEY = "errcatalogHttpStatus"
 _TRANSPORT_KEY = "errcatalogTransportFailed"
+# How the SDK's client (mcp 2.3, streamable_http.py) words the errors it makes up for an answer it cannot read.
+_SDK_GARBAGE_MESSAGES = ("Failed to parse JSON response", "Failed to parse SSE message", "Unexpected content type")
 # JSON-RPC codes of the SDK's own making that mean the connection is gone rather than the call refused.
 _CONNECTION_CODES = frozenset({types.CONNECTION_CLOSED})
 # How long a call waits for a first connection that is under way (at start, or after a drop) before it fails.
@@ -223,8 +225,11 @@ class UpstreamConnection:
         refresh_every = self.settings["TOOLS_REFRESH_SECONDS"]
         lifetime = self.settings["STDIO_MAX_LIFETIME_SECONDS"] if self.config.transport == Transport.STDIO else 0
         next_refresh = time.monotonic() + refresh_every
+        retire_at = time.monotonic() + lifetime if lifetime else float("inf")
         while not self._stop.is_set():
-            with anyio.move_on_after(max(0.0, next_refresh - time.monotonic())):
+            # Past its lifetime with calls in flight, the session is looked at again every second until it is idle.
+            wake_at = min(next_refresh, retire_at if time.monotonic() < retire_at else time.monotonic() + 1)
+            with anyio.move_on_after(max(0.0, wake_at - time.monotonic())):
                 await self._wake.wait()
             self._wake = anyio.Event()
             if self._stop.is_set() or self._lost:
@@ -233,10 +238,9 @@ class UpstreamConnection:
                 self._refresh = False
                 next_refresh = time.monotonic() + refresh_every
                 await self._list_tools(client)  # a failure here ends the session: the supervisor reconnects
-            expired = lifetime and self.connected_at and time.monotonic() - self.connected_at > lifetime
-            if expired and not self.in_flight:
+            if time.monotonic() >= retire_at and not self.in_flight:
                 logger.info("Upstream %s: replacing its process after its lifetime", self.config.name)
-                self.state, self._lost = "connecting", True
+                self._detach()
                 return
 
     async def _open(self, stack: AsyncExitStack) -> Client:
@@ -383,13 +387,17 @@ class UpstreamConnection:
 
     def _connection_lost(self) -> None:
         self.breaker.failed()
-        # Calls from now on wait for the supervisor's new session (``_client_or_wait``) rather than fail on this one.
+        self._detach()
+        self._wake.set()
+
+    def _detach(self) -> None:
+        """Stop handing out the current session: calls from now on wait for the supervisor's next one
+        (``_client_or_wait``) rather than use one that is closing."""
         self._client = None
         if self._settled.is_set():
             self._settled = anyio.Event()
         self.state = "connecting"
         self._lost = True
-        self._wake.set()
 
     def _jsonrpc_failure(self, exc: MCPError) -> UpstreamError:
         name, data = self.config.name, exc.data
@@ -412,6 +420,10 @@ class UpstreamConnection:
             self._connection_lost()
             return UpstreamConnectionError(name, exc.message, secrets=self._secrets)
         self.breaker.succeeded()
+        if exc.message.startswith(_SDK_GARBAGE_MESSAGES):
+            # The SDK's client stands in for an answer it could not read: not the upstream's JSON-RPC error (whose
+            # catalog text would tell the model that its own request was malformed) but an answer that is not MCP.
+            return UpstreamProtocolError(name, exc.message, secrets=self._secrets)
         return UpstreamJsonRpcError(name, f"{exc.code}: {exc.message}", secrets=self._secrets, jsonrpc_code=exc.code)
 
 

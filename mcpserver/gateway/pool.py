@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -131,6 +132,9 @@ class Gateway:
                 "protocol_version": c.protocol_version,
                 "tools": len(c.tools),
                 "in_flight": c.in_flight,
+                "connected_seconds": (
+                    round(time.monotonic() - c.connected_at) if c.state == "connected" and c.connected_at else None
+                ),
                 "last_failure": c.last_failure,
             }
             for c in self.connections.values()

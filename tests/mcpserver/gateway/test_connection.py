@@ -123,3 +123,27 @@ def test_calls_beyond_the_concurrency_limit_wait_their_turn(upstream):
         return most
 
     assert anyio.run(scenario) == 2
+
+
+def test_a_stdio_process_is_replaced_after_its_lifetime_without_cutting_a_call():
+    config = _config("", transport="stdio", command=sys.executable, args=(UPSTREAM_SERVER, "stdio"))
+    settings = MappingProxyType({**SETTINGS, "STDIO_MAX_LIFETIME_SECONDS": 1})
+
+    async def scenario() -> tuple[str, str, str, str]:
+        connection = UpstreamConnection(config, settings, lambda: None)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.run)
+            first = (await connection.call("pid", {})).content[0].text
+            # A call in flight when the lifetime ends finishes on the old process...
+            late = (await connection.call("hang", {"seconds": 1.5})).content[0].text
+            # ...which is then replaced by a new one.
+            while True:
+                second = (await connection.call("pid", {})).content[0].text
+                if second != first:
+                    break
+                await anyio.sleep(0.1)
+            connection.stop()
+        return first, late, second, connection.state
+
+    first, late, second, state = anyio.run(scenario)
+    assert late == "late" and first != second and state == "stopped"

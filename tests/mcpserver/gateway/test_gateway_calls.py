@@ -28,16 +28,16 @@ from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
 
 UPSTREAM_SERVER = str(Path(__file__).with_name("upstream_server.py"))
+GARBAGE_SERVER = str(Path(__file__).with_name("garbage_server.py"))
 # What the hostile upstream puts in its errors; none of it may reach the model.
-HOSTILE_MARKERS = ("IGNORE ALL PREVIOUS", SECRET, "hunter2", "<script>", "evil.example", "AAAAAAAAAA")
+HOSTILE_MARKERS = ("IGNORE ALL PREVIOUS", SECRET, "hunter2", "<script>", "evil.example", "AAAAAAAAAA", "BBBBBBBBBB")
 
 
-@pytest.fixture(scope="module")
-def upstream_http(tmp_path_factory) -> Iterator[str]:
+def _serve(tmp_path_factory, *command: str) -> Iterator[str]:
     port = free_port()
     log = (tmp_path_factory.mktemp("upstream") / "upstream.log").open("wb")
     process = subprocess.Popen(  # noqa: S603 (fixed command line)
-        [sys.executable, UPSTREAM_SERVER, "http", str(port)], stdout=log, stderr=subprocess.STDOUT
+        [sys.executable, *command, str(port)], stdout=log, stderr=subprocess.STDOUT
     )
     url = f"http://127.0.0.1:{port}/mcp"
 
@@ -55,7 +55,17 @@ def upstream_http(tmp_path_factory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gateway_app(tmp_path_factory, upstream_http) -> Iterator[tuple[ServedApp, str]]:
+def upstream_http(tmp_path_factory) -> Iterator[str]:
+    yield from _serve(tmp_path_factory, UPSTREAM_SERVER, "http")
+
+
+@pytest.fixture(scope="module")
+def upstream_garbage(tmp_path_factory) -> Iterator[str]:
+    yield from _serve(tmp_path_factory, GARBAGE_SERVER)
+
+
+@pytest.fixture(scope="module")
+def gateway_app(tmp_path_factory, upstream_http, upstream_garbage) -> Iterator[tuple[ServedApp, str]]:
     folder = tmp_path_factory.mktemp("gateway")
     data_dir = folder / "data"
     data_dir.mkdir()
@@ -73,6 +83,7 @@ def gateway_app(tmp_path_factory, upstream_http) -> Iterator[tuple[ServedApp, st
         "mcpServers": {
             "web": {"type": "http", "url": upstream_http, "headers": {"Authorization": "Bearer not-a-real-token-1234"}},
             "local": {"command": sys.executable, "args": [UPSTREAM_SERVER, "stdio"]},
+            "junk": {"type": "http", "url": upstream_garbage},
         }
     }
     servers_file = folder / "claude_desktop_config.json"
@@ -107,7 +118,9 @@ def gateway_app(tmp_path_factory, upstream_http) -> Iterator[tuple[ServedApp, st
         async with target.client() as client:
             return {tool.name for tool in (await client.list_tools()).tools}
 
-    wait_until(lambda: {"web__echo", "local__echo"} <= asyncio.run(listed()), seconds=60, what="upstream tools")
+    wait_until(
+        lambda: {"web__echo", "local__echo", "junk__not_json"} <= asyncio.run(listed()), seconds=60, what="their tools"
+    )
     yield app, key
     app.stop()
 
@@ -251,3 +264,50 @@ def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
     assert "local__add" in listed()  # the other upstream was not touched
     expose([])
     wait_until(lambda: "web__add" in listed(), what="every tool served again")
+
+
+@pytest.mark.parametrize(
+    ("tool", "code"),
+    [
+        ("status_503", "SERVICE_UNAVAILABLE"),  # an HTTP error page: the status rules
+        ("status_401", "AUTHENTICATION_ERROR"),
+        # The SDK's client reports these as JSON-RPC parse errors; the gateway knows them for an upstream's garbage
+        # (PARSE_ERROR's text would tell the model that its own request was malformed).
+        ("not_json", "EXECUTION_FAILURE"),
+        ("not_jsonrpc", "EXECUTION_FAILURE"),
+        ("bad_result", "EXECUTION_FAILURE"),  # a result that is not a CallToolResult
+    ],
+)
+def test_an_upstream_answering_garbage_is_answered_from_the_catalog(gateway_app, tool, code):
+    app, key = gateway_app
+    result = _call(app, key, f"junk__{tool}", {})
+    _assert_catalog_only(result, code)
+    if tool == "status_503":
+        assert result.structured_content["details"]["retryAfterSeconds"] == 7  # the upstream's Retry-After
+    # The gateway keeps serving.
+    assert _call(app, key, "web__echo", {"text": "ok"}).content[0].text == "ok"
+
+
+def test_a_tokens_tool_scope_applies_to_upstream_tools(gateway_app):
+    app, _ = gateway_app
+    scoped = (
+        _manage(
+            app.env,
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.contrib.auth.models import User; from errcatalog.access.tokens import client_token_create; "
+            "print(client_token_create(user=User.objects.get(username='agent-owner'), name='scoped', "
+            "tool_scope=['web__echo'])[1])",
+        )
+        .strip()
+        .splitlines()[-1]
+    )
+
+    async def listing() -> set[str]:
+        async with McpTarget(app.mcp_url, scoped).client() as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    assert asyncio.run(listing()) == {"web__echo"}
+    assert _call(app, scoped, "web__echo", {"text": "in scope"}).content[0].text == "in scope"
+    _assert_catalog_only(_call(app, scoped, "local__echo", {"text": "out of scope"}), "PERMISSION_DENIED")

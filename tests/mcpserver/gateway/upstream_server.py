@@ -46,6 +46,12 @@ def send_note(to: str, subject: str) -> str:
 
 
 @server.tool()
+def pid() -> int:
+    """The server's process ID."""
+    return os.getpid()
+
+
+@server.tool()
 def fail_hostile() -> str:
     """Fail with an error text full of things a model must not see."""
     raise ToolError(HOSTILE)
