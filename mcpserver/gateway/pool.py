@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -49,6 +48,7 @@ class Gateway:
         self._tools: Mapping[str, ToolSpec] | None = MappingProxyType({})
         self._task_group: anyio.abc.TaskGroup | None = None
         self._revision: object = None
+        self._reload_failing = False
 
     # --- What calls read ------------------------------------------------------------------------------------
 
@@ -100,8 +100,12 @@ class Gateway:
         try:
             configs = await anyio.to_thread.run_sync(_read_configs)
         except Exception as exc:  # the database, above all: the gateway must outlive whatever failed
-            logger.warning("The gateway could not read its upstreams (%s); it keeps those it has", type(exc).__name__)
+            # Tried again at every watch until it works; said once.
+            log = logger.debug if self._reload_failing else logger.warning
+            log("The gateway could not read its upstreams (%s); it keeps those it has", type(exc).__name__)
+            self._reload_failing = True
             return
+        self._reload_failing = False
         self._revision = revision
         self.apply(configs)
 
@@ -120,25 +124,6 @@ class Gateway:
                 self.connections[name] = connection
                 self._task_group.start_soon(connection.run, name=f"errcatalog-upstream-{name}")
         self._tools_changed()
-
-    def status(self) -> list[dict[str, Any]]:
-        """Each upstream's state in this process, for health and admin (failure text redacted, staff only)."""
-        return [
-            {
-                "name": c.config.name,
-                "transport": c.config.transport,
-                "state": c.state,
-                "circuit": c.breaker.state,
-                "protocol_version": c.protocol_version,
-                "tools": len(c.tools),
-                "in_flight": c.in_flight,
-                "connected_seconds": (
-                    round(time.monotonic() - c.connected_at) if c.state == "connected" and c.connected_at else None
-                ),
-                "last_failure": c.last_failure,
-            }
-            for c in self.connections.values()
-        ]
 
 
 def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> ToolSpec:
