@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx2
 
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
+from tests.errcatalog.outcomes.conftest import REPO_ROOT, process_environment, wait_until
 from tests.errcatalog.outcomes.recorder_support import free_port
 
 UVICORN = str(Path(sys.executable).with_name("uvicorn"))
@@ -82,3 +82,44 @@ class ServedApp:
                 self.process.kill()
                 self.process.wait(timeout=10)
             self.process = None
+
+
+# --- Setting one up from the command line, as an operator does ---------------------------------------------------
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    """``manage.py ARGS`` in a process of its own with ``env``; its output (the test fails if it fails)."""
+    done = subprocess.run(  # noqa: S603 (fixed command line)
+        [sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def embedded_environment(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The embedded default as ``./dev up`` sets it up (a SQLite file in ``data_dir``, no Redis), migrated and with
+    the default catalog; ``extra`` variables on top."""
+    data_dir.mkdir(exist_ok=True)
+    env = process_environment(database_url="", redis_url="", data_dir=data_dir, LOG_LEVEL="INFO")
+    del env["DATABASE_URL"]  # the default: a SQLite file in the data folder
+    env.update(extra)
+    manage(env, "migrate", "--no-input", "--verbosity", "0")
+    manage(env, "catalog_load_defaults", "--verbosity", "0")
+    return env
+
+
+def new_token(env: dict[str, str], name: str, *, tool_scope: list[str] | None = None) -> str:
+    """A client token of the user ``agent-owner`` (created the first time), made in a process of its own."""
+    return (
+        manage(
+            env,
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.contrib.auth.models import User; from errcatalog.access.tokens import client_token_create; "
+            "user, _ = User.objects.get_or_create(username='agent-owner'); "
+            f"print(client_token_create(user=user, name={name!r}, tool_scope={tool_scope or []!r})[1])",
+        )
+        .strip()
+        .splitlines()[-1]
+    )

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +20,8 @@ import pytest
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.document import dump_catalog
-from tests.config.served_app import ServedApp
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, process_environment, wait_until
+from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.errcatalog.outcomes.conftest import process_environment, wait_until
 from tests.mcpserver.conftest import McpTarget
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,14 +30,6 @@ CODE = "NETWORK_ERROR"
 CLIENTS = 8
 # The issue's promise: an edit is served everywhere within about a second; 2 s leaves room for a busy machine.
 REACHES_WITHIN_SECONDS = 2.0
-
-
-def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(  # noqa: S603 (fixed command line)
-        [sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 def _edited_catalog(default_document: dict, folder: Path, explanation: str) -> Path:
@@ -53,25 +43,10 @@ def _edited_catalog(default_document: dict, folder: Path, explanation: str) -> P
 @pytest.fixture
 def embedded(tmp_path) -> Iterator[tuple[ServedApp, dict[str, str], str]]:
     """The embedded default, set up the way ``./dev up`` does, in a data folder of its own."""
-    data_dir = tmp_path / "embedded"
-    data_dir.mkdir()
-    env = process_environment(database_url="", redis_url="", data_dir=data_dir, LOG_LEVEL="INFO")
-    del env["DATABASE_URL"]  # the default: a SQLite file in the data folder
-    env.update(ERRCATALOG_MCP_TOOLSETS="catalog", ERRCATALOG_MCP_RATE_LIMIT="1000000")
-    _manage(env, "migrate", "--no-input", "--verbosity", "0")
-    _manage(env, "catalog_load_defaults", "--verbosity", "0")
-    key = (
-        _manage(
-            env,
-            "shell",
-            "--no-imports",
-            "-c",
-            "from django.contrib.auth.models import User; from errcatalog.access.tokens import client_token_create; "
-            "print(client_token_create(user=User.objects.create_user('agent-owner'), name='propagation')[1])",
-        )
-        .strip()
-        .splitlines()[-1]
+    env = embedded_environment(
+        tmp_path / "embedded", ERRCATALOG_MCP_TOOLSETS="catalog", ERRCATALOG_MCP_RATE_LIMIT="1000000"
     )
+    key = new_token(env, "propagation")
     app = ServedApp(env, tmp_path).start()
     yield app, env, key
     app.stop()
@@ -116,7 +91,7 @@ def _import_under_load(app: ServedApp, env: dict[str, str], key: str, catalog_fi
     async def change() -> dict:
         try:
             await asyncio.to_thread(wait_until, lambda: len(answers) >= 100, seconds=60, what="calls to flow")
-            await asyncio.to_thread(_manage, env, "catalog_import", str(catalog_file))
+            await asyncio.to_thread(manage, env, "catalog_import", str(catalog_file))
             imported_at = time.monotonic()
             await asyncio.to_thread(
                 wait_until,

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from errcatalog.gateway.models import Upstream
+from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER
 
 pytestmark = pytest.mark.django_db
 
-UPSTREAM_SERVER = str(Path(__file__).with_name("upstream_server.py"))
 SECRET = "Bearer s3cr3t-value-that-must-not-show"
 
 

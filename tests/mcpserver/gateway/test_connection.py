@@ -3,20 +3,16 @@ server that the test kills and starts again."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from types import MappingProxyType
 
 import anyio
-import httpx2
 import pytest
 
 from errcatalog.gateway.selectors import UpstreamConfig
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.failures import UpstreamConnectionError, UpstreamUnavailable
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.errcatalog.outcomes.recorder_support import free_port
-from tests.mcpserver.gateway.test_gateway_calls import UPSTREAM_SERVER
+from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
 
 SETTINGS = MappingProxyType(
     {
@@ -39,37 +35,11 @@ def _config(url: str, **fields) -> UpstreamConfig:
     return UpstreamConfig(**values)
 
 
-class Upstream:
-    """upstream_server.py over Streamable HTTP on a fixed port, started and killed by the test."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen([sys.executable, UPSTREAM_SERVER, "http", str(self.port)])  # noqa: S603
-        wait_until(self._answers, seconds=30, what="the upstream to answer")
-
-    def _answers(self) -> bool:
-        try:
-            httpx2.get(self.url, timeout=1)
-        except httpx2.TransportError:
-            return False
-        return True
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-
-
 @pytest.fixture
 def upstream():
-    server = Upstream()
-    server.start()
+    server = UpstreamProcess(UPSTREAM_SERVER, "http").start()
     yield server
-    if server.process.poll() is None:
-        server.kill()
+    server.kill()
 
 
 def test_a_dead_upstream_opens_the_circuit_and_a_probe_closes_it_when_it_is_back(upstream):

@@ -10,75 +10,47 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
-import httpx2
 import mcp_types as types
 import pytest
 from mcp.client import Client
 
-from tests.config.served_app import ServedApp
-from tests.config.test_catalog_propagation import _manage
-from tests.errcatalog.outcomes.conftest import process_environment, wait_until
-from tests.errcatalog.outcomes.recorder_support import free_port
+from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
+from tests.mcpserver.gateway.upstreams import GARBAGE_SERVER, UPSTREAM_SERVER, UpstreamProcess
 
-UPSTREAM_SERVER = str(Path(__file__).with_name("upstream_server.py"))
-GARBAGE_SERVER = str(Path(__file__).with_name("garbage_server.py"))
 # What the hostile upstream puts in its errors; none of it may reach the model.
 HOSTILE_MARKERS = ("IGNORE ALL PREVIOUS", SECRET, "hunter2", "<script>", "evil.example", "AAAAAAAAAA", "BBBBBBBBBB")
 
 
-def _serve(tmp_path_factory, *command: str) -> Iterator[str]:
-    port = free_port()
-    log = (tmp_path_factory.mktemp("upstream") / "upstream.log").open("wb")
-    process = subprocess.Popen(  # noqa: S603 (fixed command line)
-        [sys.executable, *command, str(port)], stdout=log, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-
-    def answers() -> bool:
-        try:
-            httpx2.get(url, timeout=1)
-        except httpx2.TransportError:
-            return False
-        return True
-
-    wait_until(answers, seconds=30, what="the upstream to answer")
-    yield url
-    process.kill()
-    process.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def upstream_http(tmp_path_factory) -> Iterator[str]:
-    yield from _serve(tmp_path_factory, UPSTREAM_SERVER, "http")
+    upstream = UpstreamProcess(UPSTREAM_SERVER, "http", log=tmp_path_factory.mktemp("upstream") / "log").start()
+    yield upstream.url
+    upstream.kill()
 
 
 @pytest.fixture(scope="module")
 def upstream_garbage(tmp_path_factory) -> Iterator[str]:
-    yield from _serve(tmp_path_factory, GARBAGE_SERVER)
+    upstream = UpstreamProcess(GARBAGE_SERVER, log=tmp_path_factory.mktemp("upstream") / "log").start()
+    yield upstream.url
+    upstream.kill()
 
 
 @pytest.fixture(scope="module")
 def gateway_app(tmp_path_factory, upstream_http, upstream_garbage) -> Iterator[tuple[ServedApp, str]]:
     folder = tmp_path_factory.mktemp("gateway")
-    data_dir = folder / "data"
-    data_dir.mkdir()
-    env = process_environment(database_url="", redis_url="", data_dir=data_dir, LOG_LEVEL="INFO")
-    del env["DATABASE_URL"]
-    env.update(
+    env = embedded_environment(
+        folder / "data",
         ERRCATALOG_MCP_TOOLSETS="catalog",
         ERRCATALOG_MCP_RATE_LIMIT="1000000",
         ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
         UPSTREAM_WEB_AUTHORIZATION="Bearer not-a-real-token-1234",
     )
-    _manage(env, "migrate", "--no-input", "--verbosity", "0")
-    _manage(env, "catalog_load_defaults", "--verbosity", "0")
     servers = {
         "mcpServers": {
             "web": {"type": "http", "url": upstream_http, "headers": {"Authorization": "Bearer not-a-real-token-1234"}},
@@ -88,29 +60,18 @@ def gateway_app(tmp_path_factory, upstream_http, upstream_garbage) -> Iterator[t
     }
     servers_file = folder / "claude_desktop_config.json"
     servers_file.write_text(json.dumps(servers))
-    imported = _manage(env, "catalog_import", str(servers_file))
+    imported = manage(env, "catalog_import", str(servers_file))
     # The bearer token was not stored: it became a reference to a variable of the web process's environment.
     assert "UPSTREAM_WEB_AUTHORIZATION" in imported
     # A short timeout for the hanging tool's test.
-    _manage(
+    manage(
         env,
         "shell",
         "--no-imports",
         "-c",
         "from errcatalog.gateway.models import Upstream; Upstream.objects.update(timeout_seconds=2)",
     )
-    key = (
-        _manage(
-            env,
-            "shell",
-            "--no-imports",
-            "-c",
-            "from django.contrib.auth.models import User; from errcatalog.access.tokens import client_token_create; "
-            "print(client_token_create(user=User.objects.create_user('agent-owner'), name='gateway')[1])",
-        )
-        .strip()
-        .splitlines()[-1]
-    )
+    key = new_token(env, "gateway")
     app = ServedApp(env, folder).start()
     target = McpTarget(app.mcp_url, key)
 
@@ -250,7 +211,7 @@ def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
         return asyncio.run(names())
 
     def expose(tools: list[str]) -> None:
-        _manage(
+        manage(
             env,
             "shell",
             "--no-imports",
@@ -290,19 +251,7 @@ def test_an_upstream_answering_garbage_is_answered_from_the_catalog(gateway_app,
 
 def test_a_tokens_tool_scope_applies_to_upstream_tools(gateway_app):
     app, _ = gateway_app
-    scoped = (
-        _manage(
-            app.env,
-            "shell",
-            "--no-imports",
-            "-c",
-            "from django.contrib.auth.models import User; from errcatalog.access.tokens import client_token_create; "
-            "print(client_token_create(user=User.objects.get(username='agent-owner'), name='scoped', "
-            "tool_scope=['web__echo'])[1])",
-        )
-        .strip()
-        .splitlines()[-1]
-    )
+    scoped = new_token(app.env, "scoped", tool_scope=["web__echo"])
 
     async def listing() -> set[str]:
         async with McpTarget(app.mcp_url, scoped).client() as client:
