@@ -33,4 +33,6 @@ class ToolCall:
     context: Any = None  # the ToolContext handed to tools that ask for one
     # The request's Accept-Language ranges, best first: the protocol itself carries no client locale.
     locales: tuple[str, ...] = ()
+    # The upstream MCP server serving the called tool (the gateway), once the pipeline has found the tool.
+    upstream: str = ""
     started: float = field(default_factory=time.perf_counter)

@@ -57,6 +57,8 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
     enabled = served_tools(registry.enabled_by_name(mcp["TOOLSETS"]))
     spec = enabled.get(call.name)
     fmt = _format(spec, call.arguments)
+    if spec is not None:
+        call.upstream = spec.upstream
 
     # Every call counts against the rate limit, before anything else is decided: calls outside the token's scope
     # and of unknown tools cost a refusal to answer, so they must not be free to repeat.
@@ -215,7 +217,8 @@ async def _fail_with_exception(
     call: ToolCall, spec: ToolSpec, exc: Exception, fmt: str, *, elicited: str | None
 ) -> types.CallToolResult:
     snapshot = await acatalog_snapshot()
-    facts = facts_from_exception(exc, upstream=spec.upstream)
+    # Rules may name an upstream and one of its tools; our own tools' failures are classified by what they raise.
+    facts = facts_from_exception(exc, upstream=spec.upstream, tool=spec.name if spec.upstream else "")
     code = classify(snapshot, facts)
     entry = snapshot.entry(code)
     event_id = None
@@ -367,6 +370,7 @@ def _record(
             code=rendered.code if rendered else None,
             variant=rendered.variant if rendered else None,
             locale=rendered.locale or None if rendered else None,
+            upstream=call.upstream or None,
             interactive=bool(rendered and rendered.interactive) or elicited is not None,
             latency_ms=(time.perf_counter() - call.started) * 1000,
             elicitation=elicited,

@@ -379,7 +379,7 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
     list_display_links = ("position",)
     list_editable = ("active",)
     list_filter = ("active", "transport", "error_code__category")
-    search_fields = ("error_code__code", "exception", "upstream", "note")
+    search_fields = ("error_code__code", "exception", "upstream", "tool", "note")
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
     ordering = ("position",)
@@ -393,7 +393,7 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
         (None, {"fields": ("position", "error_code", "active", "note")}),
         (
             "Conditions (all that are set must hold)",
-            {"fields": ("exception", ("status_min", "status_max"), "jsonrpc_code", "transport", "upstream")},
+            {"fields": ("exception", ("status_min", "status_max"), "jsonrpc_code", "transport", "upstream", "tool")},
         ),
     )
 

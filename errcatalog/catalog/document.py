@@ -27,6 +27,7 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from errcatalog.caching import register_cache
 from errcatalog.catalog import models
+from errcatalog.gateway.models import Upstream, upstream_problems
 from errcatalog.safety import template_errors
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -355,6 +356,28 @@ def _semantic_problems(doc: Any) -> list[Problem]:
         if isinstance(code, str) and code not in defined:
             problems.append((("rules", i, "code"), f"{code} is not a code of this document."))
         problems.extend(_row_problems(models.classification_rule_problems(rule), ("rules", i)))
+    problems.extend(_upstream_problems(doc))
+    return problems
+
+
+def _upstream_problems(doc: dict[str, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: dict[tuple[str, Any], int] = {}
+    for i, upstream in enumerate(_list(doc, "upstreams")):
+        if not isinstance(upstream, dict):
+            continue
+        for key in ("name", "prefix"):
+            value = upstream.get(key)
+            if not isinstance(value, str):
+                continue
+            if (key, value) in seen:
+                problems.append(
+                    (("upstreams", i, key), f"duplicate {key}; upstreams[{seen[key, value]}] already uses it.")
+                )
+            else:
+                seen[key, value] = i
+        texts = upstream_problems(upstream, clear_values=True)
+        problems.extend((("upstreams", i, name), text) for name, text in texts.items())
     return problems
 
 
@@ -422,6 +445,8 @@ def _entry_label(section: Any, entry: Any) -> str:
         return f"{entry['tool']}.{entry['parameter']}"
     if section == "rules" and _is_int(entry.get("position")):
         return f"position {entry['position']}"
+    if section == "upstreams" and isinstance(entry.get("name"), str):
+        return entry["name"]
     return ""
 
 
@@ -475,23 +500,30 @@ def _sorted_document(doc: dict) -> dict:
     doc["codes"].sort(key=lambda c: c["code"])
     doc["hints"].sort(key=lambda h: (h["tool"], h["parameter"]))
     doc["rules"].sort(key=lambda r: r["position"])
+    if "upstreams" in doc:
+        for upstream in doc["upstreams"]:
+            upstream["timeout_seconds"] = float(upstream["timeout_seconds"])
+        doc["upstreams"].sort(key=lambda u: u["name"])
     return doc
 
 
 def entry_fields(definition: str) -> tuple[str, ...]:
-    """The keys of one kind of entry (``code``, ``variant``, ``hint``, ``rule``), in the schema's order."""
+    """The keys of one kind of entry (``code``, ``variant``, ``hint``, ``rule``, ``upstream``), in the schema's
+    order."""
     return tuple(catalog_schema()["$defs"][definition]["properties"])
 
 
 # --- Export -----------------------------------------------------------------------------------------------
 
 
-def catalog_document_from_db(*, codes: Iterable[str] | None = None) -> dict:
+def catalog_document_from_db(*, codes: Iterable[str] | None = None, upstreams: bool = False) -> dict:
     """The whole catalog in the database as a normalised document (the same form ``validate`` returns).
 
     ``codes`` limits the document's codes to those named (hints and rules are all kept: a preview of one code
-    renders with them). Four queries of plain values, whatever the catalog's size: this is how every process builds
-    its snapshot, so it is kept to a few hundred milliseconds for ten thousand variants.
+    renders with them). ``upstreams`` adds the gateway's upstreams, their values as stored (``env:`` references and
+    sealed values, never a clear one): an export keeps them, a snapshot has no use for them. Four queries of plain
+    values, whatever the catalog's size: this is how every process builds its snapshot, so it is kept to a few
+    hundred milliseconds for ten thousand variants.
     """
     code_keys, variant_keys = entry_fields("code"), entry_fields("variant")
     hint_keys, rule_keys = entry_fields("hint"), entry_fields("rule")
@@ -514,12 +546,15 @@ def catalog_document_from_db(*, codes: Iterable[str] | None = None) -> dict:
             "error_code__code", *(key for key in rule_keys if key != "code")
         )
     ]
-    return {
+    doc = {
         "format": FORMAT,
         "codes": sorted(entries, key=lambda c: c["code"]),
         "hints": sorted(hints, key=lambda h: (h["tool"], h["parameter"])),
         "rules": sorted(rules, key=lambda r: r["position"]),
     }
+    if upstreams:
+        doc["upstreams"] = list(Upstream.objects.order_by("name").values(*entry_fields("upstream")))
+    return doc
 
 
 def dump_catalog(doc: Mapping[str, Any], fmt: str = "yaml") -> str:

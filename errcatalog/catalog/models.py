@@ -78,7 +78,7 @@ class Transport(models.TextChoices):
 # Python class names, as classification rules and the classify endpoint compare them (no module path).
 EXCEPTION_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
 # The conditions of a classification rule; a rule must set one, or it never matches.
-RULE_CONDITIONS = ("exception", "status_min", "status_max", "jsonrpc_code", "upstream", "transport")
+RULE_CONDITIONS = ("exception", "status_min", "status_max", "jsonrpc_code", "upstream", "tool", "transport")
 # Problems about a row as a whole, not one of its fields.
 WHOLE_ROW = ""
 
@@ -138,11 +138,12 @@ def classification_rule_problems(values: Mapping[str, Any]) -> Problems:
     low, high = values.get("status_min"), values.get("status_max")
     if _is_int(low) and _is_int(high) and low > high:
         problems["status_max"] = [f"{high} is below status_min ({low})."]
-    if found := identifier_problems(values.get("upstream")):
-        problems["upstream"] = found
+    for name in ("upstream", "tool"):
+        if found := identifier_problems(values.get(name)):
+            problems[name] = found
     if all(values.get(name) in (None, "") for name in RULE_CONDITIONS):
         problems[WHOLE_ROW] = [
-            "Set at least one condition (exception, status, JSON-RPC code, upstream or transport); "
+            "Set at least one condition (exception, status, JSON-RPC code, upstream, tool or transport); "
             "a rule without one never matches."
         ]
     return problems
@@ -327,6 +328,9 @@ class ClassificationRule(models.Model):
     status_max = models.PositiveSmallIntegerField(null=True, blank=True)
     jsonrpc_code = models.IntegerField(null=True, blank=True)
     upstream = models.CharField(max_length=64, blank=True, help_text="Only for this upstream server (blank: any).")
+    tool = models.CharField(
+        max_length=128, blank=True, help_text="Only for this tool, by the name /mcp serves it under (blank: any)."
+    )
     transport = models.CharField(max_length=16, choices=Transport.choices, blank=True)
     active = models.BooleanField(default=True)
     note = models.CharField(max_length=200, blank=True)

@@ -29,6 +29,7 @@ from errcatalog.catalog.document import (
 )
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.signals import catalog_changed_on_commit
+from errcatalog.gateway.services import upstreams_sync
 
 # --- Rows -------------------------------------------------------------------------------------------------
 
@@ -217,7 +218,8 @@ def catalog_import(
     ``replace`` also deletes rows the document does not have. ``only_missing`` creates missing rows and leaves
     existing ones alone, and does not recreate rows that history shows an editor deleted: that is how the defaults
     are loaded without undoing editors' work. ``reason`` is the history change reason; ``source`` names the document
-    in problems.
+    in problems. A document's ``upstreams`` go through the gateway's services (``upstreams_sync``) as the command
+    line's, which may write stdio upstreams; a document without the key leaves upstreams alone.
     """
     if replace and only_missing:
         raise ValueError("replace and only_missing exclude each other")
@@ -239,9 +241,36 @@ def catalog_import(
         )
         writer.delete(h for h in ParameterHint.objects.all() if (h.tool, h.parameter) not in hints)
         writer.delete(c for c in ErrorCode.objects.all() if c.code not in codes)
+    if "upstreams" in doc:
+        _import_upstreams(doc, writer.summary, replace=replace, only_missing=only_missing, reason=reason, source=source)
     if writer.summary.changed:
         catalog_changed_on_commit()
     return writer.summary
+
+
+def _import_upstreams(
+    doc: Mapping[str, Any], summary: ImportSummary, *, replace: bool, only_missing: bool, reason: str, source: str
+) -> None:
+    try:
+        done = upstreams_sync(
+            doc["upstreams"], actor=None, replace=replace, only_missing=only_missing, change_reason=reason
+        )
+    except ValidationError as exc:  # the command line may write stdio upstreams: no PermissionDenied here
+        index = {u["name"]: i for i, u in enumerate(doc["upstreams"])}
+        problems: list[tuple[DocPath, str]] = []
+        for key, texts in exc.message_dict.items():
+            name, _, field_name = key.partition(".")
+            at: DocPath = ("upstreams", index[name]) if name in index else ("upstreams",)
+            for text in texts:
+                problems.append(((*at, field_name) if field_name and field_name != NON_FIELD_ERRORS else at, text))
+        raise CatalogFileError(source, problem_lines(doc, problems)) from None
+    summary.created += len(done.created)
+    summary.updated += len(done.updated)
+    summary.deleted += len(done.deleted)
+    summary.unchanged += len(done.unchanged)
+    summary.changes.extend(f"create upstream {name}" for name in done.created)
+    summary.changes.extend(f"update upstream {name}" for name in done.updated)
+    summary.changes.extend(f"delete upstream {name}" for name in done.deleted)
 
 
 # Rows per INSERT/UPDATE statement of an import: large enough to be few statements, small enough that the CASE

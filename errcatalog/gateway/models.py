@@ -118,8 +118,12 @@ class Upstream(models.Model):
             raise ValidationError(problems)
 
 
-def upstream_problems(row: dict[str, Any]) -> dict[str, str]:
-    """What is wrong with an upstream's fields, by field: the rules no database constraint expresses."""
+def upstream_problems(row: dict[str, Any], *, clear_values: bool = False) -> dict[str, str]:
+    """What is wrong with an upstream's fields, by field: the rules no database constraint expresses.
+
+    ``clear_values`` accepts header and variable values in the clear, as a document may give them before the
+    services seal them.
+    """
     problems: dict[str, str] = {}
     if not _NAME.fullmatch(str(row.get("name") or "")):
         problems["name"] = "Use 1-64 lower-case letters, digits, '-' or '_', starting with a letter or digit."
@@ -149,7 +153,7 @@ def upstream_problems(row: dict[str, Any]) -> dict[str, str]:
                 problems[field] = f"{key!s:.40} is not a valid {what} name."
             elif field == "headers" and key.lower() in RESERVED_HEADERS:
                 problems[field] = f"The {key} header is set by the gateway itself."
-            elif not is_secret_reference(stored):
+            elif not (is_secret_reference(stored) or (clear_values and isinstance(stored, str))):
                 problems[field] = f"The value of {key} must be an env: reference or a sealed value."
     tools = row.get("tools")
     if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):

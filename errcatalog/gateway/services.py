@@ -111,11 +111,14 @@ class UpstreamImportSummary:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
     # Variables of our environment the imported upstreams refer to, with what each replaces.
     variables: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         parts = [f"{len(self.created)} created", f"{len(self.updated)} updated", f"{len(self.unchanged)} unchanged"]
+        if self.deleted:
+            parts.insert(2, f"{len(self.deleted)} deleted")
         return ", ".join(parts)
 
 
@@ -124,17 +127,58 @@ def upstreams_import(document: Any, *, actor: Actor | None, change_reason: str =
     """Create or update one upstream per entry of an ``mcpServers`` block (``client_config``), by name."""
     summary = UpstreamImportSummary()
     for imported in upstreams_from_client_config(document):
-        fields = imported.fields
         summary.variables.update(imported.variables)
-        existing = Upstream.objects.filter(name=fields["name"]).first()
-        if existing is None:
-            upstream_create(actor=actor, change_reason=change_reason, **fields)
-            summary.created.append(fields["name"])
-        elif upstream_update(actor=actor, upstream=existing, change_reason=change_reason, **_changed(existing, fields)):
-            summary.updated.append(fields["name"])
-        else:
-            summary.unchanged.append(fields["name"])
+        _upsert(imported.fields, actor=actor, change_reason=change_reason, summary=summary)
     return summary
+
+
+@transaction.atomic
+def upstreams_sync(
+    entries: list[Mapping[str, Any]],
+    *,
+    actor: Actor | None,
+    replace: bool = False,
+    only_missing: bool = False,
+    change_reason: str = "",
+) -> UpstreamImportSummary:
+    """Make the upstreams match the ``upstreams`` entries of a catalog document, by name (``catalog_import``).
+
+    ``replace`` also deletes the upstreams the entries lack; ``only_missing`` creates missing ones and leaves the
+    others alone. Raises ``ValidationError`` (its ``error_dict`` keyed ``<name>.<field>``) or ``PermissionDenied``.
+    """
+    summary = UpstreamImportSummary()
+    for entry in entries:
+        try:
+            _upsert(entry, actor=actor, change_reason=change_reason, summary=summary, only_missing=only_missing)
+        except ValidationError as exc:
+            problems = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+            raise ValidationError({f"{entry['name']}.{key}": texts for key, texts in problems.items()}) from None
+    if replace:
+        names = {entry["name"] for entry in entries}
+        for upstream in Upstream.objects.exclude(name__in=names):
+            upstream_delete(actor=actor, upstream=upstream, change_reason=change_reason)
+            summary.deleted.append(upstream.name)
+    return summary
+
+
+def _upsert(
+    fields: Mapping[str, Any],
+    *,
+    actor: Actor | None,
+    change_reason: str,
+    summary: UpstreamImportSummary,
+    only_missing: bool = False,
+) -> None:
+    existing = Upstream.objects.filter(name=fields["name"]).first()
+    if existing is None:
+        upstream_create(actor=actor, change_reason=change_reason, **fields)
+        summary.created.append(fields["name"])
+    elif not only_missing and upstream_update(
+        actor=actor, upstream=existing, change_reason=change_reason, **_changed(existing, fields)
+    ):
+        summary.updated.append(fields["name"])
+    else:
+        summary.unchanged.append(fields["name"])
 
 
 def _changed(upstream: Upstream, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -153,9 +197,12 @@ def _changed(upstream: Upstream, fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _holds(stored: str, value: str) -> bool:
+    if stored == value:
+        return True
     if not stored.startswith(SEALED_PREFIX) or value.startswith(ENV_PREFIX):
-        return stored == value
+        return False
     try:
-        return resolve("", stored) == value
+        clear = resolve("", value) if value.startswith(SEALED_PREFIX) else value
+        return resolve("", stored) == clear
     except SecretUnavailable:
         return False

@@ -83,6 +83,7 @@ def _state_of(row: Episode) -> EpisodeState:
         variant=row.variant,
         interactive=row.interactive,
         sentry_event_id=row.sentry_event_id,
+        upstream=row.upstream,
         started_at=row.started_at.timestamp(),
         last_at=row.last_at.timestamp(),
         retries=row.retries,
@@ -139,15 +140,15 @@ WHERE ep.id = u.id
 # Rows come back in the order of the arrays, as Django's own bulk_create relies on.
 _PG_INSERT = """
 INSERT INTO errcatalog_episode
-    (tool, client, session, code, variant, interactive, sentry_event_id, started_at, last_at, ended_at, retries,
-     recovered_at_attempt, resolution_seconds, ending, changed_at)
-SELECT u.tool, u.client, u.session, u.code, u.variant, u.interactive, u.sentry_event_id, to_timestamp(u.started_at),
-       to_timestamp(u.last_at), to_timestamp(u.ended_at), u.retries, u.recovered_at_attempt, u.resolution_seconds,
-       u.ending, now()
-FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[], %s::float8[],
-            %s::float8[], %s::float8[], %s::int[], %s::int[], %s::float8[], %s::text[])
-     AS u(tool, client, session, code, variant, interactive, sentry_event_id, started_at, last_at, ended_at,
-          retries, recovered_at_attempt, resolution_seconds, ending)
+    (tool, client, session, code, variant, interactive, sentry_event_id, upstream, started_at, last_at, ended_at,
+     retries, recovered_at_attempt, resolution_seconds, ending, changed_at)
+SELECT u.tool, u.client, u.session, u.code, u.variant, u.interactive, u.sentry_event_id, u.upstream,
+       to_timestamp(u.started_at), to_timestamp(u.last_at), to_timestamp(u.ended_at), u.retries,
+       u.recovered_at_attempt, u.resolution_seconds, u.ending, now()
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[], %s::text[],
+            %s::float8[], %s::float8[], %s::float8[], %s::int[], %s::int[], %s::float8[], %s::text[])
+     AS u(tool, client, session, code, variant, interactive, sentry_event_id, upstream, started_at, last_at,
+          ended_at, retries, recovered_at_attempt, resolution_seconds, ending)
 RETURNING id
 """
 
@@ -180,6 +181,7 @@ def _insert_postgresql(states: list[EpisodeState]) -> None:
                 [state.variant for state in states],
                 [state.interactive for state in states],
                 [state.sentry_event_id for state in states],
+                [state.upstream for state in states],
                 [state.started_at for state in states],
                 [state.last_at for state in states],
                 [state.ended_at for state in states],
@@ -203,6 +205,7 @@ def _row_of(state: EpisodeState) -> Episode:
         variant=state.variant,
         interactive=state.interactive,
         sentry_event_id=state.sentry_event_id,
+        upstream=state.upstream,
         started_at=_aware(state.started_at),
         last_at=_aware(state.last_at),
         ended_at=_aware(state.ended_at) if state.ended_at is not None else None,

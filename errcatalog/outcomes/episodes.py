@@ -53,6 +53,7 @@ class EpisodeState:
     sentry_event_id: str
     started_at: float
     last_at: float
+    upstream: str = ""  # the opening error's upstream (the gateway); blank for our own tools
     retries: int = 0
     ending: str = OPEN
     ended_at: float | None = None
@@ -160,4 +161,5 @@ def _opened_by(event: OutcomeEvent) -> EpisodeState:
         sentry_event_id=event.sentry_event_id or "",
         started_at=event.ts,
         last_at=event.ts,
+        upstream=event.upstream or "",
     )

@@ -27,6 +27,8 @@ ELICITATION_ACTIONS = ("accept", "decline", "cancel", "requested")
 _NAME = re.compile(r"^[A-Za-z0-9_.:@/+-]{1,128}$")
 _HEX_ID = re.compile(r"^[0-9a-f]{32}$")
 _LOCALE = re.compile(r"^[A-Za-z0-9_-]{1,16}$")
+# As an upstream's name is spelled (``errcatalog.gateway.models``).
+_UPSTREAM = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # Clocks differ between machines and a reporter may batch late, but not by more than this.
 MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
 MAX_EVENT_FUTURE_SECONDS = 300
@@ -67,6 +69,7 @@ class OutcomeEvent:
     code: str | None = None  # catalog code of an error
     variant: str | None = None  # the template variant the error was rendered with
     locale: str | None = None  # the variant's locale; None for the catalog default (and in older events)
+    upstream: str | None = None  # the upstream MCP server whose tool was called (the gateway); None for ours
     interactive: bool = False  # rendered as a question or asked through an elicitation
     latency_ms: float = 0.0
     elicitation: str | None = None  # "accept", "decline", "cancel" or "requested" when one was made
@@ -77,7 +80,7 @@ class OutcomeEvent:
 
     def to_wire(self) -> dict[str, Any]:
         wire = {"id": self.id, "ts": self.ts, "tool": self.tool, "outcome": self.outcome}
-        for name in ("client", "session", "code", "variant", "locale", "elicitation", "sentry_event_id"):
+        for name in ("client", "session", "code", "variant", "locale", "upstream", "elicitation", "sentry_event_id"):
             value = getattr(self, name)
             if value is not None:
                 wire[name] = value
@@ -133,6 +136,11 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
         if not isinstance(locale, str) or not _LOCALE.match(locale):
             raise InvalidEvent("locale: must be a language tag such as de or pt-BR (at most 16 characters)")
         names["locale"] = locale
+    upstream = wire.get("upstream")
+    if upstream is not None:
+        if not isinstance(upstream, str) or not _UPSTREAM.match(upstream):
+            raise InvalidEvent("upstream: must be an upstream's name (1-64 lower-case letters, digits, _ or -)")
+        names["upstream"] = upstream
     if outcome == "error" and "code" not in names:
         raise InvalidEvent("code: an error needs its catalog code")
     elicitation = wire.get("elicitation")
@@ -161,11 +169,12 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
         code=names.get("code"),
         variant=names.get("variant"),
         locale=names.get("locale"),
+        upstream=names.get("upstream"),
         sentry_event_id=names.get("sentry_event_id"),
     )
 
 
 _WIRE_FIELDS = frozenset(
     {"id", "ts", "tool", "outcome", "client", "session", "code", "variant", "interactive", "latency_ms"}
-    | {"locale", "elicitation", "sentry_event_id", "source"}
+    | {"locale", "upstream", "elicitation", "sentry_event_id", "source"}
 )

@@ -50,13 +50,13 @@ logger = logging.getLogger(__name__)
 
 # A drain hands the worker back after about this long, so beat's other tasks get their turn on a solo worker.
 DRAIN_SECONDS = 20.0
-# Rows per INSERT statement: 17 parameters each stays under SQLite's 32,766 and PostgreSQL's 65,535 limits.
+# Rows per INSERT statement: 18 parameters each stays under SQLite's 32,766 and PostgreSQL's 65,535 limits.
 _INSERT_CHUNK = 1000
 # Any fixed number works: it only has to be the same in every process that correlates episodes.
 _CORRELATION_LOCK_ID = 0x6572_7263_6174_0001
 
 _COLUMNS = (
-    "id", "occurred_at", "source", "tool", "client", "session", "outcome", "code", "variant", "locale",
+    "id", "occurred_at", "source", "tool", "client", "session", "outcome", "code", "variant", "locale", "upstream",
     "interactive", "elicitation", "attempt", "latency_ms", "sentry_event_id", "episode_id", "ingested_at",
 )  # fmt: skip
 
@@ -147,13 +147,14 @@ def _fits(event: OutcomeEvent) -> bool:
         and len(event.code or "") <= limits["code"]
         and len(event.variant or "") <= limits["variant"]
         and len(event.locale or "") <= limits["locale"]
+        and len(event.upstream or "") <= limits["upstream"]
         and len(event.sentry_event_id or "") <= limits["sentry_event_id"]
     )
 
 
 _MAX_LENGTH = {
     name: OutcomeRecord._meta.get_field(name).max_length
-    for name in ("tool", "client", "session", "code", "variant", "locale", "sentry_event_id")
+    for name in ("tool", "client", "session", "code", "variant", "locale", "upstream", "sentry_event_id")
 }
 
 
@@ -165,14 +166,14 @@ def _log_invalid(count: int) -> None:
 
 _PG_INSERT = """
 INSERT INTO errcatalog_outcomeevent
-    (id, occurred_at, source, tool, client, session, outcome, code, variant, locale, interactive, elicitation,
-     attempt, latency_ms, sentry_event_id, episode_id, ingested_at)
+    (id, occurred_at, source, tool, client, session, outcome, code, variant, locale, upstream, interactive,
+     elicitation, attempt, latency_ms, sentry_event_id, episode_id, ingested_at)
 SELECT e.id, to_timestamp(e.ts), %s, e.tool, e.client, e.session, e.outcome, e.code, e.variant, e.locale,
-       e.interactive, e.elicitation, e.attempt, e.latency_ms, e.sentry_event_id, e.episode_id, %s
+       e.upstream, e.interactive, e.elicitation, e.attempt, e.latency_ms, e.sentry_event_id, e.episode_id, %s
 FROM unnest(%s::uuid[], %s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-            %s::text[], %s::bool[], %s::text[], %s::float8[], %s::text[], %s::int[], %s::bigint[])
-     AS e(id, ts, tool, client, session, outcome, code, variant, locale, interactive, elicitation, latency_ms,
-          sentry_event_id, attempt, episode_id)
+            %s::text[], %s::text[], %s::bool[], %s::text[], %s::float8[], %s::text[], %s::int[], %s::bigint[])
+     AS e(id, ts, tool, client, session, outcome, code, variant, locale, upstream, interactive, elicitation,
+          latency_ms, sentry_event_id, attempt, episode_id)
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 """
@@ -192,6 +193,7 @@ def _insert_new_postgresql(events: Sequence[OutcomeEvent], *, source: str, linke
         text_array([event.code or "" for event in events]),
         text_array([event.variant or "" for event in events]),
         text_array([event.locale or "" for event in events]),
+        text_array([event.upstream or "" for event in events]),
         "{" + ",".join("t" if event.interactive else "f" for event in events) + "}",
         text_array([event.elicitation or "" for event in events]),
         number_array(event.latency_ms for event in events),
@@ -228,6 +230,7 @@ def _insert_new_values(events: Sequence[OutcomeEvent], *, source: str) -> set[st
                     event.code or "",
                     event.variant or "",
                     event.locale or "",
+                    event.upstream or "",
                     event.interactive,
                     event.elicitation or "",
                     0,

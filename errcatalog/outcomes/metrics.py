@@ -1,23 +1,23 @@
 """The numbers the dashboard and ``GET /api/v1/metrics/`` show, read from rollups only.
 
-Interface (fixed): ``compute_metrics(window="24h", *, tool=None, code=None, client=None, variant=None, now=None)``
-returns plain JSON-ready data:
+Interface (fixed): ``compute_metrics(window="24h", *, tool=None, code=None, client=None, variant=None,
+upstream=None, now=None)`` returns plain JSON-ready data:
 
     {
       "window": {"name": "24h", "start": ISO, "end": ISO, "bucket_seconds": 3600},
-      "filters": {"tool": None, "code": None, "client": None, "variant": None},
+      "filters": {"tool": None, "code": None, "client": None, "variant": None, "upstream": None},
       "targets": {"retry_success_rate": 0.6, "interactive_error_rate": 0.8},
       "totals": ROW,
       "series": [{"bucket": ISO, **ROW}, ...],              # one per bucket in the window, oldest first
-      "breakdowns": {"code": [{"key": ..., **ROW}], "tool": [...], "client": [...],
+      "breakdowns": {"code": [{"key": ..., **ROW}], "tool": [...], "client": [...], "upstream": [...],
                      "variant": [{"key": "CODE/variant", "code": ..., "variant": ..., **ROW}]},
       "variant_comparison": [
         {"code": ..., "variants": [{"variant": ..., "episodes": n, "recovered": n, "retry_success_rate": x,
                                     "ci_low": x, "ci_high": x}],
          "best": name | None, "p_value": x | None, "significant": bool, "verdict": "sentence"}
       ],
-      "recent_episodes": [{"id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending",
-                           "retries", "recovered_at_attempt", "resolution_seconds", "sentry_event_id",
+      "recent_episodes": [{"id", "tool", "upstream", "code", "variant", "client", "started_at", "ended_at",
+                           "ending", "retries", "recovered_at_attempt", "resolution_seconds", "sentry_event_id",
                            "sentry_url"}],
     }
 
@@ -26,7 +26,9 @@ ROW = {"calls", "errors", "error_rate", "interactive_errors", "interactive_error
 "latency_p95_ms", "resolution_p50_seconds", "resolution_p90_seconds"}; a rate is None when its denominator is 0.
 Added fields: ROW also has "first_retry_recovered", "abandoned_without_retry" and "retried_episodes" (the
 denominator of both retry rates); a variant in "variant_comparison" also has "first_retry_recovered"; the
-comparison also names its "runner_up"; a recent episode also has "resolution_seconds".
+comparison also names its "runner_up"; a recent episode also has "resolution_seconds". The "upstream" filter and
+breakdown (the gateway's upstream MCP servers, by name) count only calls to upstream tools: the breakdown has no
+row for this project's own tools.
 
 Definitions (the dashboard, the API and the admin's variant column all use these):
 
@@ -46,7 +48,7 @@ Definitions (the dashboard, the API and the admin's variant column all use these
   the bucket, code, variant, tool and client of the opening error; None without a recovered episode. Episodes
   that were exhausted or abandoned have no resolution time: they count in the retry success rate instead.
 
-Episodes count in the bucket (and under the code, variant, tool and client) of the error that opened them.
+Episodes count in the bucket (and under the code, variant, tool, client and upstream) of the error that opened them.
 A window ends with the current bucket: "24h" is the current hourly bucket and the 23 before it. The 7- and 30-day
 windows read the daily summaries and have one series point per UTC day ("bucket_seconds": 86400): the current day
 and the 6 or 29 before it.
@@ -89,7 +91,7 @@ TARGETS = {"retry_success_rate": 0.6, "interactive_error_rate": 0.8}
 RECENT_EPISODES = 20
 # Entries of an older rollup generation are never read again (the key names the generation); they expire.
 CACHE_SECONDS = 600
-FILTERS = ("tool", "code", "client", "variant")
+FILTERS = ("tool", "code", "client", "variant", "upstream")
 UNAVAILABLE_CONSEQUENCE = "the metrics API and the dashboard answer 503 until it is back"
 
 
@@ -113,6 +115,7 @@ def compute_metrics(
     code: str | None = None,
     client: str | None = None,
     variant: str | None = None,
+    upstream: str | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """The metrics of ``window`` (one of ``WINDOWS``; anything else raises ValueError), optionally filtered.
@@ -125,7 +128,9 @@ def compute_metrics(
     if uses_redis and not REDIS.available():
         raise MetricsStoreUnavailable("Redis")
     try:
-        metrics = _compute_metrics(window, tool=tool, code=code, client=client, variant=variant, now=now)
+        metrics = _compute_metrics(
+            window, tool=tool, code=code, client=client, variant=variant, upstream=upstream, now=now
+        )
     except REDIS_ERRORS as exc:
         REDIS.failed(exc)
         REDIS.degraded(UNAVAILABLE_CONSEQUENCE)
@@ -146,6 +151,7 @@ def _compute_metrics(
     code: str | None,
     client: str | None,
     variant: str | None,
+    upstream: str | None,
     now: datetime | None,
 ) -> dict[str, Any]:
     now = now or timezone.now()
@@ -155,7 +161,7 @@ def _compute_metrics(
         step = bucket_seconds()
         span, end = RollupSummary.Span.BUCKET, bucket_start(now) + timedelta(seconds=step)
     start = end - timedelta(seconds=WINDOWS[window])
-    filters = {"tool": tool, "code": code, "client": client, "variant": variant}
+    filters = {"tool": tool, "code": code, "client": client, "variant": variant, "upstream": upstream}
     window_info = {"name": window, "start": start.isoformat(), "end": end.isoformat(), "bucket_seconds": step}
     # What is read from rollups is the same until they change: computed once per rollup generation (and
     # window and filters), shared by the web processes through the cache. Episodes are read fresh.
@@ -182,7 +188,7 @@ def _compute_metrics(
 
 def _from_rollups(rows: QuerySet, start: datetime, end: datetime, step: int) -> dict[str, Any]:
     """Two GROUP BY queries (per cell, per bucket); totals and breakdowns are sums of the cells."""
-    cells = list(summed_rows(rows, ("tool", "code", "variant", "client")))
+    cells = list(summed_rows(rows, ("tool", "code", "variant", "client", "upstream")))
     by_bucket = {row["bucket"]: row for row in summed_rows(rows, ("bucket",))}
     return {
         "totals": metric_row(_merge(cells)),
@@ -194,9 +200,9 @@ def _from_rollups(rows: QuerySet, start: datetime, end: datetime, step: int) -> 
 
 def _cache_key(window: Mapping[str, Any], filters: Mapping[str, str | None], current: str | None) -> str:
     identity = json.dumps([connection.settings_dict["NAME"], window, filters, current], sort_keys=True, default=str)
-    # The version names the shape of what is cached: an entry written by older code (before resolution times) is
-    # never read by newer code within the same rollup generation.
-    return "errcatalog:metrics:v2:" + hashlib.sha256(identity.encode()).hexdigest()
+    # The version names the shape of what is cached: an entry written by older code (before resolution times, before
+    # upstreams) is never read by newer code within the same rollup generation.
+    return "errcatalog:metrics:v3:" + hashlib.sha256(identity.encode()).hexdigest()
 
 
 def metric_row(sums: Mapping[str, Any]) -> dict[str, Any]:
@@ -290,12 +296,14 @@ def _series(by_bucket: Mapping[datetime, Mapping[str, Any]], start: datetime, en
 
 
 def _breakdowns(cells: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Rows per code, tool, client and code/variant, most calls first (then most errors, then by name)."""
+    """Rows per code, tool, client, upstream and code/variant, most calls first (then most errors, then by name).
+    Calls to this project's own tools have no upstream row."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for dimension in ("code", "tool", "client"):
+    for dimension in ("code", "tool", "client", "upstream"):
         groups: dict[str, list] = defaultdict(list)
         for cell in cells:
-            groups[cell[dimension]].append(cell)
+            if dimension != "upstream" or cell["upstream"]:
+                groups[cell[dimension]].append(cell)
         out[dimension] = _sorted([{"key": key, **metric_row(_merge(rows))} for key, rows in groups.items()])
     variants: dict[tuple[str, str], list] = defaultdict(list)
     for cell in cells:
@@ -368,7 +376,8 @@ def _recent_episodes(start: datetime, end: datetime, filters: Mapping[str, str |
     for name, value in filters.items():
         if value:
             lookup &= Q(**{name: value})
-    fields: tuple[str, ...] = ("id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending", "retries")
+    fields: tuple[str, ...] = ("id", "tool", "upstream", "code", "variant", "client", "started_at", "ended_at")
+    fields += ("ending", "retries")
     fields += ("recovered_at_attempt", "resolution_seconds", "sentry_event_id")
     episodes = Episode.objects.filter(lookup).order_by("-started_at", "-id").values(*fields)[:RECENT_EPISODES]
     return [

@@ -39,6 +39,8 @@ class Episode(models.Model):
     variant = models.CharField(max_length=40, blank=True)
     interactive = models.BooleanField(default=False)
     sentry_event_id = models.CharField(max_length=32, blank=True)
+    # The upstream MCP server whose tool was called (the gateway); blank for this project's own tools.
+    upstream = models.CharField(max_length=64, blank=True, default="")
     started_at = models.DateTimeField()
     last_at = models.DateTimeField(help_text="Time of the episode's latest call.")
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -107,6 +109,8 @@ class OutcomeRecord(models.Model):
     # The locale of the variant served (as the catalog spells it); blank for the catalog default and for events
     # recorded before locales were.
     locale = models.CharField(max_length=16, blank=True, default="")
+    # The upstream MCP server whose tool was called (the gateway); blank for this project's own tools.
+    upstream = models.CharField(max_length=64, blank=True, default="")
     interactive = models.BooleanField(default=False)
     elicitation = models.CharField(max_length=16, blank=True)
     # 0: not a retry; n: the n-th call after the error that opened ``episode``.
@@ -133,12 +137,14 @@ class OutcomeRecord(models.Model):
 
 
 class RollupCounts(models.Model):
-    """One cell of a rollup (tool, code, variant and client) and its counters, shared by both rollup tables."""
+    """One cell of a rollup (tool, code, variant, client and upstream) and its counters, shared by both rollup
+    tables. A tool is served by one upstream at a time, so the upstream adds almost no cells."""
 
     tool = models.CharField(max_length=128)
     code = models.CharField(max_length=64, blank=True, help_text="Blank for successful calls.")
     variant = models.CharField(max_length=40, blank=True)
     client = models.CharField(max_length=128, blank=True)
+    upstream = models.CharField(max_length=64, blank=True, default="")
     calls = models.PositiveIntegerField(default=0)
     errors = models.PositiveIntegerField(default=0)
     interactive_errors = models.PositiveIntegerField(default=0)
@@ -171,7 +177,9 @@ class Rollup(RollupCounts):
     class Meta:
         indexes = [models.Index(fields=["bucket"], name="rollup_bucket")]
         constraints = [
-            models.UniqueConstraint(fields=["bucket", "tool", "code", "variant", "client"], name="rollup_unique_cell")
+            models.UniqueConstraint(
+                fields=["bucket", "tool", "code", "variant", "client", "upstream"], name="rollup_unique_cell"
+            )
         ]
 
     def __str__(self) -> str:
@@ -219,7 +227,8 @@ class RollupSummary(RollupCounts):
         indexes = [models.Index(fields=["span", "bucket"], name="rollupsummary_span_bucket")]
         constraints = [
             models.UniqueConstraint(
-                fields=["span", "bucket", "tool", "code", "variant", "client"], name="rollupsummary_unique_cell"
+                fields=["span", "bucket", "tool", "code", "variant", "client", "upstream"],
+                name="rollupsummary_unique_cell",
             )
         ]
 
@@ -247,7 +256,8 @@ class _DaySummaries(models.Manager):
 
 
 class DailyRollup(RollupSummary):
-    """The day rows of ``RollupSummary``: per UTC day (``bucket`` is its start), tool, code, variant and client."""
+    """The day rows of ``RollupSummary``: per UTC day (``bucket`` is its start), tool, code, variant, client and
+    upstream."""
 
     objects: ClassVar[_DaySummaries] = _DaySummaries()
 

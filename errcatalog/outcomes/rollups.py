@@ -69,12 +69,12 @@ JOB_NAME = "rollups"
 # watermark: rows committed late by a slow ingest transaction are still picked up (recomputing is idempotent).
 COMMIT_LAG = timedelta(minutes=2)
 
-_DIMENSIONS = ("tool", "code", "variant", "client")
+_DIMENSIONS = ("tool", "code", "variant", "client", "upstream")
 _EVENT_COUNTERS = ("calls", "errors", "interactive_errors", "retries", "latency_sum_ms")
 _EPISODE_COUNTERS: tuple[str, ...] = ("episodes", "recovered", "first_retry_recovered", "exhausted", "abandoned")
 _EPISODE_COUNTERS += ("abandoned_without_retry",)
 
-Cell = tuple[str, str, str, str]
+Cell = tuple[str, str, str, str, str]
 DAY = timedelta(days=1)
 # Summed by ``summed_rows``: every counter of a rollup row.
 COUNTERS = _EVENT_COUNTERS[:-1] + _EPISODE_COUNTERS
@@ -251,8 +251,8 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
     cells: dict[Cell, dict[str, Any]] = {}
 
     def cell_values(row: dict[str, Any]) -> dict[str, Any]:
-        tool, code, variant, client = (row[name] or "" for name in _DIMENSIONS)
-        cell = (tool, code, variant, client)
+        tool, code, variant, client, upstream = (row[name] or "" for name in _DIMENSIONS)
+        cell = (tool, code, variant, client, upstream)
         if cell not in cells:
             cells[cell] = {name: 0 for name in _EVENT_COUNTERS + _EPISODE_COUNTERS}
             cells[cell]["latency_sum_ms"] = 0.0

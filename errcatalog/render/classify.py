@@ -25,6 +25,7 @@ class FailureFacts:
     status_code: int | None = None
     jsonrpc_code: int | None = None
     upstream: str = ""
+    tool: str = ""  # as /mcp serves it; set only for an upstream's tools, the one case rules name tools for
     transport: str = ""  # "timeout", "connection" or ""
     code: str | None = None  # set when the raiser named the catalog code itself
 
@@ -61,6 +62,7 @@ def _matches(rule: RuleEntry, facts: FailureFacts) -> bool:
         rule.status_max is None or (facts.status_code is not None and facts.status_code <= rule.status_max),
         rule.jsonrpc_code is None or rule.jsonrpc_code == facts.jsonrpc_code,
         not rule.upstream or rule.upstream == facts.upstream,
+        not rule.tool or rule.tool == facts.tool,
         not rule.transport or rule.transport == facts.transport,
     )
     # A rule with no condition at all would swallow everything after it; it never matches.
@@ -71,6 +73,7 @@ def _matches(rule: RuleEntry, facts: FailureFacts) -> bool:
             rule.status_max is not None,
             rule.jsonrpc_code is not None,
             rule.upstream,
+            rule.tool,
             rule.transport,
         )
     )
@@ -86,7 +89,7 @@ def transport_for(exception_types: tuple[str, ...]) -> str:
     return ""
 
 
-def facts_from_exception(exc: BaseException, *, upstream: str = "") -> FailureFacts:
+def facts_from_exception(exc: BaseException, *, upstream: str = "", tool: str = "") -> FailureFacts:
     """Read the classifiable facts of an exception: its type names, status code and transport kind."""
     kind = type(exc)
     known = _type_facts.get(kind)
@@ -104,6 +107,7 @@ def facts_from_exception(exc: BaseException, *, upstream: str = "") -> FailureFa
         status_code=http_status(status),
         jsonrpc_code=jsonrpc if isinstance(jsonrpc, int) else None,
         upstream=upstream,
+        tool=tool,
         transport=transport,
         code=code if isinstance(code, str) else None,
     )

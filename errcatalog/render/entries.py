@@ -98,6 +98,7 @@ class RuleEntry:
     status_max: int | None = None
     jsonrpc_code: int | None = None
     upstream: str = ""
+    tool: str = ""
     transport: str = ""
     active: bool = True
     note: str = ""

@@ -31,7 +31,7 @@ from errcatalog.outcomes.rollups import day_start
 DEFAULT_WINDOW = "24h"
 # Filter values are identifiers (tool names, catalog codes, variant names, client token names); the lengths are
 # those of the Rollup columns. Anything else is refused before it reaches a query or the page.
-FILTER_MAX_LENGTH = {"tool": 128, "code": 64, "client": 128, "variant": 40}
+FILTER_MAX_LENGTH = {"tool": 128, "code": 64, "client": 128, "variant": 40, "upstream": 64}
 # Parentheses for vocabulary.INVALID_TOOL_NAME, under which calls of names that are not tool names are counted.
 FILTER_VALUE = re.compile(r"[\w.:@/+()-]+")
 # Distinct values offered in each filter's drop-down list; more would not be usable as a list anyway.
@@ -97,6 +97,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             code=filters.get("code"),
             client=filters.get("client"),
             variant=filters.get("variant"),
+            upstream=filters.get("upstream"),
         )
     except MetricsStoreUnavailable:
         context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": UNAVAILABLE_PROBLEM}
@@ -150,7 +151,13 @@ def dashboard_context(metrics: Mapping[str, Any], *, client_names: Mapping[str, 
                 metrics["breakdowns"].get(dimension, []),
                 names=client_names if dimension == "client" else None,
             )
-            for dimension, title in (("code", "Code"), ("tool", "Tool"), ("client", "Client"), ("variant", "Variant"))
+            for dimension, title in (
+                ("code", "Code"),
+                ("tool", "Tool"),
+                ("upstream", "Upstream"),
+                ("client", "Client"),
+                ("variant", "Variant"),
+            )
         ],
         "comparisons": [comparison_view(item) for item in metrics["variant_comparison"]],
         "episodes": [episode_view(episode, client_names=client_names) for episode in metrics["recent_episodes"]],
@@ -373,7 +380,7 @@ DAY_SECONDS = 86400
 def filter_choices(window: Mapping[str, Any], current: Mapping[str, str | None]) -> dict[str, list[str]]:
     """The values seen in the window for each filter's drop-down (the current value is always offered).
 
-    Four DISTINCT queries over the window's rollups (indexed by bucket): their size grows with buckets and
+    One DISTINCT query per filter over the window's rollups (indexed by bucket): their size grows with buckets and
     distinct cells, not with events. Windows read in days (7 d, 30 d) read the day rows, 24 times fewer.
     """
     start = datetime.fromisoformat(window["start"])

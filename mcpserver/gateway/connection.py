@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
+import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
@@ -59,6 +60,8 @@ _SDK_GARBAGE_MESSAGES = ("Failed to parse JSON response", "Failed to parse SSE m
 _CONNECTION_CODES = frozenset({types.CONNECTION_CLOSED})
 # How long a call waits for a first connection that is under way (at start, or after a drop) before it fails.
 CONNECT_WAIT_SECONDS = 5.0
+# A stdio child's stderr lines logged per minute, at most (``_ChildStderr``).
+STDERR_LINES_PER_MINUTE = 120
 # The prefix of ``_meta`` keys the protocol reserves for itself.
 _PROTOCOL_META = "io.modelcontextprotocol/"
 # Catalog envelopes an upstream may answer with (another errcatalog, or a server following seed 000).
@@ -183,6 +186,9 @@ class UpstreamConnection:
                     self.protocol_version = client.protocol_version
                     self.state = "connected"
                     self.connected_at = time.monotonic()
+                    # A handshake and a tool listing went through: the transport works again, so the circuit closes
+                    # at once rather than after its open time.
+                    self.breaker.succeeded()
                     self._settled.set()
                     backoff = self.settings["RECONNECT_MIN_SECONDS"]
                     logger.info(
@@ -253,12 +259,13 @@ class UpstreamConnection:
         self._secrets = tuple(v for v in (*headers.values(), *env.values()) if v)
         if config.transport == Transport.STDIO:
             # The child gets the SDK's minimal environment (HOME, PATH, SHELL, TERM, USER, LOGNAME) and the variables
-            # the record names; its stderr goes to the process's own (a real file even where sys.stderr is replaced),
-            # where people read it.
+            # the record names; what it writes to stderr is its own text, logged line by line as upstream text is.
             parameters = StdioServerParameters(
                 command=config.command, args=list(config.args), env=env, cwd=config.cwd or None
             )
-            transport: Any = stdio_client(parameters, errlog=sys.__stderr__ or sys.stderr)
+            stderr = _ChildStderr(config.name, self._secrets)
+            stack.callback(stderr.close_writer)
+            transport: Any = stdio_client(parameters, errlog=stderr.writer)
         else:
             http = httpx2.AsyncClient(
                 headers=headers,
@@ -277,6 +284,8 @@ class UpstreamConnection:
             read_timeout_seconds=max(config.timeout_seconds, CONNECT_WAIT_SECONDS) + 1,
         )
         await stack.enter_async_context(client)
+        if config.transport == Transport.STDIO:
+            stderr.close_writer()  # the child has its own copy; the reader sees the end when the child's closes
         return client
 
     async def _on_message(self, message: Any) -> None:
@@ -477,3 +486,35 @@ async def probe(config: UpstreamConfig, settings: Mapping[str, Any]) -> ProbeRes
         connection._note_failure(exc, "being tested")
         return ProbeResult(False, failure=connection.last_failure, seconds=time.perf_counter() - started)
     return ProbeResult(True, version, tuple(sorted(connection.tools)), seconds=time.perf_counter() - started)
+
+
+class _ChildStderr:
+    """A stdio child's stderr: a pipe whose lines a thread logs as upstream text (cut, credentials redacted), at
+    most ``STDERR_LINES_PER_MINUTE`` a minute, so a chatty child cannot flood the log."""
+
+    def __init__(self, upstream: str, secrets: tuple[str, ...]) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w")
+        self._reader = os.fdopen(read_fd, "rb")
+        self._upstream = upstream
+        self._secrets = secrets
+        threading.Thread(target=self._log_lines, name=f"upstream-{upstream}-stderr", daemon=True).start()
+
+    def close_writer(self) -> None:
+        if not self.writer.closed:
+            self.writer.close()
+
+    def _log_lines(self) -> None:
+        window, logged, dropped = time.monotonic(), 0, 0
+        with self._reader:
+            for raw in self._reader:
+                if time.monotonic() - window >= 60:
+                    if dropped:
+                        logger.info("Upstream %s stderr: %d more lines not logged", self._upstream, dropped)
+                    window, logged, dropped = time.monotonic(), 0, 0
+                if logged >= STDERR_LINES_PER_MINUTE:
+                    dropped += 1
+                    continue
+                logged += 1
+                line = redacted_for_people(raw.decode("utf-8", "replace").rstrip(), known=self._secrets, limit=500)
+                logger.info("Upstream %s stderr: %s", self._upstream, line)

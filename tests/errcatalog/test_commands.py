@@ -17,6 +17,9 @@ from errcatalog.catalog import models
 from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
 from errcatalog.catalog.document import catalog_document_from_db, dump_catalog, read_catalog_file
 from errcatalog.catalog.snapshot import catalog_snapshot
+from errcatalog.gateway.models import Upstream
+from errcatalog.gateway.secrets import resolve
+from errcatalog.gateway.services import upstream_create
 from errcatalog.render.entries import CatalogSnapshot
 
 pytestmark = pytest.mark.django_db
@@ -136,14 +139,15 @@ def test_snapshot_from_the_database_after_loading_defaults_equals_the_snapshot_f
 def test_export_writes_yaml_to_stdout_by_default(default_document):
     run("catalog_load_defaults")
     text = run("catalog_export")
-    assert text == dump_catalog(default_document, "yaml")
+    # An export lists the upstreams too (none here); the shipped catalog has none and leaves them alone.
+    assert text == dump_catalog({**default_document, "upstreams": []}, "yaml")
     assert yaml.safe_load(text)["format"] == "errcatalog/v1"
 
 
 def test_export_takes_the_format_from_the_file_suffix(tmp_path, default_document):
     run("catalog_load_defaults")
     run("catalog_export", "-o", str(tmp_path / "catalog.json"))
-    assert json.loads((tmp_path / "catalog.json").read_text()) == default_document
+    assert json.loads((tmp_path / "catalog.json").read_text()) == {**default_document, "upstreams": []}
     with pytest.raises(CommandError, match="does not match the file suffix"):
         run("catalog_export", "-o", str(tmp_path / "catalog.json"), "--format", "yaml")
     with pytest.raises(CommandError, match="cannot tell the format"):
@@ -166,16 +170,116 @@ def test_export_import_export_is_byte_identical(tmp_path, suffix):
         error_code=code, name="b-test", locale="de", weight=0, message="yes", instruction="null", cause="{{braces}}"
     )
     models.ParameterHint.objects.create(tool="t", parameter="p", example="1.0", description="# not a comment")
+    # Upstreams travel with the catalog, their values as stored: an env: reference, a sealed value.
+    upstream_create(
+        actor=None,
+        name="git",
+        prefix="git",
+        transport="stdio",
+        command="uvx",
+        args=["mcp-server-git", "--repository", "/srv/repo"],
+        env={"GIT_TOKEN": "env:UPSTREAM_GIT_TOKEN", "LANG": "C.UTF-8"},
+        tools=["git_status"],
+    )
+    upstream_create(actor=None, name="web", prefix="web", transport="http", url="https://mcp.example.com/mcp")
     first = tmp_path / f"first{suffix}"
     second = tmp_path / f"second{suffix}"
     run("catalog_export", "-o", str(first))
 
     models.ErrorCode.objects.filter(code="TEAM_ERROR").delete()
     models.TemplateVariant.objects.filter(error_code__code="TIMEOUT").update(message="changed")
+    Upstream.objects.filter(name="web").delete()
+    Upstream.objects.filter(name="git").update(timeout_seconds=5)
     run("catalog_import", str(first))
     run("catalog_export", "-o", str(second))
 
     assert second.read_bytes() == first.read_bytes()
+    assert "C.UTF-8" not in first.read_text()  # sealed, never exported in the clear
+    assert " upstream " not in run("catalog_import", str(first), verbosity=2)  # a sealed value re-read: unchanged
+
+
+def _upstream_document(default_document: dict, *upstreams: dict) -> dict:
+    return {**copy.deepcopy(default_document), "upstreams": list(upstreams)}
+
+
+def test_import_writes_the_upstreams_of_a_document_and_seals_a_clear_value(tmp_path, default_document):
+    run("catalog_load_defaults")
+    entry = {"name": "web", "prefix": "web", "transport": "http", "url": "https://mcp.example.com/mcp"}
+    path = write(tmp_path / "c.yaml", _upstream_document(default_document, {**entry, "headers": {"X-Team": "blue"}}))
+
+    out = run("catalog_import", str(path), verbosity=2)
+
+    assert "create upstream web" in out
+    stored = Upstream.objects.get(name="web").headers["X-Team"]
+    assert stored.startswith("sealed:") and resolve("X-Team", stored) == "blue"
+    assert "create upstream" not in run("catalog_import", str(path), verbosity=2)  # the same value: unchanged
+
+
+def test_import_replace_deletes_upstreams_only_when_the_document_lists_upstreams(tmp_path, default_document):
+    run("catalog_load_defaults")
+    upstream_create(actor=None, name="old", prefix="old", transport="http", url="https://old.example.com/mcp")
+
+    run("catalog_import", str(write(tmp_path / "without.yaml", default_document)), "--replace")
+    assert Upstream.objects.filter(name="old").exists()  # no upstreams key: upstreams are left alone
+
+    new = {"name": "new", "prefix": "new", "transport": "http", "url": "https://new.example.com/mcp"}
+    path = write(tmp_path / "with.yaml", _upstream_document(default_document, new))
+    out = run("catalog_import", str(path), "--replace", verbosity=2)
+
+    assert sorted(Upstream.objects.values_list("name", flat=True)) == ["new"]
+    assert "delete upstream old" in out and "create upstream new" in out
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        pytest.param(
+            {"name": "Web!", "prefix": "web", "transport": "http", "url": "https://x.example/mcp"},
+            "upstreams[0] (Web!) → name: Use 1-64 lower-case letters",
+            id="bad name",
+        ),
+        pytest.param(
+            {"name": "web", "prefix": "w__b", "transport": "http", "url": "https://x.example/mcp"},
+            "upstreams[0] (web) → prefix: Use 1-32 letters",
+            id="separator in the prefix",
+        ),
+        pytest.param(
+            {"name": "web", "prefix": "web", "transport": "http", "headers": {"Host": "env:X"}, "url": "ftp://x"},
+            "upstreams[0] (web) → url: Use an http:// or https:// URL.",
+            id="not an HTTP URL",
+        ),
+        pytest.param(
+            {"name": "web", "prefix": "web", "transport": "carrier-pigeon"},
+            "upstreams[0] (web) → transport: 'carrier-pigeon' is not one of: 'http', 'stdio'.",
+            id="unknown transport",
+        ),
+    ],
+)
+def test_import_names_a_bad_upstream_entry_and_changes_nothing(tmp_path, default_document, entry, expected):
+    run("catalog_load_defaults")
+    path = write(tmp_path / "c.yaml", _upstream_document(default_document, entry))
+
+    with pytest.raises(CommandError) as raised:
+        run("catalog_import", str(path))
+
+    assert expected in str(raised.value)
+    assert not Upstream.objects.exists()
+
+
+def test_import_of_a_stdio_upstream_where_stdio_is_off_is_refused_at_its_entry(tmp_path, default_document, settings):
+    settings.GATEWAY = {**settings.GATEWAY, "STDIO": False}
+    run("catalog_load_defaults")
+    entry = {"name": "git", "prefix": "git", "transport": "stdio", "command": "uvx", "args": ["mcp-server-git"]}
+    code = {**copy.deepcopy(default_document["codes"][0]), "code": "TEAM_ERROR"}
+    doc = _upstream_document(default_document, entry)
+    doc["codes"].append(code)
+
+    with pytest.raises(CommandError) as raised:
+        run("catalog_import", str(write(tmp_path / "c.yaml", doc)))
+
+    assert "upstreams[0] (git) → transport: stdio upstreams are turned off here" in str(raised.value)
+    assert not Upstream.objects.exists()
+    assert not models.ErrorCode.objects.filter(code="TEAM_ERROR").exists()  # the whole import rolled back
 
 
 @pytest.mark.parametrize(

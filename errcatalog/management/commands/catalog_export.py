@@ -13,7 +13,7 @@ from errcatalog.catalog.document import FORMATS, SUFFIX_FORMATS, catalog_documen
 
 
 class Command(BaseCommand):
-    help = "Export the whole error catalog (codes, variants, hints, rules) as YAML or JSON."
+    help = "Export the whole error catalog (codes, variants, hints, rules, upstreams) as YAML or JSON."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("-o", "--output", metavar="FILE", help="Write to FILE instead of stdout.")
@@ -33,7 +33,7 @@ class Command(BaseCommand):
                 fmt = suffix_format
             elif suffix_format is not None and format != suffix_format:
                 raise CommandError(f"{output}: --format {format} does not match the file suffix.")
-        doc = catalog_document_from_db()
+        doc = catalog_document_from_db(upstreams=True)
         text = dump_catalog(doc, fmt)
         if not output:
             self.stdout.write(text, ending="")
@@ -44,5 +44,5 @@ class Command(BaseCommand):
             raise CommandError(f"{output}: cannot write the file ({exc.strerror or exc}).") from None
         self.stderr.write(
             f"Exported {len(doc['codes'])} codes, {sum(len(c['variants']) for c in doc['codes'])} variants, "
-            f"{len(doc['hints'])} hints and {len(doc['rules'])} rules to {output}."
+            f"{len(doc['hints'])} hints, {len(doc['rules'])} rules and {len(doc['upstreams'])} upstreams to {output}."
         )

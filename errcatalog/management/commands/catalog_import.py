@@ -25,7 +25,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", metavar="FILE", help="Catalog document (.yaml, .yml or .json).")
         parser.add_argument(
-            "--replace", action="store_true", help="Also delete codes, variants, hints and rules the file lacks."
+            "--replace",
+            action="store_true",
+            help="Also delete codes, variants, hints and rules the file lacks (and upstreams, if it lists them).",
         )
         parser.add_argument(
             "--dry-run", action="store_true", help="Validate and report what would change, then roll back."

@@ -200,6 +200,7 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
         source="error_code", slug_field="code", queryset=ErrorCode.objects.all(), help_text="The code to assign."
     )
     upstream = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    tool = serializers.CharField(max_length=128, required=False, allow_blank=True)
     row_problems = staticmethod(classification_rule_problems)
 
     class Meta:
@@ -213,6 +214,7 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
             "status_max",
             "jsonrpc_code",
             "upstream",
+            "tool",
             "transport",
             "active",
             "note",
@@ -441,6 +443,9 @@ class ClassifyRequestSerializer(serializers.Serializer):
     status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
     jsonrpc_code = serializers.IntegerField(required=False, allow_null=True, default=None)
     upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    tool = serializers.CharField(
+        max_length=128, required=False, allow_blank=True, default="", help_text="An upstream's tool, as /mcp serves it."
+    )
     transport = serializers.ChoiceField(
         choices=sorted(NETWORK_FAILURES),
         required=False,
@@ -456,6 +461,7 @@ class ClassifyRequestSerializer(serializers.Serializer):
             status_code=data["status_code"],
             jsonrpc_code=data["jsonrpc_code"],
             upstream=data["upstream"],
+            tool=data["tool"],
             transport=data["transport"] or transport_for(data["exception"]),
         )
 
@@ -507,10 +513,17 @@ class MetricsQuerySerializer(serializers.Serializer):
     code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     client = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
     variant = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
+    upstream = serializers.CharField(
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="An upstream MCP server of the gateway, by name: only calls to its tools.",
+    )
 
     def filters(self) -> dict[str, str | None]:
         """The filters given, blank ones (``tool=``) meaning no filter."""
-        return {name: self.validated_data[name] or None for name in ("tool", "code", "client", "variant")}
+        return {name: self.validated_data[name] or None for name in ("tool", "code", "client", "variant", "upstream")}
 
 
 class MetricsWindowSerializer(serializers.Serializer):
@@ -525,6 +538,7 @@ class MetricsFiltersSerializer(serializers.Serializer):
     code = serializers.CharField(allow_null=True)
     client = serializers.CharField(allow_null=True)
     variant = serializers.CharField(allow_null=True)
+    upstream = serializers.CharField(allow_null=True)
 
 
 class MetricsTargetsSerializer(serializers.Serializer):
@@ -577,6 +591,9 @@ class MetricsBreakdownsSerializer(serializers.Serializer):
     code = MetricsBreakdownRowSerializer(many=True)
     tool = MetricsBreakdownRowSerializer(many=True)
     client = MetricsBreakdownRowSerializer(many=True)
+    upstream = MetricsBreakdownRowSerializer(
+        many=True, help_text="Calls to the gateway's upstream MCP servers, by upstream name (none for our own tools)."
+    )
     variant = MetricsVariantRowSerializer(many=True)
 
 
@@ -603,6 +620,7 @@ class VariantComparisonSerializer(serializers.Serializer):
 class RecentEpisodeSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     tool = serializers.CharField()
+    upstream = serializers.CharField(help_text="The upstream MCP server of the tool; empty for our own tools.")
     code = serializers.CharField()
     variant = serializers.CharField()
     client = serializers.CharField()
@@ -639,7 +657,7 @@ class OutcomeBatchSerializer(serializers.Serializer):
         max_length=1000,
         help_text="Wire events: id (UUID), ts (Unix seconds, last 7 days), tool, outcome (ok|error|input_required), "
         "and optionally client, session, code (required for errors), variant, locale (the variant's language tag, "
-        "e.g. de), interactive, latency_ms, "
+        "e.g. de), upstream (the upstream MCP server's name, lower-case), interactive, latency_ms, "
         "elicitation, sentry_event_id. Names are 1-128 letters, digits or _.:@/+-.",
     )
 

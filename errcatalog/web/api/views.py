@@ -258,7 +258,7 @@ class ClassifyView(APIView):
     @extend_schema(
         tags=["classify"],
         summary="Classify a raw failure",
-        description="Maps a failure's exception class, HTTP status, JSON-RPC code, upstream and transport to a "
+        description="Maps a failure's exception class, HTTP status, JSON-RPC code, upstream, tool and transport to a "
         "catalog code by the classification rules; with no matching rule the answer is UNKNOWN_ERROR.",
         request=ClassifyRequestSerializer,
         responses={200: ClassifyResponseSerializer, **_WRITE_ERRORS},

@@ -7,8 +7,9 @@ from django.db import connection, transaction
 
 from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
-from errcatalog.catalog.revision import NO_REVISION, catalog_revision
+from errcatalog.catalog.revision import CATALOG_TABLES, NO_REVISION, catalog_revision
 from errcatalog.catalog.services import error_code_update
+from errcatalog.gateway.services import upstream_create
 
 # Committed transactions: PostgreSQL raises the revision at commit (deferred triggers).
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,6 +62,19 @@ def test_every_kind_of_write_raises_it(loaded):
             cursor.execute("UPDATE errcatalog_errorcode SET explanation = 'Typed into psql.' WHERE code = 'TIMEOUT'")
 
     assert _moves(raw_sql)
+
+
+@pytest.mark.parametrize("table", [*CATALOG_TABLES, "errcatalog_upstream"])
+def test_a_write_to_each_table_after_every_migration_raises_it(loaded, table):
+    # SQLite rebuilds a table for many schema changes and drops its triggers with it: a migration that does so must
+    # install them again (0011 does, for the rules' tool column).
+    upstream_create(actor=None, name="web", prefix="web", transport="http", url="https://mcp.example.com/mcp")
+
+    def touch():
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {table} SET id = id WHERE id = (SELECT MIN(id) FROM {table})")  # noqa: S608
+
+    assert _moves(touch)
 
 
 def test_a_rolled_back_change_leaves_it(loaded):

@@ -25,12 +25,7 @@ def episode(started: datetime, *, ending: str, code: str = "MISSING_PARAMETER", 
     if ending == "recovered":
         fields.setdefault("resolution_seconds", (fields["ended_at"] - started).total_seconds())
     return Episode.objects.create(
-        tool="send_email",
-        client="token:1",
-        session=uuid.uuid4().hex,
-        code=code,
-        variant=variant,
-        started_at=started,
-        ending=ending,
-        **fields,
+        **{"tool": "send_email", "client": "token:1", "session": uuid.uuid4().hex}
+        | fields
+        | {"code": code, "variant": variant, "started_at": started, "ending": ending}
     )

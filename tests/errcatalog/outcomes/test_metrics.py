@@ -125,11 +125,36 @@ def test_breakdowns_by_each_dimension(traffic):
 def test_filters_narrow_every_number(traffic):
     metrics = compute_metrics("7d", tool="search", now=NOW)
 
-    assert metrics["filters"] == {"tool": "search", "code": None, "client": None, "variant": None}
+    assert metrics["filters"] == {"tool": "search", "code": None, "client": None, "variant": None, "upstream": None}
     assert metrics["totals"]["calls"] == 1
     assert metrics["recent_episodes"] == []
     assert compute_metrics("24h", code="RATE_LIMITED", now=NOW)["totals"]["episodes"] == 1
     assert compute_metrics("24h", client="token:9", now=NOW)["totals"]["calls"] == 0
+
+
+def test_calls_to_upstream_tools_break_down_and_filter_by_upstream():
+    hour = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    event(hour, tool="git__status", upstream="git")
+    event(hour, tool="git__log", upstream="git", outcome="error", code="EXECUTION_FAILURE", variant="default")
+    event(hour, tool="time__now", upstream="time")
+    event(hour, tool="send_email")  # one of ours: no upstream row
+    episode(hour, ending="recovered", recovered_at_attempt=1, retries=1, tool="git__log", upstream="git")
+    roll_up(hour)
+
+    metrics = compute_metrics("24h", now=NOW)
+    by_upstream = {row["key"]: row for row in metrics["breakdowns"]["upstream"]}
+    assert by_upstream.keys() == {"git", "time"}
+    assert (by_upstream["git"]["calls"], by_upstream["git"]["errors"], by_upstream["git"]["recovered"]) == (2, 1, 1)
+    assert by_upstream["time"]["calls"] == 1
+    assert metrics["totals"]["calls"] == 4
+
+    git = compute_metrics("24h", upstream="git", now=NOW)
+    assert git["totals"]["calls"] == 2 and {row["key"] for row in git["breakdowns"]["tool"]} == {
+        "git__status",
+        "git__log",
+    }
+    assert [(e["tool"], e["upstream"]) for e in git["recent_episodes"]] == [("git__log", "git")]
+    assert compute_metrics("24h", upstream="time", now=NOW)["recent_episodes"] == []
 
 
 def test_unknown_window_is_refused():
@@ -176,7 +201,7 @@ def test_recent_episodes_link_to_sentry(traffic, settings):
     assert linked["ending"] == "recovered" and linked["recovered_at_attempt"] == 1
     assert all(e["sentry_url"] is None for e in recent if e["code"] != "RATE_LIMITED")
     assert set(linked) == {
-        "id", "tool", "code", "variant", "client", "started_at", "ended_at", "ending", "retries",
+        "id", "tool", "upstream", "code", "variant", "client", "started_at", "ended_at", "ending", "retries",
         "recovered_at_attempt", "resolution_seconds", "sentry_event_id", "sentry_url",
     }  # fmt: skip
 

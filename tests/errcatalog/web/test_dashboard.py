@@ -405,6 +405,25 @@ def test_a_clear_winner_is_marked_as_more_than_noise(client, staff_user):
     assert re.search(r'data-variant="long">.*?10.0 %', section.group(0), re.DOTALL)
 
 
+def test_calls_to_upstream_tools_have_their_own_breakdown_and_filter(client, staff_user):
+    build_outcomes()
+    at = bucket_start(timezone.now()) - timedelta(seconds=bucket_seconds()) + timedelta(minutes=6)
+    call_events(at, 4, tool="git__status", client="claude", upstream="git")
+    call_events(at, 2, outcome="error", tool="git__log", code="EXECUTION_FAILURE", client="claude", upstream="git")
+    rollups.recompute_bucket(at)
+    client.force_login(staff_user)
+
+    page = get_page(client)
+    table = re.search(r'id="ed-breakdown-upstream".*?</table>', page, re.DOTALL).group(0)
+    # One row, git's 6 calls: this project's own tools have no upstream row.
+    assert re.findall(r'<tr data-key="([^"]*)">\s*<th scope="row" data-sort="[^"]*">[^<]*</th><td class="ed-num" '
+                      r'data-sort="(\d+)"', table) == [("git", "6")]  # fmt: skip
+    upstream_select = re.search(r'<select name="upstream">(.*?)</select>', page, re.DOTALL).group(1)
+    assert re.findall(r'<option value="([^"]*)"', upstream_select) == ["", "git"]
+
+    assert tile_text(get_page(client, DASHBOARD + "?upstream=git"), "calls") == "6"
+
+
 def test_filter_lists_offer_the_values_of_the_window(client, staff_user):
     build_outcomes()
     client.force_login(staff_user)

@@ -42,7 +42,7 @@ def upstream():
     server.kill()
 
 
-def test_a_dead_upstream_opens_the_circuit_and_a_probe_closes_it_when_it_is_back(upstream):
+def test_a_dead_upstream_opens_the_circuit_a_failed_probe_reopens_it_and_a_reconnection_closes_it(upstream):
     async def scenario() -> list[str]:
         seen = []
         connection = UpstreamConnection(_config(upstream.url), SETTINGS, lambda: None)
@@ -58,17 +58,21 @@ def test_a_dead_upstream_opens_the_circuit_and_a_probe_closes_it_when_it_is_back
                 await connection.call("echo", {"text": "down"})
             assert 1 <= refused.value.retry_after <= SETTINGS["BREAKER_SECONDS"]
             seen.append(connection.breaker.state)
+            # After the window, one call goes through as a probe; still down, so the circuit opens again.
+            await anyio.sleep(SETTINGS["BREAKER_SECONDS"])
+            with pytest.raises(UpstreamConnectionError):
+                await connection.call("echo", {"text": "probe"})
+            seen.append(connection.breaker.state)
+            # Back: the supervisor's reconnection closes the circuit at once, without waiting out the window.
             await anyio.to_thread.run_sync(upstream.start)
-            # Once the supervisor has reconnected and the window is over, one call probes, and closes the circuit.
             while connection.state != "connected":
                 await anyio.sleep(0.05)
-            await anyio.sleep(SETTINGS["BREAKER_SECONDS"])
-            assert (await connection.call("echo", {"text": "back"})).content[0].text == "back"
             seen.append(connection.breaker.state)
+            assert (await connection.call("echo", {"text": "back"})).content[0].text == "back"
             connection.stop()
         return seen
 
-    assert anyio.run(scenario) == ["open", "closed"]
+    assert anyio.run(scenario) == ["open", "open", "closed"]
 
 
 def test_calls_beyond_the_concurrency_limit_wait_their_turn(upstream):

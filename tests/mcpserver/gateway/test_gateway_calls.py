@@ -197,6 +197,9 @@ def test_a_stdio_upstream_that_dies_mid_call_is_restarted(gateway_app):
         return not result.is_error and result.content[0].text == "back"
 
     wait_until(echoes, seconds=30, what="the stdio upstream restarted")
+    # Its last words on stderr are in the log, as upstream text is: cut, credentials redacted.
+    wait_until(lambda: "Upstream local stderr: dying: " in app.log(), what="the child's stderr logged")
+    assert SECRET not in app.log() and "hunter2" not in app.log() and "A" * 3000 not in app.log()
 
 
 def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):

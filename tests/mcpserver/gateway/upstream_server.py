@@ -81,7 +81,9 @@ async def hang(seconds: float = 3600) -> str:
 
 @server.tool()
 def die() -> str:
-    """Stop the whole server in the middle of the call."""
+    """Stop the whole server in the middle of the call, with last words on stderr."""
+    sys.stderr.write(f"dying: {HOSTILE}\n")
+    sys.stderr.flush()
     os._exit(3)
 
 

@@ -1,14 +1,23 @@
-"""The gateway tests' upstream servers, each in a process of its own on 127.0.0.1."""
+"""The gateway tests' upstream servers, each in a process of its own on 127.0.0.1 or over stdio.
+
+Ours (an SDK server with hostile failing tools, a garbage server) run from this folder. The real, unmodified
+published servers are installed as their users install them, pinned, into ``var/upstreams/`` once and reused
+after: ``@modelcontextprotocol/server-everything`` from npm (run by the machine's Node) and ``mcp-server-time`` from
+PyPI in a virtual environment of its own.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx2
 
-from tests.errcatalog.outcomes.conftest import wait_until
+from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
 from tests.errcatalog.outcomes.recorder_support import free_port
 
 HERE = Path(__file__).parent
@@ -18,21 +27,72 @@ UPSTREAM_SERVER = str(HERE / "upstream_server.py")
 GARBAGE_SERVER = str(HERE / "garbage_server.py")
 
 
+UPSTREAMS_DIR = REPO_ROOT / "var" / "upstreams"
+EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything"
+EVERYTHING_VERSION = "2026.8.31"
+TIME_PACKAGE = "mcp-server-time"
+TIME_VERSION = "2026.10.19"
+
+
+def everything_server() -> list[str]:
+    """The command that runs npm's ``server-everything`` (add ``stdio`` or ``streamableHttp``); installed once."""
+    package = UPSTREAMS_DIR / "node_modules" / EVERYTHING_PACKAGE
+    manifest = package / "package.json"
+    if not manifest.exists() or json.loads(manifest.read_text())["version"] != EVERYTHING_VERSION:
+        UPSTREAMS_DIR.mkdir(parents=True, exist_ok=True)
+        if not (UPSTREAMS_DIR / "package.json").exists():
+            (UPSTREAMS_DIR / "package.json").write_text('{"private": true}\n')
+        subprocess.run(  # noqa: S603 (npm with a pinned package)
+            [shutil.which("npm") or "npm", "install", "--prefix", str(UPSTREAMS_DIR), "--no-audit", "--no-fund",
+             "--loglevel=error", f"{EVERYTHING_PACKAGE}@{EVERYTHING_VERSION}"],
+            check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    return [shutil.which("node") or "node", str(package / "dist" / "index.js")]
+
+
+def time_server() -> str:
+    """The ``mcp-server-time`` program of a virtual environment of its own; installed once."""
+    venv = UPSTREAMS_DIR / "time"
+    program = venv / "bin" / "mcp-server-time"
+    stamp = venv / "installed-version"
+    if not program.exists() or not stamp.exists() or stamp.read_text() != TIME_VERSION:
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)  # noqa: S603
+        subprocess.run(  # noqa: S603 (pip with a pinned package)
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             f"{TIME_PACKAGE}=={TIME_VERSION}"],
+            check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+        stamp.write_text(TIME_VERSION)
+    return str(program)
+
+
 class UpstreamProcess:
     """``python SCRIPT [ARGS] PORT`` serving Streamable HTTP at ``url``; ``start`` waits until it answers, ``kill``
-    takes it away at once, and ``start`` again brings it back on the same port."""
+    takes it away at once, and ``start`` again brings it back on the same port. ``UpstreamProcess.command_line``
+    runs another program, given the port in its environment (``PORT``) instead."""
 
     def __init__(self, script: str, *args: str, log: Path | None = None) -> None:
-        self.command = [sys.executable, script, *args, str(free_port())]
-        self.url = f"http://127.0.0.1:{self.command[-1]}/mcp"
+        port = free_port()
+        self.command = [sys.executable, script, *args, str(port)]
+        self.env: dict[str, str] | None = None
+        self.url = f"http://127.0.0.1:{port}/mcp"
         self.log = log
         self.process: subprocess.Popen | None = None
+
+    @classmethod
+    def command_line(cls, command: list[str], *, log: Path | None = None) -> UpstreamProcess:
+        upstream = cls("", log=log)
+        port = upstream.command[-1]
+        upstream.command = command
+        upstream.env = {**os.environ, "PORT": port}
+        return upstream
 
     def start(self) -> UpstreamProcess:
         out = self.log.open("ab") if self.log else None
         try:
             self.process = subprocess.Popen(  # noqa: S603 (fixed command line)
-                self.command, stdout=out, stderr=subprocess.STDOUT if out else None
+                self.command, env=self.env, stdout=out, stderr=subprocess.STDOUT if out else None
             )
         finally:
             if out is not None:

@@ -39,10 +39,10 @@ def test_staff_session_reads_the_numbers(staff_client, outcomes):
 
 
 def test_the_default_window_is_24_hours_and_blank_filters_are_no_filters(staff_client, outcomes):
-    body = staff_client.get(URL + "?tool=&code=&client=&variant=").json()
+    body = staff_client.get(URL + "?tool=&code=&client=&variant=&upstream=").json()
 
     assert body["window"]["name"] == "24h"
-    assert body["filters"] == {"tool": None, "code": None, "client": None, "variant": None}
+    assert body["filters"] == {"tool": None, "code": None, "client": None, "variant": None, "upstream": None}
     assert body["totals"]["calls"] == 3
 
 
