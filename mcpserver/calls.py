@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,3 +37,8 @@ class ToolCall:
     # The upstream MCP server serving the called tool (the gateway), once the pipeline has found the tool.
     upstream: str = ""
     started: float = field(default_factory=time.perf_counter)
+
+
+# The ``ToolContext`` of the call the running task serves, set by the pipeline around an async tool: how a tool that
+# takes no ``context`` parameter (a gateway forwarder, whose arguments are the upstream's) reaches its call.
+current_tool_context: ContextVar[Any] = ContextVar("current_tool_context", default=None)

@@ -33,7 +33,7 @@ from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation
-from mcpserver.calls import ToolCall
+from mcpserver.calls import ToolCall, current_tool_context
 from mcpserver.gateway import served_tools
 from mcpserver.jsonrpc_errors import sanctioned_error
 from mcpserver.ratelimit import rate_limit_retry_after
@@ -149,7 +149,12 @@ async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any
     if spec.wants_context:
         kwargs["context"] = call.context
     if spec.is_async:
-        return await spec.function(**kwargs)
+        # Also for functions that take no ``context`` (the gateway's forwarders): the running task's call context.
+        token = current_tool_context.set(call.context)
+        try:
+            return await spec.function(**kwargs)
+        finally:
+            current_tool_context.reset(token)
     return await _run_sync(spec.function, kwargs)
 
 

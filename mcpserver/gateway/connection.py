@@ -15,8 +15,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -47,6 +48,7 @@ from mcpserver.gateway.failures import (
     UpstreamToolError,
     UpstreamUnavailable,
 )
+from mcpserver.registry import ClientCannotAnswer, UserAnswer
 
 logger = logging.getLogger("mcpserver.gateway")
 
@@ -62,6 +64,15 @@ _CONNECTION_CODES = frozenset({types.CONNECTION_CLOSED})
 CONNECT_WAIT_SECONDS = 5.0
 # A stdio child's stderr lines logged per minute, at most (``_ChildStderr``).
 STDERR_LINES_PER_MINUTE = 120
+# An elicitation's message as our client's user sees it: the upstream's text, cut and with credentials redacted.
+ELICITATION_MESSAGE_MAX_CHARS = 1000
+
+# How a call asks our client's user (``ToolContext.elicit``): message and schema in, ``UserAnswer`` out; it raises
+# ``ClientCannotAnswer`` when the client cannot take the request.
+Ask = Callable[[str, Mapping[str, Any]], Awaitable[UserAnswer]]
+# The asker of the call this task forwards. A 2026-07-28 upstream asks for input in its answer to the call, and the
+# SDK's driver hands that request to the elicitation callback in the calling task, so it finds its call here.
+_ASKER: ContextVar[_Asker | None] = ContextVar("upstream_asker", default=None)
 # The prefix of ``_meta`` keys the protocol reserves for itself.
 _PROTOCOL_META = "io.modelcontextprotocol/"
 # Catalog envelopes an upstream may answer with (another errcatalog, or a server following seed 000).
@@ -161,6 +172,7 @@ class UpstreamConnection:
         self.breaker = CircuitBreaker(settings["BREAKER_FAILURES"], settings["BREAKER_SECONDS"])
         self.limiter = anyio.CapacityLimiter(config.max_concurrency)
         self.in_flight = 0
+        self._askers: list[_Asker] = []
         self._client: Client | None = None
         self._secrets: tuple[str, ...] = ()
         # Set when the connection attempt under way ended, connected or not; calls that arrive meanwhile wait on it.
@@ -278,6 +290,7 @@ class UpstreamConnection:
             transport,
             cache=None,
             message_handler=self._on_message,
+            elicitation_callback=self._on_elicitation,
             client_info=types.Implementation(name="errcatalog-gateway", version="1"),
             # Bounds the handshake and tool listings (a cancel scope cannot: the session's task group outlives
             # this call); a call's own, shorter deadline is ``call``'s.
@@ -287,6 +300,29 @@ class UpstreamConnection:
         if config.transport == Transport.STDIO:
             stderr.close_writer()  # the child has its own copy; the reader sees the end when the child's closes
         return client
+
+    async def _on_elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        """An upstream asks for input (``elicitation/create``, or a 2026-07-28 input request): relayed to the user
+        of the call it belongs to when that call's client can answer, else declined.
+
+        A 2026-07-28 upstream's request is found by its calling task (``_ASKER``). A 2025-11-25 upstream sends
+        its request on the session, with nothing the SDK passes on that names the call: it is relayed only while a
+        single call is in flight on this connection, and declined when it could belong to several. Only form
+        elicitations are relayed (a URL one would send the user to an address the upstream chose).
+        """
+        asker = _ASKER.get()
+        if asker is None and len(self._askers) == 1:
+            asker = self._askers[0]
+        if asker is None or asker.ask is None or not isinstance(params, types.ElicitRequestFormParams):
+            return types.ElicitResult(action="decline")
+        message = redacted_for_people(params.message, known=self._secrets, limit=ELICITATION_MESSAGE_MAX_CHARS)
+        try:
+            answer = await asker.ask(message, dict(params.requested_schema))
+        except ClientCannotAnswer:
+            return types.ElicitResult(action="decline")
+        if answer.action == "accept":
+            return types.ElicitResult(action="accept", content=answer.content)
+        return types.ElicitResult(action="cancel" if answer.action == "cancel" else "decline")
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -344,21 +380,29 @@ class UpstreamConnection:
 
     # --- Calls --------------------------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``."""
+    async def call(self, tool: str, arguments: dict[str, Any], *, ask: Ask | None = None) -> types.CallToolResult:
+        """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``.
+
+        ``ask`` relays an elicitation the upstream makes during the call to our client (``_on_elicitation``);
+        without it, one is declined. The call's timeout includes the time the user takes to answer.
+        """
         name = self.config.name
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
+        asker = _Asker(ask)
+        token = _ASKER.set(asker)
         try:
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
                     client = await self._client_or_wait()
                     self.in_flight += 1
+                    self._askers.append(asker)
                     try:
                         result = await client.call_tool(tool, arguments)
                     finally:
                         self.in_flight -= 1
+                        self._askers.remove(asker)
         except TimeoutError:
             self.breaker.failed()
             raise UpstreamTimeout(name, f"no answer from {tool} within {self.config.timeout_seconds:g} s") from None
@@ -373,6 +417,8 @@ class UpstreamConnection:
         except (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._connection_lost()
             raise UpstreamConnectionError(name, exc, secrets=self._secrets) from None
+        finally:
+            _ASKER.reset(token)
         self.breaker.succeeded()
         if result.is_error:
             raise UpstreamToolError(name, _result_text(result), secrets=self._secrets, code=_envelope_code(result))
@@ -518,3 +564,10 @@ class _ChildStderr:
                 logged += 1
                 line = redacted_for_people(raw.decode("utf-8", "replace").rstrip(), known=self._secrets, limit=500)
                 logger.info("Upstream %s stderr: %s", self._upstream, line)
+
+
+@dataclass(eq=False)
+class _Asker:
+    """One forwarded call's way to ask its client's user; ``ask`` is None when the call has none."""
+
+    ask: Ask | None

@@ -24,6 +24,7 @@ from django.db import close_old_connections
 from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
 from errcatalog.gateway.selectors import UpstreamConfig, upstream_configs
+from mcpserver.calls import current_tool_context
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.registry import ToolSpec
 
@@ -132,7 +133,9 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
     upstream_name = tool.name
 
     async def forward(**arguments: Any) -> types.CallToolResult:
-        return await connection.call(upstream_name, arguments)
+        # The call's context from the pipeline, not a ``context`` parameter: that name may be an upstream argument.
+        context = current_tool_context.get()
+        return await connection.call(upstream_name, arguments, ask=context.elicit if context is not None else None)
 
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
     return ToolSpec(

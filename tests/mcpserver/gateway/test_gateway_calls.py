@@ -252,6 +252,37 @@ def test_an_upstream_answering_garbage_is_answered_from_the_catalog(gateway_app,
     assert _call(app, key, "web__echo", {"text": "ok"}).content[0].text == "ok"
 
 
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_an_upstreams_elicitation_is_relayed_to_a_client_that_can_answer_cut_and_redacted(gateway_app, prefix):
+    app, key = gateway_app
+    asked: list[types.ElicitRequestFormParams] = []
+
+    async def answer(context, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ana Lima"})
+
+    async def call() -> types.CallToolResult:
+        async with McpTarget(app.mcp_url, key).client(mode="legacy", elicitation_callback=answer) as client:
+            return await client.call_tool(f"{prefix}__ask_name", {})
+
+    result = asyncio.run(call())
+    assert not result.is_error and result.content[0].text == "accept: Ana Lima"
+    (params,) = asked
+    assert params.message.startswith("What is your name? ")
+    assert params.requested_schema["properties"]["name"]["type"] == "string"
+    # The user reads the upstream's own words, but cut and without its credentials.
+    assert len(params.message) <= 1000 and SECRET not in params.message and "hunter2" not in params.message
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_an_upstreams_elicitation_is_declined_when_the_client_cannot_answer(gateway_app, prefix, mode):
+    # A client without the capability; a 2026-07-28 client, which has no channel for a request in mid-call.
+    app, key = gateway_app
+    result = _call(app, key, f"{prefix}__ask_name", {}, mode=mode)
+    assert not result.is_error and result.content[0].text == "decline"
+
+
 def test_a_tokens_tool_scope_applies_to_upstream_tools(gateway_app):
     app, _ = gateway_app
     scoped = new_token(app.env, "scoped", tool_scope=["web__echo"])

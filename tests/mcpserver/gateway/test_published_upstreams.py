@@ -260,3 +260,27 @@ def test_their_outcomes_are_recorded_under_their_upstream_and_measured_by_it(pub
     assert {row["key"] for row in metrics["breakdowns"]["upstream"]} == {"time"}
     assert {row["key"] for row in metrics["breakdowns"]["tool"]} <= {"time__get_current_time", "time__convert_time"}
     assert metrics["totals"]["errors"] >= 1
+
+
+@pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+def test_server_everythings_elicitation_is_relayed_to_a_client_that_can_answer(published, prefix):
+    # A 2025-11-25 upstream asks in mid-call, on its session: relayed while the call is its only one in flight.
+    app, key = published
+    asked: list[types.ElicitRequestFormParams] = []
+
+    async def answer(context, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ana Lima", "check": True})
+
+    async def call() -> types.CallToolResult:
+        async with McpTarget(app.mcp_url, key).client(mode="legacy", elicitation_callback=answer) as client:
+            return await client.call_tool(f"{prefix}__trigger-elicitation-request", {})
+
+    result = asyncio.run(call())
+    (params,) = asked
+    assert params.message == "Please provide inputs for the following fields:"
+    assert params.requested_schema["required"] == ["name"]
+    assert not result.is_error and "Ana Lima" in result.model_dump_json()
+
+    declined = _call(app, key, f"{prefix}__trigger-elicitation-request", {}, mode="auto")  # no back channel
+    assert not declined.is_error and '"action": "decline"' in declined.model_dump_json().replace('\\"', '"')

@@ -11,11 +11,13 @@ import asyncio
 import json
 import os
 import sys
+from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel
 
 SECRET = "ghp_upstreamLeakedToken1234567890abcdef"
 HOSTILE = (
@@ -70,6 +72,22 @@ def fail_coded() -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(envelope))], structured_content=envelope, is_error=True
     )
+
+
+class Name(BaseModel):
+    name: str
+
+
+def _name_question() -> Elicit[Name]:
+    return Elicit(f"What is your name? {HOSTILE}", Name)
+
+
+@server.tool()
+async def ask_name(answer: Annotated[ElicitationResult[Name], Resolve(_name_question)]) -> str:
+    """Ask the user for their name (an elicitation whose message is hostile), and say what they answered.
+
+    The SDK asks in mid-call on 2025-11-25 and with an InputRequiredResult round trip on 2026-07-28."""
+    return f"{answer.action}: {answer.data.name}" if answer.action == "accept" else answer.action
 
 
 @server.tool()
