@@ -8,6 +8,7 @@ where each comes from and whether it is set. Only superusers may add, change or 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -15,13 +16,23 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import path, reverse
 from django.utils.html import format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
+from errcatalog.gateway.client_config import ClientConfigError
 from errcatalog.gateway.models import Transport, Upstream
 from errcatalog.gateway.secrets import describe
 from errcatalog.gateway.selectors import upstream_config
-from errcatalog.gateway.services import upstream_create, upstream_delete, upstream_update, upstream_validate
+from errcatalog.gateway.services import (
+    upstream_create,
+    upstream_delete,
+    upstream_update,
+    upstream_validate,
+    upstreams_import,
+)
 from mcpserver.gateway.connection import probe
 from mcpserver.gateway.pool import gateway
 
@@ -129,9 +140,20 @@ class UpstreamForm(forms.ModelForm):
 _FORM_FIELD = {"headers": "headers_entry", "env": "env_entry", "args": "args_entry", "tools": "tools_entry"}
 
 
+class ImportForm(forms.Form):
+    block = forms.CharField(
+        label="mcpServers block",
+        widget=forms.Textarea(attrs={"rows": 16, "cols": 100, "spellcheck": "false"}),
+        max_length=100_000,
+        help_text='The JSON your MCP client keeps its servers in: {"mcpServers": {"name": {...}}} (VS Code: '
+        '"servers"). Values named like secrets become env: references; the page names the variables to set.',
+    )
+
+
 @admin.register(Upstream)
 class UpstreamAdmin(SimpleHistoryAdmin):
     form = UpstreamForm
+    change_list_template = "admin/errcatalog/upstream/change_list.html"
     list_display = ("name", "prefix", "transport", "enabled", "state_here", "tool_count", "circuit", "last_failure")
     list_filter = ("transport", "enabled")
     search_fields = ("name", "prefix", "url", "command")
@@ -179,6 +201,45 @@ class UpstreamAdmin(SimpleHistoryAdmin):
 
     def delete_model(self, request: Any, obj: Upstream) -> None:
         upstream_delete(actor=request.user, upstream=obj, change_reason="admin")
+
+    # --- Importing an mcpServers block ------------------------------------------------------------------------------
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view(self.import_view)
+        return [path("import/", view, name="errcatalog_upstream_import"), *super().get_urls()]
+
+    def import_view(self, request: Any) -> Any:
+        """Paste an MCP client's ``mcpServers`` block: one upstream per entry, created or updated by name."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = ImportForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                summary = upstreams_import(
+                    json.loads(form.cleaned_data["block"]), actor=request.user, change_reason="admin import"
+                )
+            except ValueError as exc:  # not JSON, or not an mcpServers block (ClientConfigError)
+                problem = str(exc) if isinstance(exc, ClientConfigError) else f"Not JSON: {exc}"
+                form.add_error("block", problem)
+            except ValidationError as exc:
+                form.add_error("block", "; ".join(exc.messages))
+            except PermissionDenied as exc:
+                form.add_error("block", str(exc))
+            else:
+                self.message_user(request, f"Imported: {summary}.", messages.SUCCESS)
+                for variable, replaces in sorted(summary.variables.items()):
+                    self.message_user(
+                        request, f"Set {variable} in the web processes' environment: it replaces {replaces}.",
+                        messages.WARNING,
+                    )  # fmt: skip
+                return HttpResponseRedirect(reverse("admin:errcatalog_upstream_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Import upstreams",
+            "form": form,
+            "opts": self.model._meta,
+        }
+        return render(request, "admin/errcatalog/upstream/import.html", context)
 
     # --- What this process sees -----------------------------------------------------------------------------------
 

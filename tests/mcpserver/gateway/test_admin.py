@@ -74,6 +74,35 @@ def test_a_staff_user_who_is_not_a_superuser_cannot_add_a_stdio_upstream(operato
     assert not Upstream.objects.exists()
 
 
+def test_a_pasted_mcpservers_block_becomes_upstreams_with_the_variables_to_set(operator):
+    listing = operator.get(reverse("admin:errcatalog_upstream_changelist")).content.decode()
+    assert reverse("admin:errcatalog_upstream_import") in listing
+    block = '{"mcpServers": {"GitHub": {"type": "http", "url": "https://mcp.example.com/mcp", ' \
+        f'"headers": {{"Authorization": "{SECRET}"}}}}}}}}'  # fmt: skip
+
+    done = operator.post(reverse("admin:errcatalog_upstream_import"), {"block": block}, follow=True)
+
+    page = done.content.decode()
+    assert "Imported: 1 created" in page and "UPSTREAM_GITHUB_AUTHORIZATION" in page
+    assert "s3cr3t" not in page
+    assert Upstream.objects.get(name="github").headers == {"Authorization": "env:UPSTREAM_GITHUB_AUTHORIZATION"}
+
+
+@pytest.mark.parametrize(
+    ("block", "problem"),
+    [
+        ("{not json", "Not JSON"),
+        ('{"servers": []}', "Expected {&quot;mcpServers&quot;"),
+        ('{"mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}}}', "Only a superuser"),
+    ],
+)
+def test_a_bad_block_is_refused_on_the_import_page_and_changes_nothing(operator, block, problem):
+    page = operator.post(reverse("admin:errcatalog_upstream_import"), {"block": block})
+    assert page.status_code == 200
+    assert problem in page.content.decode()
+    assert not Upstream.objects.exists()
+
+
 def test_problems_show_at_their_field(operator):
     page = operator.post(reverse("admin:errcatalog_upstream_add"), _form(prefix="a__b", headers_entry="no colon"))
     body = page.content.decode()
