@@ -398,8 +398,9 @@ if SENTRY_DSN:
         dsn=SENTRY_DSN,
         environment=env_str("SENTRY_ENVIRONMENT", "development" if DEBUG else "production"),
         # No personal data: no user details, no request bodies (send_default_pii's successor), no task arguments
-        # (outcome batches name clients and sessions).
-        data_collection={"user_info": False, "http_bodies": [], "queues": False},
+        # (outcome batches name clients and sessions), no variables of a traceback's frames (they hold a tool's
+        # arguments, and in the gateway the upstream's answer before its text is cut and redacted).
+        data_collection={"user_info": False, "http_bodies": [], "queues": False, "stack_frame_variables": False},
         traces_sample_rate=0.0,
         # A Celery task that fails for good is captured, named (config/celery.py adds a ``task`` tag); a retry is
         # not (errcatalog/outcomes/tasks.py). Beat's check-ins are off: beat sends a task a second.

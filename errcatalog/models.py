@@ -7,7 +7,7 @@ contracts can see which domain uses which.
 
 from errcatalog.access.models import ClientToken
 from errcatalog.catalog.models import CatalogRevision, ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
-from errcatalog.gateway.models import Upstream
+from errcatalog.gateway.models import Upstream, UpstreamHealth
 from errcatalog.outcomes.models import (
     DailyRollup,
     Episode,
@@ -33,4 +33,5 @@ __all__ = [
     "RollupSummary",
     "TemplateVariant",
     "Upstream",
+    "UpstreamHealth",
 ]

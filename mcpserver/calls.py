@@ -39,6 +39,6 @@ class ToolCall:
     started: float = field(default_factory=time.perf_counter)
 
 
-# The ``ToolContext`` of the call the running task serves, set by the pipeline around an async tool: how a tool that
-# takes no ``context`` parameter (a gateway forwarder, whose arguments are the upstream's) reaches its call.
+# The ``ToolContext`` of the call the running task serves, set by the pipeline around a gateway forwarder: how a
+# tool that takes no ``context`` parameter (its arguments are the upstream's) reaches its call.
 current_tool_context: ContextVar[Any] = ContextVar("current_tool_context", default=None)

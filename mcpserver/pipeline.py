@@ -148,13 +148,15 @@ async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any
     kwargs = {k: v for k, v in arguments.items() if accepted is None or k in accepted}
     if spec.wants_context:
         kwargs["context"] = call.context
-    if spec.is_async:
-        # Also for functions that take no ``context`` (the gateway's forwarders): the running task's call context.
+    if spec.upstream:
+        # A gateway forwarder takes no ``context`` (the name may be an upstream argument): it reads the call's here.
         token = current_tool_context.set(call.context)
         try:
             return await spec.function(**kwargs)
         finally:
             current_tool_context.reset(token)
+    if spec.is_async:
+        return await spec.function(**kwargs)
     return await _run_sync(spec.function, kwargs)
 
 
@@ -233,8 +235,16 @@ async def _fail_with_exception(
             event_id = sentry_sdk.capture_exception(
                 exc, fingerprint=["errcatalog", entry.code], tags={"tool": spec.name, "code": entry.code}
             )
-            # Sentry keeps the traceback; formatting it again for the log would double the cost of a failure.
-            logger.error("Tool %s failed with %s (Sentry event %s)", spec.name, entry.code, event_id)
+            # Sentry keeps the traceback; formatting it again for the log would double the cost of a failure. The
+            # exception's own words (an upstream's: already cut and redacted) stay in the log all the same.
+            logger.error(
+                "Tool %s failed with %s (Sentry event %s): %s: %.2000s",
+                spec.name,
+                entry.code,
+                event_id,
+                type(exc).__name__,
+                exc,
+            )
         elif _traceback_due(spec.name, entry.code):
             # Without Sentry (capture_exception would still build a whole event), the log keeps the traceback.
             logger.error("Tool %s failed with %s", spec.name, entry.code, exc_info=exc)

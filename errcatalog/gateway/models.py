@@ -161,3 +161,31 @@ def upstream_problems(row: dict[str, Any], *, clear_values: bool = False) -> dic
     elif any(not is_tool_name(f"{prefix}{TOOL_SEPARATOR}{t}") for t in tools):
         problems["tools"] = f"Each exposed tool must make a valid MCP tool name after '{prefix}{TOOL_SEPARATOR}'."
     return problems
+
+
+class UpstreamHealth(models.Model):
+    """What one serving process's connection to an upstream looks like, as that process last reported it.
+
+    Each process writes its own rows (``errcatalog.gateway.services.upstream_health_report``) when a connection's
+    state changes and at least every ``HEALTH_REPORT_SECONDS``, so admin and ``manage.py upstreams`` show every
+    process's view, whichever process serves them. A row not refreshed for a while is a process that stopped.
+    ``last_failure`` is the upstream's own text, redacted: for staff, never for a model. These rows are not catalog
+    data: writing them raises no catalog revision.
+    """
+
+    upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="health")
+    process = models.CharField(max_length=128, help_text="host:pid of the serving process.")
+    state = models.CharField(max_length=16)
+    protocol_version = models.CharField(max_length=32, blank=True)
+    tool_count = models.PositiveIntegerField(default=0)
+    circuit = models.CharField(max_length=16)
+    last_failure = models.CharField(max_length=300, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    reported_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["upstream", "process"]
+        constraints = [models.UniqueConstraint(fields=["upstream", "process"], name="upstream_health_one_per_process")]
+
+    def __str__(self) -> str:
+        return f"{self.upstream_id} in {self.process}: {self.state}"

@@ -1,14 +1,17 @@
-"""What a serving process runs: the enabled upstreams as plain, immutable configurations."""
+"""What a serving process runs (the enabled upstreams as plain, immutable configurations), and what every serving
+process reported of their health."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from django.conf import settings
+from django.utils import timezone
 
-from errcatalog.gateway.models import Transport, Upstream
+from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth
 
 
 @dataclass(frozen=True)
@@ -52,3 +55,65 @@ def upstream_configs() -> list[UpstreamConfig]:
     if not settings.GATEWAY["STDIO"]:
         rows = rows.exclude(transport=Transport.STDIO)
     return [upstream_config(u) for u in rows]
+
+
+# A process that has not reported for this long is shown as silent (it reports at least every 15 s).
+HEALTH_STALE_AFTER = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class ProcessHealth:
+    """One serving process's view of an upstream, as admin and ``manage.py upstreams`` show it."""
+
+    process: str
+    state: str  # "silent" when the process has not reported for HEALTH_STALE_AFTER
+    protocol_version: str
+    tool_count: int
+    circuit: str
+    last_failure: str
+    last_failure_at: datetime | None
+    reported_at: datetime
+
+
+def upstream_health(names: Iterable[str] | None = None) -> dict[str, list[ProcessHealth]]:
+    """Each upstream's health in every serving process that reported it, by upstream name."""
+    rows = UpstreamHealth.objects.select_related("upstream").order_by("upstream__name", "process")
+    if names is not None:
+        rows = rows.filter(upstream__name__in=list(names))
+    health: dict[str, list[ProcessHealth]] = {}
+    for row in rows:
+        health.setdefault(row.upstream.name, []).append(process_health(row))
+    return health
+
+
+def process_health(row: UpstreamHealth) -> ProcessHealth:
+    stale = row.reported_at < timezone.now() - HEALTH_STALE_AFTER
+    return ProcessHealth(
+        process=row.process,
+        state="silent" if stale else row.state,
+        protocol_version=row.protocol_version,
+        tool_count=row.tool_count,
+        circuit=row.circuit,
+        last_failure=row.last_failure,
+        last_failure_at=row.last_failure_at,
+        reported_at=row.reported_at,
+    )
+
+
+def health_summary(processes: Sequence[ProcessHealth]) -> str:
+    """One line for people: "connected in 2 of 2 processes, protocol 2026-07-28, 12 tools"."""
+    if not processes:
+        return "no serving process has reported it"
+    by_state: dict[str, list[ProcessHealth]] = {}
+    for process in processes:
+        by_state.setdefault(process.state, []).append(process)
+    parts = [f"{state} in {len(group)} of {len(processes)} processes" for state, group in sorted(by_state.items())]
+    connected = by_state.get("connected")
+    if connected:
+        versions = sorted({p.protocol_version for p in connected if p.protocol_version})
+        parts.append(f"protocol {', '.join(versions)}" if versions else "")
+        parts.append(f"{max(p.tool_count for p in connected)} tools")
+    open_circuits = sum(p.circuit != "closed" for p in processes)
+    if open_circuits:
+        parts.append(f"circuit not closed in {open_circuits}")
+    return ", ".join(p for p in parts if p)

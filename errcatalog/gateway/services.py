@@ -1,4 +1,4 @@
-"""The one write path of upstreams, used by admin and ``catalog_import``.
+"""The one write path of upstreams, used by admin and ``catalog_import``; and of their reported health.
 
 Every value an operator enters for a header or a variable is stored as a reference or sealed here
 (``errcatalog.gateway.secrets``), so no caller can store one in the clear. A stdio upstream runs a command on this
@@ -9,16 +9,18 @@ an upstream into one or change one, and none may while ``GATEWAY["STDIO"]`` is o
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from errcatalog.gateway.client_config import upstreams_from_client_config
-from errcatalog.gateway.models import Transport, Upstream
+from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth
 from errcatalog.gateway.secrets import ENV_PREFIX, SEALED_PREFIX, SecretUnavailable, resolve, stored_value
 
 _SECRET_FIELDS = ("headers", "env")
@@ -206,3 +208,58 @@ def _holds(stored: str, value: str) -> bool:
         return resolve("", stored) == clear
     except SecretUnavailable:
         return False
+
+
+# --- Health, as each serving process reports it ------------------------------------------------------------------
+
+# A process's rows not refreshed for this long are deleted by the next report of any process: it has stopped.
+HEALTH_FORGET_AFTER = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """One connection's state in one process (``UpstreamHealth``'s fields)."""
+
+    upstream: str
+    state: str
+    protocol_version: str
+    tool_count: int
+    circuit: str
+    last_failure: str
+    last_failure_at: datetime | None
+
+
+def upstream_health_report(process: str, reports: Sequence[HealthReport]) -> None:
+    """Store ``process``'s view of the upstreams it serves, replacing what it reported before."""
+    now = timezone.now()
+    ids = dict(Upstream.objects.filter(name__in=[r.upstream for r in reports]).values_list("name", "id"))
+    rows = [
+        UpstreamHealth(
+            upstream_id=ids[r.upstream],
+            process=process,
+            state=r.state,
+            protocol_version=r.protocol_version,
+            tool_count=r.tool_count,
+            circuit=r.circuit,
+            last_failure=r.last_failure[:300],
+            last_failure_at=r.last_failure_at,
+            reported_at=now,
+        )
+        for r in reports
+        if r.upstream in ids  # deleted meanwhile
+    ]
+    reported = [f.name for f in UpstreamHealth._meta.concrete_fields if f.name not in ("id", "upstream", "process")]
+    with transaction.atomic():
+        UpstreamHealth.objects.filter(process=process).exclude(upstream_id__in=ids.values()).delete()
+        UpstreamHealth.objects.filter(reported_at__lt=now - HEALTH_FORGET_AFTER).delete()
+        UpstreamHealth.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["upstream", "process"],
+            update_fields=reported,
+        )
+
+
+def upstream_health_forget(process: str) -> None:
+    """Delete ``process``'s rows: it stops serving."""
+    UpstreamHealth.objects.filter(process=process).delete()

@@ -1,9 +1,11 @@
-"""Django admin for upstreams: the records (``errcatalog.gateway``), their live state here and a connection test.
+"""Django admin for upstreams: the records, their health in every serving process and a connection test.
 
-It lives with the gateway's live side because it shows what this process's connections see and tests a connection
-with the SDK's client, which ``errcatalog`` never imports. Header and variable values are entered as
-``NAME: value`` lines and stored sealed (or as the ``env:`` reference entered); they are never shown back, only
-where each comes from and whether it is set. Only superusers may add, change or delete a stdio upstream.
+Each upstream's health is what the serving processes report (``errcatalog.gateway.models.UpstreamHealth``), so the
+page shows every process's connections whichever process serves it. It lives with the gateway's live side because
+its "test connection" action connects with the SDK's client, which ``errcatalog`` never imports. Header and
+variable values are entered as ``NAME: value`` lines and stored sealed (or as the ``env:`` reference entered); they
+are never shown back, only where each comes from and whether it is set. Only superusers may add, change or delete a
+stdio upstream.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from errcatalog.gateway.client_config import ClientConfigError
 from errcatalog.gateway.models import Transport, Upstream
 from errcatalog.gateway.secrets import describe
-from errcatalog.gateway.selectors import upstream_config
+from errcatalog.gateway.selectors import ProcessHealth, health_summary, process_health, upstream_config
 from errcatalog.gateway.services import (
     upstream_create,
     upstream_delete,
@@ -34,7 +36,6 @@ from errcatalog.gateway.services import (
     upstreams_import,
 )
 from mcpserver.gateway.connection import probe
-from mcpserver.gateway.pool import gateway
 
 _LINES = {"rows": 3, "cols": 60}
 # The fields the form edits as they are; the others are entered as lines (headers, environment, arguments, tools).
@@ -154,18 +155,19 @@ class ImportForm(forms.Form):
 class UpstreamAdmin(SimpleHistoryAdmin):
     form = UpstreamForm
     change_list_template = "admin/errcatalog/upstream/change_list.html"
-    list_display = ("name", "prefix", "transport", "enabled", "state_here", "tool_count", "circuit", "last_failure")
+    list_display = ("name", "prefix", "transport", "enabled", "health", "last_failure")
     list_filter = ("transport", "enabled")
     search_fields = ("name", "prefix", "url", "command")
     actions = ("test_connection",)
-    readonly_fields = ("stored_headers", "stored_env", "state_here", "last_failure", "updated_at")
+    readonly_fields = ("stored_headers", "stored_env", "health", "health_by_process", "last_failure", "updated_at")
     fieldsets = (
         (None, {"fields": ("name", "prefix", "enabled", "transport", "timeout_seconds", "max_concurrency")}),
         ("Streamable HTTP", {"fields": ("url", "stored_headers", "headers_entry", "clear_headers")}),
         ("stdio (a command run on this server)",
          {"fields": ("command", "args_entry", "cwd", "stored_env", "env_entry", "clear_env")}),
         ("Tools", {"fields": ("tools_entry",)}),
-        ("In this process", {"fields": ("state_here", "last_failure", "updated_at")}),
+        ("Health, as the serving processes report it", {"fields": ("health", "health_by_process", "last_failure",
+                                                                  "updated_at")}),
     )  # fmt: skip
 
     # --- Permissions: a stdio upstream is a command run here ----------------------------------------------------
@@ -241,33 +243,42 @@ class UpstreamAdmin(SimpleHistoryAdmin):
         }
         return render(request, "admin/errcatalog/upstream/import.html", context)
 
-    # --- What this process sees -----------------------------------------------------------------------------------
+    # --- What the serving processes report ----------------------------------------------------------------------
 
-    def _live(self, obj: Upstream) -> Any:
-        return gateway.connections.get(obj.name)
+    def get_queryset(self, request: Any) -> Any:
+        return super().get_queryset(request).prefetch_related("health")
 
-    @admin.display(description="state (this process)")
-    def state_here(self, obj: Upstream) -> str:
-        live = self._live(obj)
-        if live is None:
-            return "not connected here" if obj.enabled else "disabled"
-        version = f", protocol {live.protocol_version}" if live.protocol_version else ""
-        return f"{live.state}{version}"
+    def _health(self, obj: Upstream) -> list[ProcessHealth]:
+        return [process_health(row) for row in obj.health.all()] if obj.pk else []
 
-    @admin.display(description="tools")
-    def tool_count(self, obj: Upstream) -> int | None:
-        live = self._live(obj)
-        return len(live.tools) if live is not None else None
-
-    @admin.display(description="circuit")
-    def circuit(self, obj: Upstream) -> str:
-        live = self._live(obj)
-        return live.breaker.state if live is not None else ""
+    @admin.display(description="health")
+    def health(self, obj: Upstream) -> str:
+        if not obj.enabled:
+            return "disabled"
+        return health_summary(self._health(obj))
 
     @admin.display(description="last failure")
     def last_failure(self, obj: Upstream) -> str:
-        live = self._live(obj)
-        return live.last_failure[:300] if live is not None else ""
+        failed = [p for p in self._health(obj) if p.last_failure and p.last_failure_at]
+        if not failed:
+            return ""
+        last = max(failed, key=lambda p: p.last_failure_at or p.reported_at)
+        return f"{last.last_failure[:300]} ({last.process}, {last.last_failure_at:%Y-%m-%d %H:%M:%S} UTC)"
+
+    @admin.display(description="by process")
+    def health_by_process(self, obj: Upstream) -> Any:
+        processes = self._health(obj)
+        if not processes:
+            return "No serving process has reported this upstream."
+        return format_html_join(
+            "",
+            "<div><code>{}</code>: {}{}, {} tools, circuit {}; reported {} UTC</div>",
+            (
+                (p.process, p.state, f", protocol {p.protocol_version}" if p.protocol_version else "", p.tool_count,
+                 p.circuit, f"{p.reported_at:%H:%M:%S}")
+                for p in processes
+            ),
+        )  # fmt: skip
 
     @admin.display(description="stored headers")
     def stored_headers(self, obj: Upstream) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -36,6 +37,7 @@ from pydantic import ValidationError
 from errcatalog.gateway.models import TOOL_SEPARATOR, Transport
 from errcatalog.gateway.secrets import SecretUnavailable, resolve
 from errcatalog.gateway.selectors import UpstreamConfig
+from errcatalog.gateway.services import HealthReport
 from errcatalog.safety import redacted_for_people
 from errcatalog.vocabulary import is_tool_name
 from mcpserver.gateway.failures import (
@@ -359,6 +361,19 @@ class UpstreamConnection:
             return False
         return tool.input_schema.get("type") == "object"
 
+    def health(self) -> HealthReport:
+        """This connection's state, as the process reports it for admin (``Gateway._report_health``)."""
+        at = self.last_failure_at
+        return HealthReport(
+            upstream=self.config.name,
+            state=self.state,
+            protocol_version=self.protocol_version or "",
+            tool_count=len(self.tools),
+            circuit=self.breaker.state,
+            last_failure=self.last_failure,
+            last_failure_at=datetime.fromtimestamp(at, tz=UTC) if at is not None else None,
+        )
+
     def _note_failure(self, exc: BaseException, when: str) -> None:
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the transports' task groups wrap the cause
             exc = exc.exceptions[0]
@@ -405,7 +420,9 @@ class UpstreamConnection:
                         self._askers.remove(asker)
         except TimeoutError:
             self.breaker.failed()
-            raise UpstreamTimeout(name, f"no answer from {tool} within {self.config.timeout_seconds:g} s") from None
+            raise self._noted(
+                UpstreamTimeout(name, f"no answer from {tool} within {self.config.timeout_seconds:g} s")
+            ) from None
         except MCPError as exc:
             raise self._jsonrpc_failure(exc) from None
         except UpstreamConnectionError:
@@ -413,10 +430,10 @@ class UpstreamConnection:
             raise
         except (ValidationError, ValueError) as exc:  # the answer is not MCP (pydantic, JSON)
             self.breaker.succeeded()  # it answered: the transport works
-            raise UpstreamProtocolError(name, exc, secrets=self._secrets) from None
+            raise self._noted(UpstreamProtocolError(name, exc, secrets=self._secrets)) from None
         except (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._connection_lost()
-            raise UpstreamConnectionError(name, exc, secrets=self._secrets) from None
+            raise self._noted(UpstreamConnectionError(name, exc, secrets=self._secrets)) from None
         finally:
             _ASKER.reset(token)
         self.breaker.succeeded()
@@ -454,7 +471,16 @@ class UpstreamConnection:
         self.state = "connecting"
         self._lost = True
 
+    def _noted(self, error: UpstreamError) -> UpstreamError:
+        """Keep a call's failure of the upstream itself (not of its tool) as the connection's last, for its health."""
+        self.last_failure, self.last_failure_at = error.detail, time.time()
+        return error
+
     def _jsonrpc_failure(self, exc: MCPError) -> UpstreamError:
+        error = self._classified_jsonrpc_failure(exc)
+        return error if isinstance(error, UpstreamJsonRpcError) else self._noted(error)
+
+    def _classified_jsonrpc_failure(self, exc: MCPError) -> UpstreamError:
         name, data = self.config.name, exc.data
         if isinstance(data, dict) and data.get(_TRANSPORT_KEY):
             self._connection_lost()

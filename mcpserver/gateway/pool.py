@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
+import time
 from collections.abc import AsyncIterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +27,7 @@ from django.db import close_old_connections
 from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
 from errcatalog.gateway.selectors import UpstreamConfig, upstream_configs
+from errcatalog.gateway.services import HealthReport, upstream_health_forget, upstream_health_report
 from mcpserver.calls import current_tool_context
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.registry import ToolSpec
@@ -33,6 +37,29 @@ logger = logging.getLogger("mcpserver.gateway")
 WATCH_SECONDS = 0.5
 # How long stopping waits for the connections to close (child processes stopped) before it cancels them.
 STOP_SECONDS = 10.0
+# How often a process reports its connections' health when nothing changes (a change is reported at once).
+HEALTH_REPORT_SECONDS = 15.0
+
+
+def _process_name() -> str:
+    """This process, as its health rows name it (read each time: a server may fork after importing this)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _write_health(process: str, reports: tuple[HealthReport, ...]) -> None:
+    close_old_connections()
+    try:
+        upstream_health_report(process, reports)
+    finally:
+        close_old_connections()
+
+
+def _forget_health(process: str) -> None:
+    close_old_connections()
+    try:
+        upstream_health_forget(process)
+    finally:
+        close_old_connections()
 
 
 def _read_configs() -> list[UpstreamConfig]:
@@ -50,6 +77,8 @@ class Gateway:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._revision: object = None
         self._reload_failing = False
+        self._reported: tuple[HealthReport, ...] | None = None
+        self._report_due = 0.0
 
     # --- What calls read ------------------------------------------------------------------------------------
 
@@ -87,6 +116,9 @@ class Gateway:
                 with anyio.move_on_after(STOP_SECONDS, shield=True):
                     while any(c.state != "stopped" for c in self.connections.values()):
                         await anyio.sleep(0.05)
+                    if self.connections:
+                        with contextlib.suppress(Exception):  # stale rows are shown as silent all the same
+                            await anyio.to_thread.run_sync(_forget_health, _process_name())
                 task_group.cancel_scope.cancel()
         self._task_group = None
 
@@ -95,6 +127,23 @@ class Gateway:
             await anyio.sleep(WATCH_SECONDS)
             if catalog_snapshot_status()["revision"] != self._revision:
                 await self._reload()
+            await self._report_health()
+
+    # --- Health, for admin and ``manage.py upstreams`` in any process -------------------------------------------
+
+    async def _report_health(self) -> None:
+        """Write this process's connections' state when it changed, and every ``HEALTH_REPORT_SECONDS`` anyway."""
+        reports = tuple(connection.health() for connection in self.connections.values())
+        now = time.monotonic()
+        if reports == self._reported and now < self._report_due:
+            return
+        # Also after a failure (the database, above all): tried again at the next change or heartbeat, not at every
+        # watch.
+        self._reported, self._report_due = reports, now + HEALTH_REPORT_SECONDS
+        try:
+            await anyio.to_thread.run_sync(_write_health, _process_name(), reports)
+        except Exception as exc:
+            logger.debug("The gateway could not report its upstreams' health (%s)", type(exc).__name__)
 
     async def _reload(self) -> None:
         revision = catalog_snapshot_status()["revision"]

@@ -8,8 +8,13 @@ tests read to check what it said about an outage.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import httpx2
@@ -103,9 +108,28 @@ def embedded_environment(data_dir: Path, **extra: str) -> dict[str, str]:
     env = process_environment(database_url="", redis_url="", data_dir=data_dir, LOG_LEVEL="INFO")
     del env["DATABASE_URL"]  # the default: a SQLite file in the data folder
     env.update(extra)
+    database = data_dir / EMBEDDED_DATABASE
+    if _embedded_template:  # the session's first setup, copied: the same file, without two Django startups
+        _copy_database(_embedded_template[0], database)
+        return env
     manage(env, "migrate", "--no-input", "--verbosity", "0")
     manage(env, "catalog_load_defaults", "--verbosity", "0")
+    folder = tempfile.mkdtemp(prefix="errcatalog-embedded-")
+    atexit.register(shutil.rmtree, folder, True)
+    _embedded_template.append(Path(folder) / EMBEDDED_DATABASE)
+    _copy_database(database, _embedded_template[0])
     return env
+
+
+# The SQLite file of the embedded default, in its data folder (``config.settings``).
+EMBEDDED_DATABASE = "errcatalog.sqlite3"
+# A migrated database with the default catalog, made by the session's first ``embedded_environment``.
+_embedded_template: list[Path] = []
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    with contextlib.closing(sqlite3.connect(source)) as reader, contextlib.closing(sqlite3.connect(target)) as writer:
+        reader.backup(writer)
 
 
 def new_token(env: dict[str, str], name: str, *, tool_scope: list[str] | None = None) -> str:

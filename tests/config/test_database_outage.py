@@ -1,8 +1,9 @@
 """PostgreSQL down: the MCP path goes on without it; everything that needs it answers a clear JSON 503.
 
 The test runs a PostgreSQL cluster of its own (``initdb``/``pg_ctl`` of the machine's PostgreSQL 15 in a
-temporary folder, on a free port), serves the application on it (``served_app.ServedApp``), warms the catalog
-snapshot and the token, and SIGKILLs the cluster: the postmaster and every backend, no shutdown.
+temporary folder, on a free port), serves the application on it (``served_app.ServedApp``) with an upstream MCP
+server behind its gateway, warms the catalog snapshot and the token, and SIGKILLs the cluster: the postmaster and
+every backend, no shutdown.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tests.config.served_app import ServedApp
 from tests.errcatalog.outcomes.conftest import REPO_ROOT, process_environment, wait_until
 from tests.errcatalog.outcomes.recorder_support import free_port
 from tests.mcpserver.conftest import McpTarget
+from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # Longer than the MCP token cache (mcpserver.auth.AUTH_CACHE_SECONDS, 5 s): calls after it are answered from the
@@ -91,10 +93,13 @@ def postgres() -> Iterator[ThrowawayPostgres]:
 
 
 SETUP = """
+import os
 from django.contrib.auth import get_user_model
 from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.access.tokens import client_token_create
+from errcatalog.gateway.services import upstream_create
 catalog_load_defaults(reset=False)
+upstream_create(actor=None, name="web", prefix="web", transport="http", url=os.environ["TEST_UPSTREAM_URL"])
 owner = get_user_model().objects.create_user(username="agent-owner", password="pw", is_staff=True)
 print(client_token_create(user=owner, name="warm")[1])
 print(client_token_create(user=owner, name="never-used")[1])
@@ -102,8 +107,16 @@ print(client_token_create(user=owner, name="never-used")[1])
 
 
 @pytest.fixture
-def served(tmp_path, postgres) -> Iterator[tuple[ServedApp, str, str]]:
-    """The application on the throwaway cluster (migrated, default catalog, two tokens); no Redis."""
+def upstream(tmp_path) -> Iterator[UpstreamProcess]:
+    served = UpstreamProcess(UPSTREAM_SERVER, "http", log=tmp_path / "upstream.log").start()
+    yield served
+    served.kill()
+
+
+@pytest.fixture
+def served(tmp_path, postgres, upstream) -> Iterator[tuple[ServedApp, str, str]]:
+    """The application on the throwaway cluster (migrated, default catalog, two tokens, an upstream behind the
+    gateway); no Redis."""
     data_dir = tmp_path / "web-data"
     data_dir.mkdir()
     env = process_environment(
@@ -118,7 +131,12 @@ def served(tmp_path, postgres) -> Iterator[tuple[ServedApp, str, str]]:
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "--no-input"], cwd=REPO_ROOT, env=env, check=True, capture_output=True)  # noqa: S603
     keys = subprocess.run(  # noqa: S603 (fixed command line)
-        [*manage, "shell", "-c", SETUP], cwd=REPO_ROOT, env=env, check=True, capture_output=True, text=True
+        [*manage, "shell", "-c", SETUP],
+        cwd=REPO_ROOT,
+        env={**env, "TEST_UPSTREAM_URL": upstream.url},
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()[-2:]  # the catalog load reports what it loaded first
     app = ServedApp(env, tmp_path).start()
     yield app, keys[0], keys[1]
@@ -137,11 +155,19 @@ def test_mcp_calls_go_on_without_postgres_and_the_rest_answers_json_503(served, 
                 result = await client.call_tool("explain_error", {"code": "NOT_FOUND"})
                 assert not result.is_error, result.content[0].text
                 texts.append(result.content[0].text)
+                # The gateway keeps the upstreams it has: it can neither read them again nor report their health.
+                forwarded = await client.call_tool("web__echo", {"text": "through the outage"})
+                assert not forwarded.is_error and forwarded.content[0].text == "through the outage", forwarded
                 # At most ten calls a second: the 7-second outage stays well under the token's 120 calls a minute
                 # (ERRCATALOG_MCP_RATE_LIMIT), which a fast machine reached with a shorter pause.
                 await asyncio.sleep(0.1)
         return texts
 
+    async def served_tools() -> set[str]:
+        async with target.client() as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    wait_until(lambda: "web__echo" in asyncio.run(served_tools()), seconds=30, what="the upstream's tools served")
     # Warm: the process loads its catalog snapshot and accepts the token.
     before = asyncio.run(calls(0))
     assert app.get("/api/v1/codes/", key=warm_key).status_code == 200

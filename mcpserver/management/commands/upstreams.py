@@ -1,8 +1,9 @@
 """``manage.py upstreams [--check] [NAME ...]``: the gateway's upstreams, for people without a browser.
 
 Lists each upstream (transport, where it runs, limits, exposed tools, where its header and variable values come
-from and whether they are set, never the values). ``--check`` connects to each as the gateway would, lists its
-tools and disconnects; the command exits non-zero when one cannot be reached, so a deploy script can stop there.
+from and whether they are set, never the values) and its health as each serving process last reported it.
+``--check`` connects to each as the gateway would, lists its tools and disconnects; the command exits non-zero when
+one cannot be reached, so a deploy script can stop there.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from errcatalog.gateway.models import Transport, Upstream
 from errcatalog.gateway.secrets import describe
-from errcatalog.gateway.selectors import upstream_config
+from errcatalog.gateway.selectors import ProcessHealth, health_summary, upstream_config, upstream_health
 from mcpserver.gateway.connection import probe
 
 
@@ -35,8 +36,10 @@ class Command(BaseCommand):
             self.stdout.write("No upstreams. Add one in admin, or import an mcpServers block with upstream_import.")
             return
         unreachable = []
+        health = upstream_health(u.name for u in upstreams)
         for upstream in upstreams:
             self._describe(upstream)
+            self._health(health.get(upstream.name, []))
             if not check:
                 continue
             if not upstream.enabled or (upstream.transport == Transport.STDIO and not settings.GATEWAY["STDIO"]):
@@ -65,3 +68,14 @@ class Command(BaseCommand):
         for kind, values in (("header", upstream.headers), ("variable", upstream.env)):
             for name, stored in values.items():
                 self.stdout.write(f"  {kind} {name}: {describe(stored)}")
+
+    def _health(self, processes: list[ProcessHealth]) -> None:
+        self.stdout.write(f"  health: {health_summary(processes)}")
+        for process in processes:
+            version = f", protocol {process.protocol_version}" if process.protocol_version else ""
+            self.stdout.write(
+                f"    {process.process}: {process.state}{version}, {process.tool_count} tools, "
+                f"circuit {process.circuit}; reported {process.reported_at:%Y-%m-%d %H:%M:%S} UTC"
+            )
+            if process.last_failure and process.last_failure_at:
+                self.stdout.write(f"      last failure {process.last_failure_at:%H:%M:%S} UTC: {process.last_failure}")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
+from django.utils import timezone
 
-from errcatalog.gateway.models import Upstream
+from errcatalog.gateway.models import Upstream, UpstreamHealth
+from errcatalog.gateway.services import HEALTH_FORGET_AFTER, HealthReport, upstream_health_report
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER
 
 pytestmark = pytest.mark.django_db
@@ -160,3 +163,36 @@ def test_the_upstreams_command_lists_and_checks_without_showing_a_secret(superus
     assert "check: FAILED: ConnectError" in out
     assert "s3cr3t" not in out
     call_command("upstreams", "local", "--check")  # one reachable upstream: no error
+
+
+def test_admin_shows_the_health_every_serving_process_reported(operator):
+    operator.post(reverse("admin:errcatalog_upstream_add"), _form())
+    connected = HealthReport("remote", "connected", "2026-07-28", 12, "closed", "", None)
+    failed_at = timezone.now() - timedelta(minutes=3)
+    down = HealthReport("remote", "down", "", 0, "open", "ConnectError: refused <b>x</b>", failed_at)
+    upstream_health_report("web-1:101", [connected])
+    upstream_health_report("web-2:202", [down])
+    upstream_health_report("web-3:303", [connected])
+    # web-3 stopped reporting two minutes ago: it is shown as silent, not as connected.
+    UpstreamHealth.objects.filter(process="web-3:303").update(reported_at=timezone.now() - timedelta(minutes=2))
+
+    listing = operator.get(reverse("admin:errcatalog_upstream_changelist")).content.decode()
+    assert "connected in 1 of 3 processes, down in 1 of 3 processes, silent in 1 of 3 processes" in listing
+    assert "protocol 2026-07-28, 12 tools, circuit not closed in 1" in listing
+    assert "ConnectError: refused &lt;b&gt;x&lt;/b&gt; (web-2:202," in listing  # staff see it, escaped
+    page = operator.get(reverse("admin:errcatalog_upstream_change", args=[Upstream.objects.get().pk])).content
+    assert b"<code>web-1:101</code>: connected, protocol 2026-07-28, 12 tools, circuit closed" in page
+    assert b"<code>web-2:202</code>: down, 0 tools, circuit open" in page
+
+    # A process reports only what it serves: an upstream it stopped serving loses that process's row.
+    upstream_health_report("web-1:101", [])
+    assert set(UpstreamHealth.objects.values_list("process", flat=True)) == {"web-2:202", "web-3:303"}
+
+
+def test_a_process_silent_for_long_is_forgotten_by_the_next_report(operator):
+    operator.post(reverse("admin:errcatalog_upstream_add"), _form())
+    report = HealthReport("remote", "connected", "2026-07-28", 1, "closed", "", None)
+    upstream_health_report("gone:1", [report])
+    UpstreamHealth.objects.update(reported_at=timezone.now() - HEALTH_FORGET_AFTER - timedelta(seconds=1))
+    upstream_health_report("web-1:101", [report])
+    assert list(UpstreamHealth.objects.values_list("process", flat=True)) == ["web-1:101"]

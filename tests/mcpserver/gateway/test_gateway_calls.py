@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import socket
 import sys
+import threading
 from collections.abc import Iterator
 
 import mcp_types as types
@@ -22,6 +25,7 @@ from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
 from tests.mcpserver.gateway.upstreams import GARBAGE_SERVER, UPSTREAM_SERVER, UpstreamProcess
+from tests.mcpserver.test_sentry import Ingest
 
 # What the hostile upstream puts in its errors; none of it may reach the model.
 HOSTILE_MARKERS = ("IGNORE ALL PREVIOUS", SECRET, "hunter2", "<script>", "evil.example", "AAAAAAAAAA", "BBBBBBBBBB")
@@ -42,10 +46,21 @@ def upstream_garbage(tmp_path_factory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gateway_app(tmp_path_factory, upstream_http, upstream_garbage) -> Iterator[tuple[ServedApp, str]]:
+def sentry_ingest() -> Iterator[Ingest]:
+    """Where the served app's Sentry transport sends its events (a local ingest server, the real transport)."""
+    ingest = Ingest()
+    thread = threading.Thread(target=ingest.serve_forever, daemon=True)
+    thread.start()
+    yield ingest
+    ingest.shutdown()
+
+
+@pytest.fixture(scope="module")
+def gateway_app(tmp_path_factory, upstream_http, upstream_garbage, sentry_ingest) -> Iterator[tuple[ServedApp, str]]:
     folder = tmp_path_factory.mktemp("gateway")
     env = embedded_environment(
         folder / "data",
+        SENTRY_DSN=f"http://publickey@127.0.0.1:{sentry_ingest.server_address[1]}/42",
         ERRCATALOG_MCP_TOOLSETS="catalog",
         ERRCATALOG_MCP_RATE_LIMIT="1000000",
         ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
@@ -177,6 +192,31 @@ def test_the_upstreams_text_goes_to_the_log_redacted(gateway_app):
     assert "A" * 3000 not in log  # ...and cut
 
 
+def test_a_system_failure_reaches_sentry_redacted_under_the_event_id_the_model_gets_and_a_user_error_does_not(
+    gateway_app, sentry_ingest
+):
+    app, key = gateway_app
+    user_error = _call(app, key, "web__fail_coded", {})  # RATE_LIMIT, the caller's to handle: no event
+    _assert_catalog_only(user_error, "RATE_LIMIT")
+    assert "eventId" not in user_error.structured_content["details"]
+
+    result = _call(app, key, "web__fail_hostile", {})  # EXECUTION_FAILURE, a system failure
+    _assert_catalog_only(result, "EXECUTION_FAILURE")
+    event_id = result.structured_content["details"]["eventId"]
+    assert event_id in result.content[0].text  # what an operator is told to look up
+    wait_until(lambda: any(e["event_id"] == event_id for e in sentry_ingest.events), what="the event in Sentry")
+    event = next(e for e in sentry_ingest.events if e["event_id"] == event_id)
+    assert event["tags"] == {**event["tags"], "tool": "web__fail_hostile", "code": "EXECUTION_FAILURE"}
+    exception = event["exception"]["values"][-1]
+    assert exception["type"] == "UpstreamToolError"
+    assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in exception["value"]  # people see what the upstream said...
+    whole = json.dumps(event)
+    assert SECRET not in whole and "hunter2" not in whole  # ...without its credentials, in any frame's variables
+    assert "A" * 3000 not in whole  # ...and cut
+    # Events leave in order: the user error, sent before, would have arrived before this one.
+    assert not any(e["tags"].get("tool") == "web__fail_coded" for e in sentry_ingest.events)
+
+
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_a_hanging_upstream_is_answered_within_its_timeout(gateway_app, prefix):
     app, key = gateway_app
@@ -200,6 +240,24 @@ def test_a_stdio_upstream_that_dies_mid_call_is_restarted(gateway_app):
     # Its last words on stderr are in the log, as upstream text is: cut, credentials redacted.
     wait_until(lambda: "Upstream local stderr: dying: " in app.log(), what="the child's stderr logged")
     assert SECRET not in app.log() and "hunter2" not in app.log() and "A" * 3000 not in app.log()
+
+
+def test_the_serving_process_reports_each_upstreams_health_for_admin_and_the_command(gateway_app):
+    app, key = gateway_app
+    _assert_catalog_only(_call(app, key, "local__die", {}), "NETWORK_ERROR")  # a failure, which the process notes
+    assert app.process is not None
+    process = f"{socket.gethostname()}:{app.process.pid}"
+
+    def report() -> str:  # another process (the command's), reading what the serving one wrote
+        return manage(app.env, "upstreams", "web", "local")
+
+    # Listed by name: local, then web.
+    wait_until(lambda: f"{process}: connected" in report().split("web (http")[0], what="local reconnected")
+    local, web = report().split("web (http")
+    assert re.search(r"health: connected in 1 of 1 processes, protocol 2026-07-28, \d+ tools", web), web
+    assert f"    {process}: connected, protocol 2026-07-28" in web and "circuit closed" in web
+    assert "last failure" in local  # for people: the upstream's own words, redacted
+    assert SECRET not in local and "hunter2" not in local
 
 
 def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):

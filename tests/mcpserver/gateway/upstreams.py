@@ -57,12 +57,21 @@ def time_server() -> str:
     stamp = venv / "installed-version"
     if not program.exists() or not stamp.exists() or stamp.read_text() != TIME_VERSION:
         shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)  # noqa: S603
-        subprocess.run(  # noqa: S603 (pip with a pinned package)
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             f"{TIME_PACKAGE}=={TIME_VERSION}"],
-            check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
+        requirement = f"{TIME_PACKAGE}=={TIME_VERSION}"
+        uv = shutil.which("uv")  # as ``uvx mcp-server-time`` installs it; ``./dev`` puts uv on the machine
+        if uv and subprocess.run([uv, "--version"], capture_output=True, check=False).returncode == 0:  # noqa: S603
+            commands = [
+                [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
+                [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), requirement],
+            ]
+        else:
+            commands = [
+                [sys.executable, "-m", "venv", str(venv)],
+                [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 requirement],
+            ]  # fmt: skip
+        for command in commands:
+            subprocess.run(command, check=True, capture_output=True, timeout=600)  # noqa: S603 (pinned package)
         stamp.write_text(TIME_VERSION)
     return str(program)
 
