@@ -39,6 +39,6 @@ class ToolCall:
     started: float = field(default_factory=time.perf_counter)
 
 
-# The ``ToolContext`` of the call the running task serves, set by the pipeline around a gateway forwarder: how a
-# tool that takes no ``context`` parameter (its arguments are the upstream's) reaches its call.
-current_tool_context: ContextVar[Any] = ContextVar("current_tool_context", default=None)
+# The call the running task serves, set by the pipeline around a gateway forwarder: how a tool that takes no
+# ``context`` parameter (its arguments are the upstream's) reaches its call's context and input round trip.
+current_tool_call: ContextVar[ToolCall | None] = ContextVar("current_tool_call", default=None)

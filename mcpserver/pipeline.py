@@ -33,7 +33,7 @@ from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation
-from mcpserver.calls import ToolCall, current_tool_context
+from mcpserver.calls import ToolCall, current_tool_call
 from mcpserver.gateway import served_tools
 from mcpserver.jsonrpc_errors import sanctioned_error
 from mcpserver.ratelimit import rate_limit_retry_after
@@ -102,6 +102,9 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
 
     try:
         output = await _run(spec, arguments, call)
+        if isinstance(output, types.InputRequiredResult):  # an upstream asks our 2026-07-28 client for input
+            _record(call, None, elicited="requested", outcome="input_required")
+            return output
         result = _success(output)
     except Exception as exc:
         try:
@@ -149,12 +152,12 @@ async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any
     if spec.wants_context:
         kwargs["context"] = call.context
     if spec.upstream:
-        # A gateway forwarder takes no ``context`` (the name may be an upstream argument): it reads the call's here.
-        token = current_tool_context.set(call.context)
+        # A gateway forwarder takes no ``context`` (the name may be an upstream argument): it reads the call here.
+        token = current_tool_call.set(call)
         try:
             return await spec.function(**kwargs)
         finally:
-            current_tool_context.reset(token)
+            current_tool_call.reset(token)
     if spec.is_async:
         return await spec.function(**kwargs)
     return await _run_sync(spec.function, kwargs)

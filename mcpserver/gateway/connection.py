@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,6 +33,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from errcatalog.gateway.models import TOOL_SEPARATOR, Transport
@@ -77,6 +79,13 @@ Ask = Callable[[str, Mapping[str, Any]], Awaitable[UserAnswer]]
 _ASKER: ContextVar[_Asker | None] = ContextVar("upstream_asker", default=None)
 # The prefix of ``_meta`` keys the protocol reserves for itself.
 _PROTOCOL_META = "io.modelcontextprotocol/"
+# A 2026-07-28 upstream's input requests relayed to our client: their keys (prefixed, so that they cannot meet our own
+# elicitation's), and bounds on what we carry for the upstream through our client.
+RELAY_PREFIX = "upstream:"
+RELAY_STATE_VERSION = 1
+RELAY_MAX_REQUESTS = 8
+RELAY_MAX_STATE = 16384
+_RELAY_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 # Catalog envelopes an upstream may answer with (another errcatalog, or a server following seed 000).
 _ENVELOPES = frozenset({"toolError:v1", "needsInput:v1"})
 
@@ -395,11 +404,16 @@ class UpstreamConnection:
 
     # --- Calls --------------------------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any], *, ask: Ask | None = None) -> types.CallToolResult:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], *, ask: Ask | None = None, round_trip: RoundTrip | None = None
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``.
 
         ``ask`` relays an elicitation the upstream makes during the call to our client (``_on_elicitation``);
-        without it, one is declined. The call's timeout includes the time the user takes to answer.
+        without it, one is declined. The call's timeout includes the time the user takes to answer. With
+        ``round_trip`` (our client speaks 2026-07-28 and takes forms), a 2026-07-28 upstream's input request comes
+        back as our own ``InputRequiredResult`` for the client to answer, and the answer in the client's next call
+        goes back to the upstream with the upstream's state (``_round_trip``).
         """
         name = self.config.name
         wait = self.breaker.refusal()
@@ -414,7 +428,10 @@ class UpstreamConnection:
                     self.in_flight += 1
                     self._askers.append(asker)
                     try:
-                        result = await client.call_tool(tool, arguments)
+                        if round_trip is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                            result = await self._round_trip(client, tool, arguments, round_trip)
+                        else:
+                            result = await client.call_tool(tool, arguments)
                     finally:
                         self.in_flight -= 1
                         self._askers.remove(asker)
@@ -437,6 +454,8 @@ class UpstreamConnection:
         finally:
             _ASKER.reset(token)
         self.breaker.succeeded()
+        if isinstance(result, types.InputRequiredResult):
+            return result
         if result.is_error:
             raise UpstreamToolError(name, _result_text(result), secrets=self._secrets, code=_envelope_code(result))
         if result.meta and any(key.startswith(_PROTOCOL_META) for key in result.meta):
@@ -444,6 +463,42 @@ class UpstreamConnection:
             meta = {k: v for k, v in result.meta.items() if not k.startswith(_PROTOCOL_META)}
             result = result.model_copy(update={"meta": meta or None})
         return result
+
+    async def _round_trip(
+        self, client: Client, tool: str, arguments: dict[str, Any], round_trip: RoundTrip
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """One round of a 2026-07-28 call whose input requests our client answers (see ``call``)."""
+        upstream_state, responses = round_trip.answers_for(self.config.name, tool)
+        result = await client.session.call_tool(
+            tool, arguments, input_responses=responses, request_state=upstream_state, allow_input_required=True
+        )
+        if not isinstance(result, types.InputRequiredResult):
+            return result  # a claimed result shape raises (allow_claimed is off)
+        relayed = self._relayed(tool, result)
+        if relayed is None:  # not form elicitations only: the SDK's driver answers them (a decline) as without
+            return await client.call_tool(tool, arguments)
+        return relayed
+
+    def _relayed(self, tool: str, result: types.InputRequiredResult) -> types.InputRequiredResult | None:
+        """The upstream's input requests as ours: form elicitations only, their messages cut and redacted, the
+        upstream's state kept in ours (which the SDK seals before it reaches the client)."""
+        requests = result.input_requests or {}
+        state = result.request_state
+        if not requests or len(requests) > RELAY_MAX_REQUESTS or (state is not None and len(state) > RELAY_MAX_STATE):
+            return None
+        ours: dict[str, types.CreateMessageRequest | types.ListRootsRequest | types.ElicitRequest] = {}
+        for key, request in requests.items():
+            params = getattr(request, "params", None)
+            if not isinstance(params, types.ElicitRequestFormParams) or not _RELAY_KEY.fullmatch(key):
+                return None
+            message = redacted_for_people(params.message, known=self._secrets, limit=ELICITATION_MESSAGE_MAX_CHARS)
+            ours[RELAY_PREFIX + key] = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=params.requested_schema)
+            )
+        relay = {"upstream": self.config.name, "tool": tool, "state": state, "keys": sorted(requests)}
+        return types.InputRequiredResult(
+            input_requests=ours, request_state=json.dumps({"v": RELAY_STATE_VERSION, "relay": relay})
+        )
 
     async def _client_or_wait(self) -> Client:
         client = self._client
@@ -590,6 +645,38 @@ class _ChildStderr:
                 logged += 1
                 line = redacted_for_people(raw.decode("utf-8", "replace").rstrip(), known=self._secrets, limit=500)
                 logger.info("Upstream %s stderr: %s", self._upstream, line)
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """What a 2026-07-28 call of ours carries back from an earlier round: its answers and our (unsealed) state."""
+
+    request_state: str | None
+    input_responses: Mapping[str, Any] | None
+
+    def answers_for(self, upstream: str, tool: str) -> tuple[str | None, types.InputResponses | None]:
+        """The upstream's state and the answers to its input requests, when this call answers a request relayed
+        from ``upstream``'s ``tool`` (``UpstreamConnection._relayed``); else (None, None): a first round."""
+        try:
+            state = json.loads(self.request_state) if self.request_state else None
+        except ValueError:
+            return None, None
+        relay = state.get("relay") if isinstance(state, dict) and state.get("v") == RELAY_STATE_VERSION else None
+        if not isinstance(relay, dict) or relay.get("upstream") != upstream or relay.get("tool") != tool:
+            return None, None
+        answers: dict[str, Any] = {}
+        for key in relay.get("keys") or ():
+            raw = (self.input_responses or {}).get(f"{RELAY_PREFIX}{key}") if isinstance(key, str) else None
+            if raw is None:
+                continue
+            if not isinstance(raw, Mapping):
+                raw = raw.model_dump(by_alias=True, exclude_none=True)
+            try:
+                answers[key] = types.ElicitResult.model_validate(raw, by_name=False)
+            except ValueError:
+                continue
+        upstream_state = relay.get("state")
+        return (upstream_state if isinstance(upstream_state, str) else None), (answers or None)
 
 
 @dataclass(eq=False)

@@ -28,8 +28,8 @@ from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
 from errcatalog.gateway.selectors import UpstreamConfig, upstream_configs
 from errcatalog.gateway.services import HealthReport, upstream_health_forget, upstream_health_report
-from mcpserver.calls import current_tool_context
-from mcpserver.gateway.connection import UpstreamConnection
+from mcpserver.calls import current_tool_call
+from mcpserver.gateway.connection import RoundTrip, UpstreamConnection
 from mcpserver.registry import ToolSpec
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -181,10 +181,18 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
     config = connection.config
     upstream_name = tool.name
 
-    async def forward(**arguments: Any) -> types.CallToolResult:
-        # The call's context from the pipeline, not a ``context`` parameter: that name may be an upstream argument.
-        context = current_tool_context.get()
-        return await connection.call(upstream_name, arguments, ask=context.elicit if context is not None else None)
+    async def forward(**arguments: Any) -> types.CallToolResult | types.InputRequiredResult:
+        # The call from the pipeline, not a ``context`` parameter: that name may be an upstream argument.
+        call = current_tool_call.get()
+        if call is None:  # called outside the pipeline (a test): nobody to ask
+            return await connection.call(upstream_name, arguments)
+        # A 2026-07-28 client that takes forms answers an upstream's input request in a round trip of its own.
+        round_trip = (
+            RoundTrip(call.request_state, call.input_responses)
+            if call.modern and call.can_elicit and settings.MCP["ELICITATION"]
+            else None
+        )
+        return await connection.call(upstream_name, arguments, ask=call.context.elicit, round_trip=round_trip)
 
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
     return ToolSpec(

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import mcp_types as types
 import pytest
 from mcp.client import Client
+from mcp.shared.exceptions import MCPError
 
 from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
@@ -311,20 +312,28 @@ def test_an_upstream_answering_garbage_is_answered_from_the_catalog(gateway_app,
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
-def test_an_upstreams_elicitation_is_relayed_to_a_client_that_can_answer_cut_and_redacted(gateway_app, prefix):
+@pytest.mark.parametrize(("mode", "action"), [("legacy", "accept"), ("auto", "accept"), ("auto", "decline")])
+def test_an_upstreams_elicitation_is_relayed_to_a_client_that_can_answer_cut_and_redacted(
+    gateway_app, prefix, mode, action
+):
+    # 2025-11-25: in mid-call, on our session with the client. 2026-07-28: the upstream's InputRequiredResult
+    # becomes ours, and the client's next call carries the answer back to the upstream with the upstream's state.
     app, key = gateway_app
     asked: list[types.ElicitRequestFormParams] = []
 
     async def answer(context, params: types.ElicitRequestFormParams) -> types.ElicitResult:
         asked.append(params)
-        return types.ElicitResult(action="accept", content={"name": "Ana Lima"})
+        content = {"name": "Ana Lima"} if action == "accept" else None
+        return types.ElicitResult(action=action, content=content)
 
-    async def call() -> types.CallToolResult:
-        async with McpTarget(app.mcp_url, key).client(mode="legacy", elicitation_callback=answer) as client:
-            return await client.call_tool(f"{prefix}__ask_name", {})
+    async def call() -> tuple[str, types.CallToolResult]:
+        async with McpTarget(app.mcp_url, key).client(mode=mode, elicitation_callback=answer) as client:
+            return client.protocol_version, await client.call_tool(f"{prefix}__ask_name", {})
 
-    result = asyncio.run(call())
-    assert not result.is_error and result.content[0].text == "accept: Ana Lima"
+    version, result = asyncio.run(call())
+    assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+    assert not result.is_error
+    assert result.content[0].text == ("accept: Ana Lima" if action == "accept" else "decline")
     (params,) = asked
     assert params.message.startswith("What is your name? ")
     assert params.requested_schema["properties"]["name"]["type"] == "string"
@@ -335,10 +344,34 @@ def test_an_upstreams_elicitation_is_relayed_to_a_client_that_can_answer_cut_and
 @pytest.mark.parametrize("prefix", PREFIXES)
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_an_upstreams_elicitation_is_declined_when_the_client_cannot_answer(gateway_app, prefix, mode):
-    # A client without the capability; a 2026-07-28 client, which has no channel for a request in mid-call.
-    app, key = gateway_app
+    app, key = gateway_app  # the SDK's client declares elicitation only with a callback to answer it
     result = _call(app, key, f"{prefix}__ask_name", {}, mode=mode)
     assert not result.is_error and result.content[0].text == "decline"
+
+
+def test_a_relayed_request_state_answers_only_the_call_it_came_from(gateway_app):
+    # The SDK seals our state and binds it to the request it answered: a client can neither forge one nor take the
+    # answer of one upstream's question to another tool. Our state names the upstream and tool all the same.
+    app, key = gateway_app
+
+    async def unused(context, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        raise AssertionError("not called: the rounds are driven by hand")
+
+    async def call() -> types.CallToolResult:
+        async with McpTarget(app.mcp_url, key).client(elicitation_callback=unused) as client:  # the capability
+            first = await client.session.call_tool("web__ask_name", {}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            (request_key,) = first.input_requests
+            assert request_key.startswith("upstream:")
+            answers = {request_key: types.ElicitResult(action="accept", content={"name": "Mallory"})}
+            for tool, state in [("local__ask_name", first.request_state), ("web__ask_name", "forged")]:
+                with pytest.raises(MCPError, match="requestState"):
+                    await client.session.call_tool(tool, {}, input_responses=answers, request_state=state)
+            return await client.session.call_tool(
+                "web__ask_name", {}, input_responses=answers, request_state=first.request_state
+            )
+
+    assert asyncio.run(call()).content[0].text == "accept: Mallory"
 
 
 def test_a_tokens_tool_scope_applies_to_upstream_tools(gateway_app):
