@@ -217,10 +217,10 @@ def manage(env: dict, *args: str) -> str:
     return done.stdout.strip()
 
 
-def start_server(app: str, port: int, env: dict, log: Path, pin: bool) -> subprocess.Popen:
+def start_server(app: str, port: int, env: dict, log: Path, pin: bool, cpu: int = SERVER_CPU) -> subprocess.Popen:
     command = [str(VENV_BIN / "uvicorn"), app, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     if pin and shutil.which("taskset"):
-        command = ["taskset", "-c", str(SERVER_CPU), *command]
+        command = ["taskset", "-c", str(cpu), *command]
     with log.open("wb") as out:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
 

@@ -10,6 +10,7 @@ into an ``UpstreamError`` (``mcpserver.gateway.failures``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -33,6 +34,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.methods import validate_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -185,6 +187,8 @@ class UpstreamConnection:
         self.in_flight = 0
         self._askers: list[_Asker] = []
         self._client: Client | None = None
+        self._http: httpx2.AsyncClient | None = None  # the HTTP client of a Streamable HTTP session
+        self._request_ids = itertools.count(1)
         self._secrets: tuple[str, ...] = ()
         # Set when the connection attempt under way ended, connected or not; calls that arrive meanwhile wait on it.
         self._settled = anyio.Event()
@@ -231,7 +235,7 @@ class UpstreamConnection:
                     self._note_failure(exc, "serving")
                     self.state, self._lost = "connecting", True
             finally:
-                self._client = None
+                self._client = self._http = None
             if self._stop.is_set():
                 break
             if self.state == "connecting" and self._lost:
@@ -297,6 +301,7 @@ class UpstreamConnection:
             )
             await stack.enter_async_context(http)
             transport = streamable_http_client(config.url, http_client=http)
+            self._http = http
         client = Client(
             transport,
             cache=None,
@@ -425,11 +430,15 @@ class UpstreamConnection:
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
                     client = await self._client_or_wait()
+                    http = self._http
                     self.in_flight += 1
                     self._askers.append(asker)
                     try:
-                        if round_trip is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+                        if round_trip is not None and modern:
                             result = await self._round_trip(client, tool, arguments, round_trip)
+                        elif http is not None and modern:
+                            result = await self._post_call(client, http, tool, arguments)
                         else:
                             result = await client.call_tool(tool, arguments)
                     finally:
@@ -462,6 +471,50 @@ class UpstreamConnection:
             # The protocol's own metadata (the upstream's server info) describes the upstream's answer, not ours.
             meta = {k: v for k, v in result.meta.items() if not k.startswith(_PROTOCOL_META)}
             result = result.model_copy(update={"meta": meta or None})
+        return result
+
+    async def _post_call(
+        self, client: Client, http: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        """A 2026-07-28 ``tools/call`` over Streamable HTTP, posted on the session's own HTTP client.
+
+        The SDK's client passes each request through its session, dispatcher, memory streams and a task per POST:
+        about two thirds of a forwarded call's CPU (``bench/gateway_bench.py``). A 2026-07-28 call is one
+        self-contained POST, so this sends it directly, stamped by the session exactly as the SDK would stamp it
+        (``_meta``, ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``), and validates the
+        answer as the session would. What only the SDK handles goes to ``client.call_tool``: an input request (its
+        driver answers it) and a ``HEADER_MISMATCH`` (it lists the tools again and sends once more).
+        """
+        session = client.session
+        data = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)).model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        )
+        options: dict[str, Any] = {}
+        session._stamp(data, options)  # type: ignore[arg-type]  # the SDK's own per-request stamp
+        request_id = f"errcatalog-{next(self._request_ids)}"
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, **data}, separators=(",", ":"))
+        headers = {**_POST_HEADERS, **options.get("headers", {})}
+        try:
+            async with http.stream("POST", self.config.url, content=body, headers=headers) as response:
+                message = await _answer_to(response, request_id)
+        except RuntimeError as exc:  # httpx's "the client has been closed": the session ended meanwhile
+            raise anyio.ClosedResourceError from exc
+        error = message.get("error")
+        if error is not None:
+            if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+                raise ValueError("a JSON-RPC error without a code")
+            if error["code"] == types.HEADER_MISMATCH:
+                return await client.call_tool(tool, arguments)
+            raise MCPError(error["code"], str(error.get("message") or ""), error.get("data"))
+        raw = message.get("result")
+        if not isinstance(raw, dict):
+            raise ValueError("a JSON-RPC response without a result")
+        if raw.get("resultType") == "input_required":
+            return await client.call_tool(tool, arguments)
+        validate_server_result("tools/call", client.protocol_version, raw)
+        result = types.CallToolResult.model_validate(raw, by_name=False)
+        if not result.is_error:
+            await session.validate_tool_result(tool, result)
         return result
 
     async def _round_trip(
@@ -561,6 +614,39 @@ class UpstreamConnection:
             # catalog text would tell the model that its own request was malformed) but an answer that is not MCP.
             return UpstreamProtocolError(name, exc.message, secrets=self._secrets)
         return UpstreamJsonRpcError(name, f"{exc.code}: {exc.message}", secrets=self._secrets, jsonrpc_code=exc.code)
+
+
+# What every POST of a Streamable HTTP client sends (the SDK's transport sends the same).
+_POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+# An SSE answer's events are read until the response; a bound against a stream of notifications that never ends.
+_MAX_SSE_EVENTS = 10_000
+
+
+async def _answer_to(response: httpx2.Response, request_id: str) -> dict[str, Any]:
+    """The JSON-RPC response to ``request_id`` in a POST's answer: a JSON body or an SSE stream.
+
+    Raises ``MCPError`` for a failed POST (``_FailureKeepingTransport``'s JSON-RPC error, whatever its status) or
+    a stream that ends without the response, ``ValueError`` for an answer that is not MCP.
+    """
+    content_type = response.headers.get("content-type", "").lower()
+    if content_type.startswith("application/json"):
+        message = json.loads(await response.aread())
+        if not isinstance(message, dict):
+            raise ValueError("a JSON answer that is not a JSON-RPC message")
+        return message
+    if response.status_code >= 300 or not content_type.startswith("text/event-stream"):
+        raise ValueError(f"Unexpected content type: {content_type or '(none)'} (HTTP {response.status_code})")
+    events = 0
+    async for event in httpx2.EventSource(response):
+        events += 1
+        if events > _MAX_SSE_EVENTS:
+            break
+        if not event.data:
+            continue
+        message = json.loads(event.data)  # notifications (progress, logging) are passed over
+        if isinstance(message, dict) and message.get("id") == request_id and message.keys() & {"result", "error"}:
+            return message
+    raise MCPError(types.CONNECTION_CLOSED, "SSE stream ended without a response")
 
 
 def _result_text(result: types.CallToolResult) -> str:

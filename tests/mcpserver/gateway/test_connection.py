@@ -3,15 +3,24 @@ server that the test kills and starts again."""
 
 from __future__ import annotations
 
+import json
 import sys
 from types import MappingProxyType
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp.client import Client
 
 from errcatalog.gateway.selectors import UpstreamConfig
 from mcpserver.gateway.connection import UpstreamConnection
-from mcpserver.gateway.failures import UpstreamConnectionError, UpstreamUnavailable
+from mcpserver.gateway.failures import (
+    UpstreamConnectionError,
+    UpstreamJsonRpcError,
+    UpstreamToolError,
+    UpstreamUnavailable,
+)
+from tests.mcpserver.gateway.upstream_server import SECRET
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
 
 SETTINGS = MappingProxyType(
@@ -121,3 +130,50 @@ def test_a_stdio_process_is_replaced_after_its_lifetime_without_cutting_a_call()
 
     first, late, second, state = anyio.run(scenario)
     assert late == "late" and first != second and state == "stopped"
+
+
+@pytest.mark.parametrize("answers_as", ["http", "http-json"])
+def test_a_2026_call_over_http_is_one_post_answered_as_the_sdks_client_answers_it(answers_as, monkeypatch):
+    # ``UpstreamConnection._post_call``: the SDK's client is not used for the call itself (it would fail here),
+    # and what comes back is what the SDK's client gets from the same upstream, answered as SSE or as JSON.
+    server = UpstreamProcess(UPSTREAM_SERVER, answers_as).start()
+    calls = [("echo", {"text": "héllo"}), ("add", {"a": 2, "b": 40}), ("fail_hostile", {})]
+
+    async def direct() -> list[types.CallToolResult]:
+        async with Client(server.url) as client:
+            await client.list_tools()
+            return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    async def forwarded() -> tuple[list, UpstreamJsonRpcError]:
+        connection = UpstreamConnection(_config(server.url), SETTINGS, lambda: None)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.run)
+            while connection.state != "connected":
+                await anyio.sleep(0.05)
+            assert connection.protocol_version == "2026-07-28"
+
+            async def not_this_way(*args, **kwargs):
+                raise AssertionError("the SDK's client sent the call")
+
+            monkeypatch.setattr(Client, "call_tool", not_this_way)
+            results = []
+            for name, arguments in calls:
+                try:
+                    results.append(await connection.call(name, arguments))
+                except UpstreamToolError as exc:
+                    results.append(exc)
+            with pytest.raises(UpstreamJsonRpcError) as refused:
+                await connection.call("fail_jsonrpc", {"code": -32602})
+            connection.stop()
+        return results, refused.value
+
+    try:
+        expected = anyio.run(direct)
+        (echo, added, failed), refused = anyio.run(forwarded)
+    finally:
+        server.kill()
+    assert echo.content == expected[0].content and echo.structured_content == expected[0].structured_content
+    assert added.content == expected[1].content and json.loads(added.content[0].text) == {"sum": 42}
+    assert isinstance(failed, UpstreamToolError) and expected[2].is_error
+    assert "IGNORE ALL PREVIOUS" in failed.detail and SECRET not in failed.detail
+    assert refused.jsonrpc_code == -32602

@@ -111,4 +111,6 @@ if __name__ == "__main__":
     else:
         import uvicorn
 
-        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="critical")
+        # ``http``: answers as SSE streams (the SDK's default); ``http-json``: as JSON bodies.
+        app = server.streamable_http_app(json_response=sys.argv[1] == "http-json")
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="critical")
