@@ -31,6 +31,8 @@ logger = logging.getLogger("mcpserver.elicitation")
 # The key of our one input request in an InputRequiredResult, and the state we expect back with its answer.
 INPUT_KEY = "errcatalog_missing_input"
 STATE_VERSION = 1
+# The state's key for the answers our elicitation added, when the tool then asks for more (``carrying``).
+CARRY_KEY = "carry"
 # A person answers a 2025 elicitation while the call waits; after this long it counts as dismissed.
 ANSWER_TIMEOUT_SECONDS = 600
 _STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
@@ -105,6 +107,27 @@ async def ask(
         answer = ElicitAnswer(result.action, dict(result.content or {}))
     # Only the fields that were asked for are taken; the tool's schema validates them next.
     return ElicitAnswer(answer.action, {k: v for k, v in answer.content.items() if k in names})
+
+
+def carrying(result: types.InputRequiredResult, values: Mapping[str, Any]) -> types.InputRequiredResult:
+    """``result`` (a tool's own input request, an upstream's) with ``values``, the answers our elicitation added to
+    the call's arguments, kept in its state: the client's next call sends its first arguments again, without them."""
+    state = json.dumps({"v": STATE_VERSION, CARRY_KEY: dict(values), "state": result.request_state})
+    return result.model_copy(update={"request_state": state})
+
+
+def carried_arguments(call: ToolCall) -> dict[str, Any]:
+    """The answers ``carrying`` kept for this call, if its state holds them; the call's state becomes the tool's
+    own again. The SDK seals the state, so these are our own elicitation's answers."""
+    try:
+        state = json.loads(call.request_state) if call.request_state else None
+    except ValueError:
+        return {}
+    if not isinstance(state, dict) or state.get("v") != STATE_VERSION or not isinstance(state.get(CARRY_KEY), dict):
+        return {}
+    inner = state.get("state")
+    call.request_state = inner if isinstance(inner, str) else None
+    return dict(state[CARRY_KEY])
 
 
 def _answer_from_round_trip(call: ToolCall) -> ElicitAnswer | None:

@@ -76,6 +76,10 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
         return await _fail(call, Failure("FUNCTION_NOT_FOUND", tool_name=call.name, alternatives=alternatives), fmt)
 
     arguments = dict(call.arguments)
+    # Answers our elicitation added in an earlier round of this call, before the tool asked for more input.
+    added = elicitation.carried_arguments(call) if call.modern else {}
+    for name, value in added.items():
+        arguments.setdefault(name, value)
     problems = validate_arguments(spec.listed_input_schema, arguments)
     elicited = None
     if problems.missing and not problems.invalid and _may_elicit(spec, call):
@@ -90,6 +94,7 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
                 # Declined or dismissed: the model gets the question, to put to the user in its own words.
                 return await _fail(call, _missing_failure(spec, problems.missing), fmt, elicited=elicited)
             arguments.update(answer.content)
+            added.update(answer.content)
             problems = validate_arguments(spec.listed_input_schema, arguments)
     if problems.missing:
         return await _fail(call, _missing_failure(spec, problems.missing), fmt, elicited=elicited)
@@ -104,7 +109,7 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
         output = await _run(spec, arguments, call)
         if isinstance(output, types.InputRequiredResult):  # an upstream asks our 2026-07-28 client for input
             _record(call, None, elicited="requested", outcome="input_required")
-            return output
+            return elicitation.carrying(output, added) if added else output
         result = _success(output)
     except Exception as exc:
         try:

@@ -135,6 +135,8 @@ class Gateway:
         """Write this process's connections' state when it changed, and every ``HEALTH_REPORT_SECONDS`` anyway."""
         reports = tuple(connection.health() for connection in self.connections.values())
         now = time.monotonic()
+        if not reports and not self._reported:  # no upstreams here, and none before: nothing to say
+            return
         if reports == self._reported and now < self._report_due:
             return
         # Also after a failure (the database, above all): tried again at the next change or heartbeat, not at every

@@ -349,6 +349,28 @@ def test_an_upstreams_elicitation_is_declined_when_the_client_cannot_answer(gate
     assert not result.is_error and result.content[0].text == "decline"
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_our_question_and_the_upstreams_are_both_answered_in_one_call(gateway_app, mode):
+    # ``greeting`` is missing: our elicitation asks for it; then the upstream asks for a name. On 2026-07-28 the
+    # client's third round sends its first arguments again: the greeting it gave comes back in our sealed state.
+    app, key = gateway_app
+    asked: list[set[str]] = []
+
+    async def answer(context, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        fields = set(params.requested_schema["properties"])
+        asked.append(fields)
+        return types.ElicitResult(action="accept", content={"greeting": "Hello"} if "greeting" in fields else
+                                  {"name": "Ana Lima"})  # fmt: skip
+
+    async def call() -> types.CallToolResult:
+        async with McpTarget(app.mcp_url, key).client(mode=mode, elicitation_callback=answer) as client:
+            return await client.call_tool("web__greet", {})
+
+    result = asyncio.run(call())
+    assert not result.is_error and result.content[0].text == "Hello, Ana Lima"
+    assert asked == [{"greeting"}, {"name"}]
+
+
 def test_a_relayed_request_state_answers_only_the_call_it_came_from(gateway_app):
     # The SDK seals our state and binds it to the request it answered: a client can neither forge one nor take the
     # answer of one upstream's question to another tool. Our state names the upstream and tool all the same.

@@ -91,6 +91,12 @@ async def ask_name(answer: Annotated[ElicitationResult[Name], Resolve(_name_ques
 
 
 @server.tool()
+async def greet(greeting: str, answer: Annotated[ElicitationResult[Name], Resolve(_name_question)]) -> str:
+    """Greet the user by the name they give (an elicitation), with a greeting the caller must pass."""
+    return f"{greeting}, {answer.data.name}" if answer.action == "accept" else answer.action
+
+
+@server.tool()
 async def hang(seconds: float = 3600) -> str:
     """Take a very long time."""
     await asyncio.sleep(seconds)
