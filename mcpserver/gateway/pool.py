@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -46,26 +46,12 @@ def _process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _write_health(process: str, reports: tuple[HealthReport, ...]) -> None:
+def _with_own_connection[T](function: Callable[..., T], *args: Any) -> T:
+    """Run ``function`` in a worker thread's database connection, tidied before and after as Django does around a
+    request (the gateway's reads and writes do not pass through one)."""
     close_old_connections()
     try:
-        upstream_health_report(process, reports)
-    finally:
-        close_old_connections()
-
-
-def _forget_health(process: str) -> None:
-    close_old_connections()
-    try:
-        upstream_health_forget(process)
-    finally:
-        close_old_connections()
-
-
-def _read_configs() -> list[UpstreamConfig]:
-    close_old_connections()
-    try:
-        return upstream_configs()
+        return function(*args)
     finally:
         close_old_connections()
 
@@ -118,7 +104,9 @@ class Gateway:
                         await anyio.sleep(0.05)
                     if self.connections:
                         with contextlib.suppress(Exception):  # stale rows are shown as silent all the same
-                            await anyio.to_thread.run_sync(_forget_health, _process_name())
+                            await anyio.to_thread.run_sync(
+                                _with_own_connection, upstream_health_forget, _process_name()
+                            )
                 task_group.cancel_scope.cancel()
         self._task_group = None
 
@@ -143,14 +131,14 @@ class Gateway:
         # watch.
         self._reported, self._report_due = reports, now + HEALTH_REPORT_SECONDS
         try:
-            await anyio.to_thread.run_sync(_write_health, _process_name(), reports)
+            await anyio.to_thread.run_sync(_with_own_connection, upstream_health_report, _process_name(), reports)
         except Exception as exc:
             logger.debug("The gateway could not report its upstreams' health (%s)", type(exc).__name__)
 
     async def _reload(self) -> None:
         revision = catalog_snapshot_status()["revision"]
         try:
-            configs = await anyio.to_thread.run_sync(_read_configs)
+            configs = await anyio.to_thread.run_sync(_with_own_connection, upstream_configs)
         except Exception as exc:  # the database, above all: the gateway must outlive whatever failed
             # Tried again at every watch until it works; said once.
             log = logger.debug if self._reload_failing else logger.warning
