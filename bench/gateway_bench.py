@@ -124,9 +124,15 @@ def main() -> int:
             f"gateway CPU {gateway_cpu / max(gateway_calls, 1) * 1000:.2f} ms per forwarded call"
         )
     finally:
-        for server in servers:
+        for server in reversed(servers):  # the gateway first: it holds connections open to the upstream
             server.terminate()
-            server.wait(timeout=15)
+        for server in servers:
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

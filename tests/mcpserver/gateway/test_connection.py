@@ -13,7 +13,7 @@ import pytest
 from mcp.client import Client
 
 from errcatalog.gateway.selectors import UpstreamConfig
-from mcpserver.gateway.connection import UpstreamConnection
+from mcpserver.gateway.connection import UpstreamConnection, _proxied
 from mcpserver.gateway.failures import (
     UpstreamConnectionError,
     UpstreamJsonRpcError,
@@ -177,3 +177,34 @@ def test_a_2026_call_over_http_is_one_post_answered_as_the_sdks_client_answers_i
     assert isinstance(failed, UpstreamToolError) and expected[2].is_error
     assert "IGNORE ALL PREVIOUS" in failed.detail and SECRET not in failed.detail
     assert refused.jsonrpc_code == -32602
+
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUEST_METHOD")
+
+
+@pytest.mark.parametrize(
+    ("environment", "url", "proxied"),
+    [
+        ({}, "http://upstream.example/mcp", False),
+        ({"HTTP_PROXY": "http://proxy.example:3128"}, "http://upstream.example/mcp", True),
+        ({"HTTP_PROXY": "http://proxy.example:3128"}, "https://upstream.example/mcp", False),
+        ({"HTTPS_PROXY": "http://proxy.example:3128"}, "https://upstream.example/mcp", True),
+        ({"ALL_PROXY": "http://proxy.example:3128"}, "https://upstream.example/mcp", True),
+        (
+            {"HTTP_PROXY": "http://proxy.example:3128", "NO_PROXY": "upstream.example"},
+            "http://upstream.example/mcp",
+            False,
+        ),
+        ({"HTTP_PROXY": "http://proxy.example:3128", "NO_PROXY": ".example"}, "http://upstream.example/mcp", False),
+        ({"HTTP_PROXY": "http://proxy.example:3128", "NO_PROXY": "other.example"}, "http://upstream.example/mcp", True),
+    ],
+)
+def test_the_environments_proxy_settings_decide_which_client_calls_an_upstream(monkeypatch, environment, url, proxied):
+    # The gateway's own poster (aiohttp) ignores the environment; where a proxy applies, the SDK's httpx client,
+    # which honours it, sends the calls too.
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert _proxied(url) is proxied

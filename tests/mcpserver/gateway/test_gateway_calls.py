@@ -40,10 +40,17 @@ def upstream_http(tmp_path_factory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def upstream_garbage(tmp_path_factory) -> Iterator[str]:
-    upstream = UpstreamProcess(GARBAGE_SERVER, log=tmp_path_factory.mktemp("upstream") / "log").start()
-    yield upstream.url
-    upstream.kill()
+def upstream_garbage(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """The garbage upstream in each protocol generation (a 2026-07-28 call is posted by the gateway itself)."""
+    upstreams = {
+        generation: UpstreamProcess(GARBAGE_SERVER, generation, log=tmp_path_factory.mktemp("upstream") / "log")
+        for generation in ("legacy", "modern")
+    }
+    for upstream in upstreams.values():
+        upstream.start()
+    yield {generation: upstream.url for generation, upstream in upstreams.items()}
+    for upstream in upstreams.values():
+        upstream.kill()
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +78,8 @@ def gateway_app(tmp_path_factory, upstream_http, upstream_garbage, sentry_ingest
         "mcpServers": {
             "web": {"type": "http", "url": upstream_http, "headers": {"Authorization": "Bearer not-a-real-token-1234"}},
             "local": {"command": sys.executable, "args": [UPSTREAM_SERVER, "stdio"]},
-            "junk": {"type": "http", "url": upstream_garbage},
+            "junk": {"type": "http", "url": upstream_garbage["legacy"]},
+            "junk2026": {"type": "http", "url": upstream_garbage["modern"]},
         }
     }
     servers_file = folder / "claude_desktop_config.json"
@@ -96,7 +104,9 @@ def gateway_app(tmp_path_factory, upstream_http, upstream_garbage, sentry_ingest
             return {tool.name for tool in (await client.list_tools()).tools}
 
     wait_until(
-        lambda: {"web__echo", "local__echo", "junk__not_json"} <= asyncio.run(listed()), seconds=60, what="their tools"
+        lambda: {"web__echo", "local__echo", "junk__not_json", "junk2026__not_json"} <= asyncio.run(listed()),
+        seconds=60,
+        what="their tools",
     )
     yield app, key
     app.stop()
@@ -259,6 +269,9 @@ def test_the_serving_process_reports_each_upstreams_health_for_admin_and_the_com
     assert f"    {process}: connected, protocol 2026-07-28" in web and "circuit closed" in web
     assert "last failure" in local  # for people: the upstream's own words, redacted
     assert SECRET not in local and "hunter2" not in local
+    # The garbage upstream in each generation (``test_an_upstream_answering_garbage...``).
+    junk, junk2026 = manage(app.env, "upstreams", "junk", "junk2026").split("junk2026 (http")
+    assert "protocol 2025-11-25" in junk and "protocol 2026-07-28" in junk2026
 
 
 def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
@@ -289,6 +302,7 @@ def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
     wait_until(lambda: "web__add" in listed(), what="every tool served again")
 
 
+@pytest.mark.parametrize("prefix", ["junk", "junk2026"])
 @pytest.mark.parametrize(
     ("tool", "code"),
     [
@@ -299,16 +313,19 @@ def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
         ("not_json", "EXECUTION_FAILURE"),
         ("not_jsonrpc", "EXECUTION_FAILURE"),
         ("bad_result", "EXECUTION_FAILURE"),  # a result that is not a CallToolResult
+        ("cut_off", "NETWORK_ERROR"),  # the connection drops halfway through the answer
     ],
 )
-def test_an_upstream_answering_garbage_is_answered_from_the_catalog(gateway_app, tool, code):
+def test_an_upstream_answering_garbage_is_answered_from_the_catalog(gateway_app, prefix, tool, code):
     app, key = gateway_app
-    result = _call(app, key, f"junk__{tool}", {})
+    result = _call(app, key, f"{prefix}__{tool}", {})
     _assert_catalog_only(result, code)
     if tool == "status_503":
         assert result.structured_content["details"]["retryAfterSeconds"] == 7  # the upstream's Retry-After
-    # The gateway keeps serving.
+    # The gateway keeps serving, the same upstream too (after a dropped connection, on a new one).
     assert _call(app, key, "web__echo", {"text": "ok"}).content[0].text == "ok"
+    wait_until(lambda: _call(app, key, f"{prefix}__not_json", {}).structured_content["code"] == "EXECUTION_FAILURE",
+               what="the upstream answering again")  # fmt: skip
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
