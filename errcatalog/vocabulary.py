@@ -11,6 +11,7 @@ and the renderer all read the numbers from here. The bottom layer: imports nothi
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import TypeGuard
 
@@ -53,6 +54,22 @@ JSONRPC_DEFINED_CODES = (
 JSONRPC_LEGACY_CODES = (-32001, -32000)
 # Our own code for "too many open sessions for this token" (HTTP 429), outside the reserved range.
 JSONRPC_SESSION_LIMIT = -31429
+
+
+# Words of a parameter name that say it holds a secret ("password", "api_key", "clientSecret", "github_token").
+# Nobody is asked for such a value in the conversation, which the model and its logs keep: no question, no form.
+_SECRET_WORDS = frozenset(
+    {"password", "passwd", "passphrase", "secret", "token", "apikey", "credential", "credentials", "otp", "pin", "cvv"}
+)
+_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("auth", "key")})
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a parameter's name says it holds a secret (its words, split at ``_ - .``, digits and camelCase)."""
+    words = [word.lower() for word in _NAME_WORDS.findall(name)]
+    pairs = itertools.pairwise(words)
+    return any(word in _SECRET_WORDS for word in words) or any(pair in _SECRET_PAIRS for pair in pairs)
 
 
 def is_tool_name(value: object) -> TypeGuard[str]:

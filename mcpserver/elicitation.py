@@ -6,8 +6,9 @@ form, and the client calls again with the answer and our ``requestState`` (seale
 ``RequestStateBoundary`` with a key every process shares, see ``mcpserver.server``).
 
 Only plain, non-secret fields are asked for in form mode (the spec forbids forms for secrets): a missing
-``format: password`` or ``writeOnly`` property, or one that is not a string, number, integer or boolean, means
-no elicitation at all, and the caller gets the catalog's question instead.
+``format: password`` or ``writeOnly`` property, one whose name says it holds a secret (``api_key``, ``password``,
+``errcatalog.vocabulary.is_secret_name``), or one that is not a string, number, integer or boolean, means no
+elicitation at all, and the caller gets the catalog's question instead.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from errcatalog.render import ParameterFault
+from errcatalog.vocabulary import is_secret_name
 from mcpserver.calls import ToolCall
 from mcpserver.registry import ToolSpec
 
@@ -57,7 +59,8 @@ def requested_schema(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> dic
     for fault in missing:
         prop = properties.get(fault.name, {})
         kind = prop.get("type")
-        if prop.get("writeOnly") or prop.get("format") == "password" or kind not in _COPIED_KEYWORDS:
+        secret = prop.get("writeOnly") or prop.get("format") == "password" or is_secret_name(fault.name)
+        if secret or kind not in _COPIED_KEYWORDS:
             return None
         field_schema: dict[str, Any] = {"type": kind}
         if prop.get("title"):

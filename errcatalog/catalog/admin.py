@@ -19,9 +19,9 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import models
-from django.db.models import Count
+from django.db.models import Count, Prefetch
 from django.http import HttpResponse
 from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
@@ -30,6 +30,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.catalog import services
 from errcatalog.catalog.document import catalog_document_from_db, dump_catalog
+from errcatalog.catalog.lint import RowFinding, hint_findings, variant_findings
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import code_preview
 from errcatalog.outcomes.metrics import variant_retry_annotations
@@ -90,6 +91,52 @@ def _budget(variant: TemplateVariant) -> str:
     )
 
 
+# The fields of a code and of its rules that decide which placeholders its failures fill (``lint``).
+_LINTED_CODE_FIELDS = ("code", "category", "kind", "system", "retryable", "retry_after_seconds", "http_statuses")
+_LINTED_RULE_FIELDS = ("status_min", "status_max", "transport")
+
+
+# Fetches a code's active rules with a page's variants (``_variant_findings``), in one query for all of them.
+ACTIVE_RULES = Prefetch(
+    "error_code__rules", queryset=ClassificationRule.objects.filter(active=True), to_attr="active_rules"
+)
+
+
+def _variant_findings(variant: TemplateVariant) -> list[RowFinding]:
+    code = variant.error_code
+    active = getattr(code, "active_rules", None)
+    rules = [
+        {"code": code.code, **{name: getattr(rule, name) for name in _LINTED_RULE_FIELDS}}
+        for rule in (active if active is not None else code.rules.filter(active=True))
+    ]
+    return variant_findings(
+        {name: getattr(code, name) for name in _LINTED_CODE_FIELDS},
+        {name: getattr(variant, name) for name in ("locale", "message", "cause", "instruction", "question")},
+        rules,
+        max_chars=_max_chars(),
+    )
+
+
+def _hint_findings(hint: ParameterHint) -> list[RowFinding]:
+    return hint_findings({"question": hint.question}, max_chars=_max_chars())
+
+
+def _lint_list(findings: list[RowFinding]) -> str:
+    """The lint's warnings beside the wording they are about; saved rows only (the preview shows drafts)."""
+    if not findings:
+        return format_html('<span class="errcatalog-lint-clean">{}</span>', "No warnings.")
+    return format_html(
+        '<ul class="errcatalog-lint">{}</ul>',
+        format_html_join("", "<li><b>{}</b> ({}): {}</li>", ((f, rule, text) for f, rule, text in findings)),
+    )
+
+
+def _warn(request, row: models.Model, findings: list[RowFinding]) -> None:
+    """Tell the writer, after a save, what the lint finds in what they saved (it was saved all the same)."""
+    for field_name, rule, text in findings:
+        messages.warning(request, f"{row} · {field_name}: {text} [{rule}]")
+
+
 def _rule_conditions(rule: ClassificationRule) -> str:
     parts = []
     if rule.exception:
@@ -125,7 +172,7 @@ def _form_values(obj: models.Model, form: forms.BaseForm) -> dict[str, Any]:
     }
 
 
-def _current(obj: models.Model) -> models.Model:
+def _current[M: models.Model](obj: M) -> M:
     # The form has already put its values on ``obj``; the service compares them with the row as saved, so that it
     # writes (and history records) only what changed.
     return type(obj)._default_manager.get(pk=obj.pk)
@@ -175,22 +222,30 @@ class TemplateVariantInline(admin.StackedInline):
     extra = 0
     show_change_link = True  # each variant's own page has its history and revert
     formfield_overrides = {models.TextField: _TEXTAREA}
-    readonly_fields = ("budget",)
+    readonly_fields = ("budget", "lint")
     fieldsets = (
         (None, {"fields": (("name", "locale", "weight", "header", "active"),)}),
         (
             "Wording",
-            {"fields": ("message", "cause", "instruction", "question", "budget"), "description": PLACEHOLDER_HELP},
+            {
+                "fields": ("message", "cause", "instruction", "question", "budget", "lint"),
+                "description": PLACEHOLDER_HELP,
+            },
         ),
     )
 
     def get_queryset(self, request):
-        # Each variant's title names its code: fetched with the variants, not once per variant.
-        return super().get_queryset(request).select_related("error_code")
+        # Each variant's title names its code, and its lint reads the code's rules: fetched with the variants, not
+        # once per variant.
+        return super().get_queryset(request).select_related("error_code").prefetch_related(ACTIVE_RULES)
 
     @admin.display(description="Length")
     def budget(self, obj: TemplateVariant) -> str:
         return _budget(obj)
+
+    @admin.display(description="Writing rules")
+    def lint(self, obj: TemplateVariant) -> str:
+        return _lint_list(_variant_findings(obj)) if obj.pk else "—"
 
 
 class ClassificationRuleInline(admin.TabularInline):
@@ -259,9 +314,11 @@ class ErrorCodeAdmin(CatalogRowAdmin):
         for variant in formset.deleted_objects:
             VARIANT_WRITES.delete(variant=variant)
         for variant in formset.new_objects:
-            VARIANT_WRITES.create(**_form_values(variant, fields))
+            created = services.template_variant_create(**_form_values(variant, fields))
+            _warn(request, created, _variant_findings(created))
         for variant, _changed in formset.changed_objects:
-            VARIANT_WRITES.update(variant=_current(variant), **_form_values(variant, fields))
+            saved = services.template_variant_update(variant=_current(variant), **_form_values(variant, fields))
+            _warn(request, saved, _variant_findings(saved))
 
     @admin.display(description="Variants", ordering="variant_count")
     def variant_count(self, obj: ErrorCode) -> int:
@@ -309,14 +366,14 @@ class TemplateVariantAdmin(CatalogRowAdmin):
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
     formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 90})}}
-    readonly_fields = ("budget", "updated_at")
+    readonly_fields = ("budget", "lint", "updated_at")
     writes = VARIANT_WRITES
     fieldsets = (
         (None, {"fields": ("error_code", ("name", "locale"), ("weight", "header"), "active")}),
         (
             "Wording",
             {
-                "fields": ("message", "cause", "instruction", "question", "budget", "updated_at"),
+                "fields": ("message", "cause", "instruction", "question", "budget", "lint", "updated_at"),
                 "description": PLACEHOLDER_HELP,
             },
         ),
@@ -347,6 +404,14 @@ class TemplateVariantAdmin(CatalogRowAdmin):
     def budget(self, obj: TemplateVariant) -> str:
         return _budget(obj)
 
+    @admin.display(description="Writing rules")
+    def lint(self, obj: TemplateVariant) -> str:
+        return _lint_list(_variant_findings(obj)) if obj.pk else "—"
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        _warn(request, obj, _variant_findings(TemplateVariant.objects.select_related("error_code").get(pk=obj.pk)))
+
 
 # --- Parameter hints and classification rules -------------------------------------------------------------
 
@@ -360,13 +425,22 @@ class ParameterHintAdmin(CatalogRowAdmin):
     writes = CatalogWrites(
         services.parameter_hint_create, services.parameter_hint_update, services.parameter_hint_delete, "hint"
     )
+    readonly_fields = ("lint",)
     fieldsets = (
         (None, {"fields": (("tool", "parameter"), "description", ("parameter_type", "example"))}),
-        ("Question override", {"fields": ("question",), "description": PLACEHOLDER_HELP}),
+        ("Question override", {"fields": ("question", "lint"), "description": PLACEHOLDER_HELP}),
     )
 
     class Media:
         css = ADMIN_CSS
+
+    @admin.display(description="Writing rules")
+    def lint(self, obj: ParameterHint) -> str:
+        return _lint_list(_hint_findings(obj)) if obj.pk else "—"
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        _warn(request, obj, _hint_findings(obj))
 
     @admin.display(description="Own question", boolean=True)
     def has_question(self, obj: ParameterHint) -> bool:

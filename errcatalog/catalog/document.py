@@ -435,6 +435,9 @@ def _location(doc: Any, path: DocPath) -> str:
             text += f" ({label})"
         if rest:
             text += " → " + _dotted(rest)
+            variant = _variant_label(entry, rest)
+            if variant:
+                text = text.replace(f"variants[{rest[1]}]", f"variants[{rest[1]}] ({variant})", 1)
     elif rest:
         text += "." + _dotted(rest)
     return text
@@ -452,6 +455,18 @@ def _entry_label(section: Any, entry: Any) -> str:
     if section == "upstreams" and isinstance(entry.get("name"), str):
         return entry["name"]
     return ""
+
+
+def _variant_label(entry: Any, rest: DocPath) -> str:
+    """``default, de``: the name and locale of the variant a code's path goes into, if it does."""
+    if len(rest) < 2 or rest[0] != "variants" or not isinstance(rest[1], int) or not isinstance(entry, dict):
+        return ""
+    variants = entry.get("variants")
+    variant = variants[rest[1]] if isinstance(variants, list) and rest[1] < len(variants) else None
+    if not isinstance(variant, dict) or not isinstance(variant.get("name"), str):
+        return ""
+    locale = variant.get("locale")
+    return f"{variant['name']}, {locale}" if isinstance(locale, str) and locale else variant["name"]
 
 
 def _dotted(path: DocPath) -> str:

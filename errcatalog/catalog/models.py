@@ -27,6 +27,7 @@ from errcatalog.vocabulary import (
     JSONRPC_RESERVED_MIN,
     TOOL_NAME_RULE,
     is_reserved_jsonrpc_code,
+    is_secret_name,
     is_tool_name,
 )
 
@@ -126,6 +127,12 @@ def parameter_hint_problems(values: Mapping[str, Any]) -> Problems:
     for name in ("tool", "parameter"):
         if found := identifier_problems(values.get(name)):
             problems[name] = found
+    parameter, question = values.get("parameter"), values.get("question")
+    if isinstance(parameter, str) and is_secret_name(parameter) and question:
+        problems["question"] = [
+            f"{parameter} holds a secret: no question may ask for it, since the answer would stay in the conversation "
+            "and the model's logs. Leave the question empty; the user sets the secret up where the tool keeps it."
+        ]
     return problems
 
 
@@ -311,7 +318,7 @@ class ParameterHint(models.Model):
         return f"{self.tool}.{self.parameter}"
 
     def clean(self) -> None:
-        _raise_problems(parameter_hint_problems(_values(self, ("tool", "parameter"))))
+        _raise_problems(parameter_hint_problems(_values(self, ("tool", "parameter", "question"))))
 
 
 class ClassificationRule(models.Model):

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 from django.utils import timezone
@@ -27,6 +28,7 @@ from errcatalog.catalog.document import (
     problem_lines,
     validate_catalog_document,
 )
+from errcatalog.catalog.lint import lint_catalog
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.signals import catalog_changed_on_commit
 from errcatalog.gateway.services import upstreams_sync
@@ -189,6 +191,8 @@ class ImportSummary:
     # Default rows an editor deleted, which loading the defaults does not bring back.
     skipped: int = 0
     changes: list[str] = field(default_factory=list)
+    # The template lint's warnings about the document (``errcatalog.catalog.lint``): imported all the same.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -245,7 +249,14 @@ def catalog_import(
         _import_upstreams(doc, writer.summary, replace=replace, only_missing=only_missing, reason=reason, source=source)
     if writer.summary.changed:
         catalog_changed_on_commit()
+    writer.summary.warnings = lint_lines(doc)
     return writer.summary
+
+
+def lint_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The template lint's warnings about a validated document, as lines naming entry, field and rule."""
+    findings = lint_catalog(doc, max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"])
+    return problem_lines(doc, [(f.path, f"{f.message} [{f.rule}]") for f in findings])
 
 
 def _import_upstreams(

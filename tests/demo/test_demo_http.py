@@ -271,10 +271,10 @@ def test_integration_failures_reach_the_model_as_catalog_errors(mcp):
         text = result.content[0].text
         if code == "SERVICE_CONFIGURATION":
             assert envelope["details"]["service"] == "web_search"
-            assert text.startswith("Question: The web_search service needs to be configured.")
+            assert text.startswith("Question: Can you configure the web_search service?")
         elif code == "AUTHENTICATION_REQUIRED":
             assert envelope["details"]["service"] == "gmail"
-            assert text.startswith("Question: Your gmail service needs to be set up.")
+            assert text.startswith("Question: Can you set up your gmail service?")
         elif code == "PERMISSION_DENIED":
             assert envelope["details"]["statusCode"] == 403
             assert "single project" in text

@@ -293,22 +293,22 @@ def test_import_of_a_stdio_upstream_where_stdio_is_off_is_refused_at_its_entry(t
         ),
         pytest.param(
             lambda d, i: d["codes"][i]["variants"][0].pop("instruction"),
-            ["codes[{i}] (NETWORK_ERROR) → variants[0].instruction: missing (required)."],
+            ["codes[{i}] (NETWORK_ERROR) → variants[0] (default).instruction: missing (required)."],
             id="missing field",
         ),
         pytest.param(
             lambda d, i: d["codes"][i]["variants"][0].update(message="Network error: {x.__class__}"),
-            ["codes[{i}] (NETWORK_ERROR) → variants[0].message: {x.__class__}: attribute access and indexing"],
+            ["codes[{i}] (NETWORK_ERROR) → variants[0] (default).message: {x.__class__}: attribute access"],
             id="attribute access",
         ),
         pytest.param(
             lambda d, i: d["codes"][i]["variants"][0].update(cause="{0[1]}"),
-            ["codes[{i}] (NETWORK_ERROR) → variants[0].cause: {0[1]}: attribute access and indexing"],
+            ["codes[{i}] (NETWORK_ERROR) → variants[0] (default).cause: {0[1]}: attribute access and indexing"],
             id="indexing",
         ),
         pytest.param(
             lambda d, i: d["codes"][i]["variants"][0].update(instruction="Tell {user_name}."),
-            ["codes[{i}] (NETWORK_ERROR) → variants[0].instruction: {user_name} is not a known placeholder."],
+            ["codes[{i}] (NETWORK_ERROR) → variants[0] (default).instruction: {user_name} is not a known placeholder."],
             id="unknown placeholder",
         ),
         pytest.param(

@@ -16,10 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WITHOUT_RECIPIENT = {"subject": "Lunch", "body": "Noon at the usual place?"}
-GERMAN_QUESTION = (
-    "Frage: Welchen Wert soll ich für to verwenden? "
-    "Bitte geben Sie die fehlenden Angaben an, damit ich fortfahren kann."
-)
+GERMAN_QUESTION = "Frage: Welchen Wert soll ich für to verwenden? Bitte geben Sie die fehlenden Angaben an."
 ENGLISH_QUESTION = "Question: Who should I send this email to? Please provide the recipient email address."
 
 

@@ -141,6 +141,26 @@ def test_the_refusal_is_429_with_fixed_text_never_a_5xx(mcp, limits):
 def test_closing_a_session_frees_its_place(mcp, limits):
     limits(sessions=2)
 
+    async def once_free(use):
+        # A closed session's place is free again once the server has seen the session end (the DELETE answered,
+        # the session's GET stream closed), which on a loaded machine can be a moment after the client has left.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                return await use()
+            except BaseException as exc:  # the SDK wraps the refusal in an exception group
+                if time.monotonic() > deadline or _refusal_or_none(exc) is None:
+                    raise
+                await asyncio.sleep(0.05)
+
+    async def reopen():
+        async with mcp.client(mode="legacy") as reopened:
+            return (await reopened.list_tools()).tools
+
+    async def two_at_once():
+        async with mcp.client(mode="legacy") as one, mcp.client(mode="legacy") as two:
+            return len((await one.list_tools()).tools), len((await two.list_tools()).tools)
+
     async def scenario():
         async with mcp.client(mode="legacy") as kept:
             async with mcp.client(mode="legacy") as closed:
@@ -149,23 +169,11 @@ def test_closing_a_session_frees_its_place(mcp, limits):
                     async with mcp.client(mode="legacy"):
                         pass
                 assert _refusal(caught).code == SESSION_LIMIT_JSONRPC_CODE
-            # The second session was deleted on leaving its block: its place is free again, once the server has
-            # seen the session end (the DELETE answered, the session's GET stream closed), which on a loaded machine
-            # can be a moment after the client has left.
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    async with mcp.client(mode="legacy") as reopened:
-                        assert (await reopened.list_tools()).tools
-                    break
-                except BaseException as exc:  # the SDK wraps the refusal in an exception group
-                    if time.monotonic() > deadline or _refusal_or_none(exc) is None:
-                        raise
-                    await asyncio.sleep(0.05)
+            # The second session was deleted on leaving its block: its place is free again.
+            assert await once_free(reopen)
             assert (await kept.list_tools()).tools
         # Both closed: two places again.
-        async with mcp.client(mode="legacy") as one, mcp.client(mode="legacy") as two:
-            return len((await one.list_tools()).tools), len((await two.list_tools()).tools)
+        return await once_free(two_at_once)
 
     assert all(asyncio.run(scenario()))
 

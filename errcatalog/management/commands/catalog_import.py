@@ -3,7 +3,8 @@
 A JSON file with an ``mcpServers`` (or ``servers``) object, as MCP clients keep their servers, is imported as
 upstreams instead (``upstream_import``).
 
-An invalid file changes nothing: every problem is listed (file, entry, field) and the command exits non-zero.
+An invalid file changes nothing: every problem is listed (file, entry, field) and the command exits non-zero. A
+valid one is imported, and the template lint's warnings about it are listed after (``manage.py catalog_lint``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ class Command(BaseCommand):
             self.stdout.write(f"Dry run, nothing saved. {file} would give: {summary}.")
         else:
             self.stdout.write(f"Imported {file}: {summary}.")
+        if summary.warnings:
+            self.stdout.write(
+                self.style.WARNING(f"Template warnings (seeds 002 and 003's writing rules): {len(summary.warnings)}")
+            )
+            for line in summary.warnings:
+                self.stdout.write(f"  {line}")
 
 
 def _client_config(file: str) -> object | None:

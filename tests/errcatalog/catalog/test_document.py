@@ -143,14 +143,13 @@ def test_default_wording_uses_the_placeholders_the_renderer_has(default_document
     assert "{retry_after}" in variants["RATE_LIMIT"]["instruction"]
     assert "{alternatives}" in variants["FUNCTION_NOT_FOUND"]["instruction"]
     assert "{parameters}" in variants["MISSING_PARAMETER"]["question"]
-    assert variants["INVALID_PARAMETER"]["question"].startswith(
-        "Question: There seems to be an issue with {parameter}."
-    )
+    assert variants["INVALID_PARAMETER"]["question"].startswith("Question: What should {parameter} be instead?")
     # Read aloud: "The expected format is a number from 1 to 14." (never "follows the format a number from…").
     assert "The expected format is {expected_format}." in variants["INVALID_PARAMETER"]["question"]
     assert "The value {received} is not allowed." in variants["INVALID_PARAMETER"]["question"]
-    assert variants["AUTHENTICATION_REQUIRED"]["question"].startswith("Question: Your {service} service needs")
-    assert variants["SERVICE_CONFIGURATION"]["question"].startswith("Question: The {service} service needs")
+    questions = {code: variant["question"] for code, variant in variants.items()}
+    assert questions["AUTHENTICATION_REQUIRED"].startswith("Question: Can you set up your {service} service?")
+    assert questions["SERVICE_CONFIGURATION"].startswith("Question: Can you configure the {service} service?")
 
 
 def test_default_hints_ask_the_seed_003_questions(default_document):
@@ -283,8 +282,8 @@ def test_every_problem_is_listed_with_entry_and_field_in_schema_order():
     doc["rules"] = [{"position": 1, "code": "NOPE", "status_min": 400}]
     lines = problems_of(doc)
     assert lines == [
-        "catalog.yaml: codes[0] (X_ERROR) → variants[0].message: {x.__class__}: attribute access and indexing are "
-        "not allowed in placeholders.",
+        "catalog.yaml: codes[0] (X_ERROR) → variants[0] (default).message: {x.__class__}: attribute access and "
+        "indexing are not allowed in placeholders.",
         "catalog.yaml: codes[0] (X_ERROR) → colour: unknown key. Known keys: code, category, kind, retryable, "
         "retry_after_seconds, http_statuses, jsonrpc_code, system, doc_url, explanation, setup_url, action_required, "
         "optional_parameters, guidance, active, variants.",
@@ -323,8 +322,9 @@ def test_a_misspelt_key_gets_a_suggestion():
     doc = copy.deepcopy(MINIMAL)
     doc["codes"][0]["variants"][0]["instructions"] = doc["codes"][0]["variants"][0].pop("instruction")
     assert problems_of(doc) == [
-        "catalog.yaml: codes[0] (X_ERROR) → variants[0].instruction: missing (required).",
-        "catalog.yaml: codes[0] (X_ERROR) → variants[0].instructions: unknown key. Did you mean 'instruction'?",
+        "catalog.yaml: codes[0] (X_ERROR) → variants[0] (default).instruction: missing (required).",
+        "catalog.yaml: codes[0] (X_ERROR) → variants[0] (default).instructions: unknown key. "
+        "Did you mean 'instruction'?",
     ]
 
 
@@ -333,15 +333,15 @@ def test_a_misspelt_key_gets_a_suggestion():
     [
         (
             lambda d: d["codes"][0]["variants"][0].update(cause="{0[1]}"),
-            "codes[0] (X_ERROR) → variants[0].cause: {0[1]}: attribute access and indexing are not allowed",
+            "codes[0] (X_ERROR) → variants[0] (default).cause: {0[1]}: attribute access and indexing are not allowed",
         ),
         (
             lambda d: d["codes"][0]["variants"][0].update(question="Question: {user_email}?"),
-            "codes[0] (X_ERROR) → variants[0].question: {user_email} is not a known placeholder.",
+            "codes[0] (X_ERROR) → variants[0] (default).question: {user_email} is not a known placeholder.",
         ),
         (
             lambda d: d["codes"][0]["variants"][0].update(instruction="{tool_name!r}"),
-            "variants[0].instruction: {tool_name}: conversions and format specs (!r, :>10) are not allowed.",
+            "variants[0] (default).instruction: {tool_name}: conversions and format specs (!r, :>10) are not allowed.",
         ),
         (
             lambda d: d["codes"][0].update(jsonrpc_code=-32050),
@@ -353,7 +353,7 @@ def test_a_misspelt_key_gets_a_suggestion():
         (lambda d: d["codes"].append(copy.deepcopy(d["codes"][0])), "codes[1] (X_ERROR) → code: duplicate code;"),
         (
             lambda d: d["codes"][0]["variants"].append(copy.deepcopy(d["codes"][0]["variants"][0])),
-            "variants[1].name: duplicate variant 'default' for locale ''; variants[0] already uses it.",
+            "variants[1] (default).name: duplicate variant 'default' for locale ''; variants[0] already uses it.",
         ),
         (
             lambda d: d.update(hints=[{"tool": "t", "parameter": "p"}, {"tool": "t", "parameter": "p"}]),
@@ -472,6 +472,6 @@ def test_a_rule_can_move_to_another_code(default_document):
 def test_an_invalid_document_writes_nothing(default_document):
     doc = copy.deepcopy(default_document)
     doc["codes"][-1]["variants"][0]["message"] = "{x.__class__}"
-    with pytest.raises(CatalogFileError, match=r"variants\[0\]\.message: \{x\.__class__\}"):
+    with pytest.raises(CatalogFileError, match=r"variants\[0\] \(default\)\.message: \{x\.__class__\}"):
         catalog_import(doc)
     assert not models.ErrorCode.objects.exists()

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import pytest
 
+from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
+from errcatalog.catalog.document import catalog_document_from_db, read_catalog_file
+from errcatalog.catalog.lint import lint_catalog
 from errcatalog.outcomes import ingest, recorder, rollups
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.metrics import TARGETS, compute_metrics
@@ -324,3 +327,15 @@ def test_metrics_carry_the_seeds_targets_and_user_resolution_time(rest):
     # "User Resolution Time": first failed call to the recovering call, 20 s, read from the rollups' bins.
     assert 20 / 1.45 <= totals["resolution_p50_seconds"] <= 20 * 1.45
     assert totals["retry_success_rate"] == 1.0
+
+
+def test_setup_and_format_questions_differ_because_a_question_ends_its_first_sentence_with_a_question_mark(
+    seed_wording,
+):
+    # The seed's statements render exactly (the tests above) but are not questions: the lint says so, while the
+    # shipped catalog's own wording of the same three codes asks.
+    codes = {"INVALID_PARAMETER", "AUTHENTICATION_REQUIRED", "SERVICE_CONFIGURATION"}
+    written = catalog_document_from_db(codes=sorted(codes))
+    warned = {written["codes"][f.path[1]]["code"] for f in lint_catalog(written, max_chars=500) if f.rule == "question"}
+    assert warned == codes
+    assert lint_catalog(read_catalog_file(DEFAULT_CATALOG_PATH), max_chars=500) == []

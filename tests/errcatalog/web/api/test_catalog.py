@@ -229,6 +229,18 @@ def test_hints_are_created_read_updated_and_deleted(catalog, editor):
     assert not ParameterHint.objects.filter(tool="book_flight").exists()
 
 
+def test_a_hint_for_a_secret_may_not_carry_a_question(catalog, editor):
+    question = {"tool": "login", "parameter": "api_key", "question": "Question: What is your API key?"}
+    fields = assert_api_error(editor.post("/api/v1/hints/", question, format="json"), 400, "invalid")["fields"]
+    assert "holds a secret" in str(fields["question"])
+    # Nor can a question be added to an existing hint for one.
+    created = editor.post("/api/v1/hints/", {"tool": "login", "parameter": "api_key"}, format="json")
+    assert created.status_code == 201, created.content
+    url = f"/api/v1/hints/{created.json()['id']}/"
+    assert_api_error(editor.patch(url, {"question": "Question: Your key?"}, format="json"), 400, "invalid")
+    assert ParameterHint.objects.get(tool="login").question == ""
+
+
 def test_a_hint_needs_identifier_names_and_a_valid_question(catalog, editor):
     response = editor.post(
         "/api/v1/hints/",

@@ -352,7 +352,7 @@ def test_plain_parameter_metadata_is_shown(catalog, reader_client):
 
 # --- Locale ------------------------------------------------------------------------------------------------
 
-GERMAN_QUESTION = "Frage: Welchen Wert soll ich für to verwenden? Bitte geben Sie die fehlenden Angaben an, damit ich"
+GERMAN_QUESTION = "Frage: Welchen Wert soll ich für to verwenden? Bitte geben Sie die fehlenden Angaben an."
 
 
 @pytest.mark.parametrize("locale", ["de", "de-CH", "DE-at"])
