@@ -155,12 +155,13 @@ def _render(
     params = tuple(_screen(p) for p in failure.parameters)
     hint = snapshot.hint(tool, params[0].name) if params else None
     values = _values(failure, entry, tool, params, hint, chosen.locale)
+    asked = _hint_questions(snapshot, failure, entry, tool, params) if not chosen.locale else ()
 
     message = fill_capped(chosen.message, values, max_chars)
     cause = fill_capped(chosen.cause, values, max_chars)
     instruction = fill_capped(chosen.instruction, values, max_chars)
-    question = _question(chosen, hint, params, values, max_chars)
-    text = _text(entry, chosen, hint, params, values, (message, cause, instruction, question), max_chars)
+    question = _question(chosen, hint, params, values, max_chars, asked)
+    text = _text(entry, chosen, hint, params, values, (message, cause, instruction, question), max_chars, asked)
     event_id = _event_id(failure.event_id)
     # A question stands alone (seed 003: a helpful assistant asking, not a system reporting a failure); every other
     # text is led by its variant's header.
@@ -170,7 +171,7 @@ def _render(
         # The header, the 404 hint and the Event ID line count inside the cap (seed 002: under 500 characters):
         # the text gives up the room they take, cut the same way as any capped text.
         room = max(1, max_chars - (len(markdown) - len(text)))
-        shorter = _text(entry, chosen, hint, params, values, None, room)
+        shorter = _text(entry, chosen, hint, params, values, None, room, asked)
         markdown = people_markdown(
             header, shorter, status_code=failure.status_code, event_id=event_id, specific=bool(params)
         )
@@ -211,6 +212,7 @@ def _text(
     values: dict[str, str],
     filled: tuple[str, str, str, str] | None,
     limit: int,
+    asked: tuple[str, ...] = (),
 ) -> str:
     """The model-facing text under ``limit``: the question of an interactive code, else what happened, why and
     what to do next. ``filled`` holds the parts already filled under the full cap, when ``limit`` is that cap."""
@@ -219,7 +221,7 @@ def _text(
             fill_capped(chosen.message, values, limit),
             fill_capped(chosen.cause, values, limit),
             fill_capped(chosen.instruction, values, limit),
-            _question(chosen, hint, params, values, limit),
+            _question(chosen, hint, params, values, limit, asked),
         )
     message, cause, instruction, question = filled
     if question and entry.kind == "needs_input":
@@ -368,13 +370,61 @@ def _question(
     params: tuple[ParameterFault, ...],
     values: dict[str, str],
     max_chars: int,
+    asked: tuple[str, ...] = (),
 ) -> str:
-    # A hint's question asks for one missing parameter; several missing parameters get the code's question,
-    # which names them all, and an invalid value gets the code's question about its format.
-    # A hint's question is written in the catalog default's language: a variant of another locale asks its own.
+    # A hint's question asks for one missing parameter; several missing parameters whose hints all ask get one
+    # question made of theirs (``asked``), others the code's question, which names them all; an invalid value gets
+    # the code's question about its format. A hint's question is written in the catalog default's language: a
+    # variant of another locale asks its own.
     asks_for_one = len(params) == 1 and params[0].problem == "missing" and not chosen.locale
+    if asked and chosen.question:  # only a code that asks questions asks this one
+        combined = _joined_question(asked)
+        if len(combined) <= max_chars:
+            return combined
     template = hint.question if hint and hint.question and asks_for_one else chosen.question
     return fill_capped(template, values, max_chars) if template else ""
+
+
+# A hint's question as seed 003 writes it: "Question: Who should I send this email to? Please provide …". Its first
+# sentence, without the label and the question mark, is what a question about several parameters is made of.
+_HINT_QUESTION = re.compile(r"Question:\s*(?P<asks>[^?]+?)\?(?:\s|$)")
+# Words that open a question and are written in lower case inside a sentence ("…, and what should …").
+_QUESTION_WORDS = frozenset(
+    ("who", "what", "which", "where", "when", "why", "how", "should", "do", "does", "is", "are", "can", "could")
+)
+
+
+def _hint_questions(
+    snapshot: CatalogSnapshot, failure: Failure, entry: CodeEntry, tool: str | None, params: tuple[ParameterFault, ...]
+) -> tuple[str, ...]:
+    """What each hint asks, when several parameters are missing and every one has a hint with a question; else ()."""
+    if len(params) < 2 or any(p.problem != "missing" for p in params):
+        return ()
+    asked = []
+    for param in params:
+        hint = snapshot.hint(tool, param.name)
+        if hint is None or not hint.question:
+            return ()
+        text = fill_capped(hint.question, _values(failure, entry, tool, (param,), hint), 1 << 16)
+        match = _HINT_QUESTION.match(text)
+        if match is None:
+            return ()
+        asked.append(match["asks"].strip())
+    return tuple(asked)
+
+
+def _joined_question(asked: tuple[str, ...]) -> str:
+    """What several hints ask, as one question: "Question: Who should I send this email to, and what should be
+    the subject line of this email?"."""
+    first, *rest = asked
+    rest = [_in_sentence(part) for part in rest]
+    listed = ", ".join([first, *rest[:-1]])
+    return f"Question: {listed}, and {rest[-1]}?"
+
+
+def _in_sentence(part: str) -> str:
+    word = part.split(" ", 1)[0]
+    return part[0].lower() + part[1:] if word.lower() in _QUESTION_WORDS else part
 
 
 def _data(

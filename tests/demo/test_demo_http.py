@@ -90,16 +90,17 @@ def test_send_email_sends_a_real_mail(mcp, mailoutbox, settings):
         assert message.from_email == settings.DEFAULT_FROM_EMAIL
 
 
-def test_send_email_without_arguments_asks_one_question_naming_all_three(mcp, mailoutbox):
+def test_send_email_without_arguments_asks_one_question_made_of_the_three_hints(mcp, mailoutbox):
     for result in call_both(mcp, "send_email", {}).values():
         envelope = assert_clean_error(result)
         assert envelope["kind"] == "needsInput:v1"
         assert envelope["code"] == "MISSING_PARAMETER"
         assert envelope["details"]["required_parameters"] == ["to", "subject", "body"]
         assert len(result.content) == 1
-        text = result.content[0].text
-        assert text.startswith("Question: ")
-        assert "to, subject and body" in text
+        assert result.content[0].text == (
+            "Question: Who should I send this email to, what should be the subject line of this email, and what "
+            "message content should I include in the email body?"
+        )
     assert mailoutbox == []
 
 

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 
 import demo.mcp_tools  # noqa: F401  (registers the demo tools)
 from demo.models import Document
+from errcatalog.catalog.lint import question_findings
 from errcatalog.errors import ConfigurationError, ToolTimeout, UserInputError
 from errcatalog.render import Failure, envelope, render, user_markdown
 from errcatalog.render.classify import classify, facts_from_exception
@@ -121,6 +122,17 @@ def test_catalog_parameter_hints_name_real_demo_tools_and_parameters(default_sna
         spec = registry.get(tool_name)
         assert spec is not None and spec.toolset == "demo", tool_name
         assert parameter in spec.input_schema["properties"], (tool_name, parameter)
+
+
+@pytest.mark.parametrize("name", sorted(DEMO_TOOLS))
+def test_every_demo_tool_parameter_has_a_hint_and_every_required_one_a_question(name, default_snapshot):
+    spec = registry.get(name)
+    required = set(spec.input_schema.get("required", ()))
+    for parameter in spec.input_schema["properties"]:
+        hint = default_snapshot.hint(name, parameter)
+        assert hint is not None and hint.description and hint.parameter_type, (name, parameter)
+        if parameter in required:
+            assert question_findings(hint.question, "") == [], (name, parameter)  # seed 003's shape
 
 
 def test_seed_003_required_parameters():

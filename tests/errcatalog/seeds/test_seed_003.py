@@ -230,12 +230,15 @@ def test_agentopia_edge_function_shape_differs_because_mcp_carries_it_as_a_tool_
 
 def test_websocket_example_differs_because_one_question_names_every_missing_parameter(mcp, jsonrpc_channel):
     # The seed answers {"arguments": {}} with the recipient question alone while listing all three as
-    # missing_parameters; errcatalog asks for all three in one question, listed as required_parameters.
+    # missing_parameters; errcatalog asks for all three in one question made of the seed's three questions, listed
+    # as required_parameters.
     error = jsonrpc_error(mcp, "send_email", {})
     assert error.code == -32602 and error.data["retry_capable"] is True
     assert error.data["required_parameters"] == ["to", "subject", "body"]
-    assert error.message.startswith("Question: ")
-    assert all(name in error.message for name in ("to", "subject", "body"))
+    assert error.message == (
+        "Question: Who should I send this email to, what should be the subject line of this email, and what message "
+        "content should I include in the email body?"
+    )
 
 
 # --- Client retry behaviour -----------------------------------------------------------------------------------
