@@ -257,6 +257,18 @@ ERRCATALOG: dict[str, Any] = {
     # change was committed anywhere: an edit is served everywhere within about this long. 0 turns polling off
     # (a process then sees only its own edits).
     "CATALOG_POLL_SECONDS": env_int("ERRCATALOG_CATALOG_POLL_MS", 500, minimum=0) / 1000,
+    # Adaptive allocation (errcatalog.catalog.allocation): for codes set to "adaptive", a periodic task sets the
+    # variants' weights from their recovery rates over the window, by Thompson sampling, within these guard rails.
+    "ALLOCATION": {
+        "EVERY_SECONDS": env_int("ERRCATALOG_ALLOCATION_EVERY_SECONDS", 3600, minimum=10),
+        "WINDOW_DAYS": env_int("ERRCATALOG_ALLOCATION_WINDOW_DAYS", 14, minimum=1),
+        # Every active variant keeps at least this share (percent), so that it keeps being measured.
+        "MIN_SHARE_PERCENT": env_int("ERRCATALOG_ALLOCATION_MIN_SHARE_PERCENT", 10, minimum=1),
+        # Even shares until every active variant has this many retried, ended episodes in the window.
+        "MIN_EPISODES": env_int("ERRCATALOG_ALLOCATION_MIN_EPISODES", 30, minimum=1),
+        # One run moves a variant's share by at most this many percentage points.
+        "MAX_STEP_PERCENT": env_int("ERRCATALOG_ALLOCATION_MAX_STEP_PERCENT", 20, minimum=1),
+    },
 }
 
 # --- MCP endpoint ---------------------------------------------------------------------------------------
@@ -380,6 +392,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "close-abandoned-episodes": {"task": "errcatalog.close_abandoned_episodes", "schedule": 30.0},
     "compute-rollups": {"task": "errcatalog.compute_rollups", "schedule": 30.0},
+    "allocate-variants": {
+        "task": "errcatalog.allocate_variants",
+        "schedule": float(ERRCATALOG["ALLOCATION"]["EVERY_SECONDS"]),
+    },
 }
 if REDIS_URL or OUTCOMES["SPOOL_DIR"]:
     # Read the buffer (the Redis stream, or the spool folder) into the database. The recorder also sends one after

@@ -274,12 +274,21 @@ class ClassificationRuleInline(admin.TabularInline):
 @admin.register(ErrorCode)
 class ErrorCodeAdmin(CatalogRowAdmin):
     list_display = ("code", "category", "kind", "retryable", "system", "active", "variant_count", _updated)
-    list_filter = ("category", "kind", "retryable", "system", "active")
+    list_filter = ("category", "kind", "retryable", "system", "active", "allocation")
     search_fields = ("code", "explanation", "variants__message")
     readonly_fields = ("updated_at",)
     fieldsets = (
         (None, {"fields": ("code", ("category", "kind"), "active")}),
         ("Behaviour", {"fields": (("retryable", "retry_after_seconds"), "system", "http_statuses", "jsonrpc_code")}),
+        (
+            "Variants' shares",
+            {
+                "description": "Fixed: each variant is rendered in proportion to its weight. Adaptive: a periodic "
+                "task sets the weights from each variant's recovery rate (every change is in the variants' history, "
+                "by errcatalog-system); freeze to keep them where they are.",
+                "fields": (("allocation", "allocation_frozen"),),
+            },
+        ),
         ("Explanation", {"fields": ("doc_url", "explanation", "updated_at")}),
         (
             "Data for clients (seed 003)",

@@ -61,6 +61,11 @@ class Header(models.TextChoices):
     PROVIDER_ERROR = "AI Provider Error", "AI Provider Error"
 
 
+class Allocation(models.TextChoices):
+    FIXED = "fixed", "Fixed weights"
+    ADAPTIVE = "adaptive", "Adaptive (from recovery rates)"
+
+
 class Transport(models.TextChoices):
     ANY = "", "Any"
     TIMEOUT = "timeout", "Timeout"
@@ -233,6 +238,17 @@ class ErrorCode(models.Model):
         help_text="For missing input: a sentence on what the tool needs (data.guidance).",
     )
     active = models.BooleanField(default=True)
+    # Who sets the variants' weights: the writer (fixed), or the allocator from each variant's recovery rate
+    # (errcatalog.catalog.allocation), unless frozen.
+    allocation = models.CharField(
+        max_length=16,
+        choices=Allocation.choices,
+        default=Allocation.FIXED,
+        help_text="Adaptive: a periodic task sets the variants' weights from how often each one recovers.",
+    )
+    allocation_frozen = models.BooleanField(
+        default=False, help_text="Adaptive: keep the current weights (the allocator leaves this code alone)."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     history = HistoricalRecords()

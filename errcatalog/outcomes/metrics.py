@@ -268,6 +268,23 @@ def variant_retry_annotations(
     }
 
 
+def variant_recoveries(code: str, *, days: int, now: datetime | None = None) -> list[stats.VariantResult]:
+    """Each variant of ``code``: its retried-and-ended episodes over ``days`` days and how many recovered.
+
+    Read from the daily rollups (the current UTC day and the ``days - 1`` before it), as the admin's retry success
+    column and the dashboard's comparison are; same-named variants of different locales share their numbers.
+    """
+    since = day_start(now or timezone.now()) - timedelta(days=days - 1)
+    retried = F("recovered") + F("exhausted") + F("abandoned") - F("abandoned_without_retry")
+    rows = (
+        RollupSummary.objects.filter(span=RollupSummary.Span.DAY, code=code, bucket__gte=since)
+        .order_by()
+        .values("variant")
+        .annotate(episodes=Sum(retried), recovered=Sum("recovered"))
+    )
+    return [stats.VariantResult(r["variant"], r["episodes"] or 0, r["recovered"] or 0) for r in rows]
+
+
 def sentry_url(event_id: str) -> str | None:
     """The Sentry page of an event from ``OUTCOMES["SENTRY_EVENT_URL"]``; None when unset or without an event."""
     template = settings.OUTCOMES.get("SENTRY_EVENT_URL") or ""

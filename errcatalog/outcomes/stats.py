@@ -10,6 +10,7 @@ which the normal approximation stops being trustworthy).
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -123,3 +124,20 @@ def _percent(rate: float | None) -> str:
 
 def _log_comb(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def thompson_shares(results: Sequence[VariantResult], *, rng: random.Random, draws: int = 4000) -> dict[str, float]:
+    """Each variant's share of renders under Thompson sampling: its probability of being the best.
+
+    A variant's recovery rate has the posterior Beta(1 + recovered, 1 + failed) (a uniform prior updated by its
+    episodes); the probability that it is the highest is estimated from ``draws`` joint draws, so a variant that
+    is clearly better gets nearly every render and two that cannot be told apart yet split them. ``rng`` makes a run
+    repeatable.
+    """
+    if not results:
+        return {}
+    wins = dict.fromkeys((r.variant for r in results), 0)
+    for _ in range(draws):
+        best = max(results, key=lambda r: rng.betavariate(1 + r.recovered, 1 + r.episodes - r.recovered))
+        wins[best.variant] += 1
+    return {name: count / draws for name, count in wins.items()}

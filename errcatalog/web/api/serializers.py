@@ -149,6 +149,8 @@ class ErrorCodeSerializer(CatalogRowSerializer):
             "optional_parameters",
             "guidance",
             "active",
+            "allocation",
+            "allocation_frozen",
             "updated_at",
             "variants",
         ]

@@ -286,7 +286,7 @@ def test_every_problem_is_listed_with_entry_and_field_in_schema_order():
         "indexing are not allowed in placeholders.",
         "catalog.yaml: codes[0] (X_ERROR) → colour: unknown key. Known keys: code, category, kind, retryable, "
         "retry_after_seconds, http_statuses, jsonrpc_code, system, doc_url, explanation, setup_url, action_required, "
-        "optional_parameters, guidance, active, variants.",
+        "optional_parameters, guidance, active, allocation, allocation_frozen, variants.",
         "catalog.yaml: codes[1] (lower_case) → code: 'lower_case': must be UPPER_SNAKE_CASE, e.g. NETWORK_ERROR.",
         "catalog.yaml: codes[1] (lower_case) → variants: a code needs at least one variant.",
         "catalog.yaml: rules[0] (position 1) → code: NOPE is not a code of this document.",

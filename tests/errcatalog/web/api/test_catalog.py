@@ -313,3 +313,12 @@ def test_api_edits_are_recorded_in_history_with_the_token_user(catalog, writer_c
     latest = ErrorCode.objects.get(code="NOT_FOUND").history.order_by("-history_date").first()
     assert latest.retryable is True
     assert latest.history_user == catalog_editor
+
+
+def test_a_codes_allocation_is_set_through_the_api_and_checked(catalog, editor):
+    url = "/api/v1/codes/TIMEOUT/"
+    assert_api_error(editor.patch(url, {"allocation": "sometimes"}, format="json"), 400, "invalid")
+    changed = editor.patch(url, {"allocation": "adaptive", "allocation_frozen": True}, format="json")
+    assert changed.status_code == 200, changed.content
+    assert (changed.json()["allocation"], changed.json()["allocation_frozen"]) == ("adaptive", True)
+    assert ErrorCode.objects.get(code="TIMEOUT").allocation == "adaptive"

@@ -266,12 +266,12 @@ def test_a_draft_question_is_rendered(catalog, staff_client):
         staff_client,
         code="MISSING_PARAMETER",
         tool_name="send_email",
-        parameters=[{"name": "to"}, {"name": "subject"}],
+        parameters=[{"name": "to"}, {"name": "cc"}],  # cc has no hint: the code's own question asks
         face="jsonrpc",
         draft={"question": "Question: Which {parameters} should I use?"},
     )
 
-    assert body["output"]["error"]["message"] == "Question: Which to and subject should I use?"
+    assert body["output"]["error"]["message"] == "Question: Which to and cc should I use?"
 
 
 def test_an_inactive_code_can_still_be_previewed(catalog, staff_client, django_capture_on_commit_callbacks):
