@@ -19,7 +19,8 @@ import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -30,7 +31,7 @@ from django.utils import timezone
 from errcatalog.catalog import services
 from errcatalog.catalog.models import Allocation, ErrorCode, TemplateVariant
 from errcatalog.outcomes.metrics import variant_recoveries
-from errcatalog.outcomes.stats import VariantResult, thompson_shares
+from errcatalog.outcomes.stats import VariantResult, thompson_shares, wilson_interval
 
 logger = logging.getLogger("errcatalog.allocation")
 
@@ -155,3 +156,92 @@ def system_user() -> AbstractBaseUser:
         user.set_unusable_password()
         user.save(update_fields=["password"])
     return user
+
+
+# --- What the dashboard shows --------------------------------------------------------------------------------
+
+
+def allocation_report(*, now: datetime | None = None) -> list[dict[str, Any]]:
+    """For each adaptive code and locale of its variants: each active variant's share now and its recovery rate with
+    its 95 % interval over the allocation window, the shares over the window (from the variants' history), and the
+    recoveries the allocation gained against even shares (each variant's episodes at its own rate, against all the
+    episodes at the variants' mean rate; None until every variant has ended episodes)."""
+    now = now or timezone.now()
+    days = settings.ERRCATALOG["ALLOCATION"]["WINDOW_DAYS"]
+    since = now - timedelta(days=days)
+    report = []
+    codes = ErrorCode.objects.filter(allocation=Allocation.ADAPTIVE, active=True).prefetch_related("variants")
+    for code in codes:
+        results = {r.variant: r for r in variant_recoveries(code.code, days=days, now=now)}
+        by_locale: dict[str, list[TemplateVariant]] = {}
+        for variant in code.variants.all():
+            if variant.active:
+                by_locale.setdefault(variant.locale, []).append(variant)
+        for locale, variants in sorted(by_locale.items()):
+            total = sum(v.weight for v in variants) or 1
+            rows = []
+            for variant in sorted(variants, key=lambda v: v.name):
+                result = results.get(variant.name, VariantResult(variant.name, 0, 0))
+                low, high = wilson_interval(result.recovered, result.episodes)
+                rows.append(
+                    {
+                        "variant": variant.name,
+                        "share": variant.weight / total,
+                        "episodes": result.episodes,
+                        "recovered": result.recovered,
+                        "rate": result.rate,
+                        "ci_low": low,
+                        "ci_high": high,
+                    }
+                )
+            report.append(
+                {
+                    "code": code.code,
+                    "locale": locale,
+                    "frozen": code.allocation_frozen,
+                    "variants": rows,
+                    "gained": _gained(rows),
+                    "history": _share_history(code, variants, since, now),
+                }
+            )
+    return report
+
+
+def _gained(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    if len(rows) < 2 or any(not row["episodes"] for row in rows):
+        return None
+    mean_rate = sum(row["rate"] for row in rows) / len(rows)
+    return sum(row["recovered"] for row in rows) - mean_rate * sum(row["episodes"] for row in rows)
+
+
+def _share_history(
+    code: ErrorCode, variants: Sequence[TemplateVariant], since: datetime, now: datetime
+) -> list[dict[str, Any]]:
+    """The shares as the window opened, after each change in it, and now: [{"t": ISO time, "shares": {variant:
+    percent}}]. Replayed backwards from the current weights through the variants' history, so edits that left no
+    history (a bulk update) cannot skew it."""
+    rows = TemplateVariant.history.filter(error_code_id=code.pk, id__in=[v.pk for v in variants]).order_by(
+        "history_date"
+    )
+    earlier: dict[int, list[int]] = {}
+    in_window = []
+    for row in rows.values("id", "weight", "history_date"):
+        if row["history_date"] >= since:
+            in_window.append((row, len(earlier.get(row["id"], []))))
+        earlier.setdefault(row["id"], []).append(row["weight"])
+    names = {v.pk: v.name for v in variants}
+    state = {v.name: v.weight for v in variants}
+    points = [{"t": now.isoformat(), "shares": _percentages(state)}]
+    for row, index in reversed(in_window):
+        points.append({"t": row["history_date"].isoformat(), "shares": _percentages(state)})
+        if index:  # the weight before this change
+            state[names[row["id"]]] = earlier[row["id"]][index - 1]
+        else:  # the variant did not exist before
+            state.pop(names[row["id"]], None)
+    points.append({"t": since.isoformat(), "shares": _percentages(state)})
+    return list(reversed(points))
+
+
+def _percentages(weights: Mapping[str, int]) -> dict[str, float]:
+    total = sum(weights.values()) or 1
+    return {name: round(100 * weight / total, 1) for name, weight in sorted(weights.items())}

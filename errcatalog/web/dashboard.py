@@ -24,6 +24,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from errcatalog.access.selectors import client_display_names
+from errcatalog.catalog.allocation import allocation_report
 from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.outcomes.models import DailyRollup, Rollup
 from errcatalog.outcomes.rollups import day_start
@@ -111,9 +112,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             *(episode["client"] for episode in metrics["recent_episodes"] if episode.get("client")),
         }
     )
+    allocations = [allocation_view(item) for item in allocation_report()]
     context = {
         **admin.site.each_context(request),
         "title": "Outcomes dashboard",
+        "allocations": allocations,
+        "allocation_data": {item["key"]: item["chart"] for item in allocations},
         "windows": list(WINDOWS),
         "query": query,
         "filter_choices": {
@@ -335,6 +339,34 @@ def comparison_view(item: Mapping[str, Any]) -> dict[str, Any]:
             }
         )
     return {**item, "variants": variants}
+
+
+def allocation_view(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An adaptive code's variants (share now, rate, interval as for the comparison) and its shares-over-time chart."""
+    key = f"{item['code']}:{item['locale']}"
+    names = [variant["variant"] for variant in item["variants"]]
+    chart = {
+        "labels": [_minute(point["t"]) for point in item["history"]],
+        "series": {name: [point["shares"].get(name) for point in item["history"]] for name in names},
+    }
+    gained = item["gained"]
+    return {
+        **item,
+        "key": key,
+        "chart": chart,
+        "gained_text": MISSING if gained is None else f"{gained:+.1f}",
+        "variants": [
+            {
+                **variant,
+                "share_text": format_rate(variant["share"]),
+                "rate_text": format_rate(variant["rate"]),
+                "interval_text": MISSING
+                if not variant["episodes"]
+                else f"{variant['ci_low'] * 100:.1f} to {variant['ci_high'] * 100:.1f} %",
+            }
+            for variant in item["variants"]
+        ],
+    }
 
 
 def episode_view(episode: Mapping[str, Any], *, client_names: Mapping[str, str] | None = None) -> dict[str, Any]:

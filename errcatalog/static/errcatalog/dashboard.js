@@ -109,6 +109,37 @@
     });
   }
 
+  /* Adaptive allocation: each code's shares over time, one stepped line per variant. */
+  function drawAllocations() {
+    const Chart = window.Chart;
+    const node = document.getElementById("ed-allocation-data");
+    if (!Chart || !node) {
+      return;
+    }
+    const data = JSON.parse(node.textContent);
+    const colors = [PALETTE.retry, PALETTE.errorRate, PALETTE.calls, PALETTE.interactive, PALETTE.firstRetry];
+    document.querySelectorAll("canvas[data-allocation-chart]").forEach(function (canvas) {
+      const chart = data[canvas.dataset.allocationChart];
+      if (!chart) {
+        return;
+      }
+      const datasets = Object.keys(chart.series).map(function (name, index) {
+        const dataset = rateDataset(name, chart.series[name], colors[index % colors.length]);
+        dataset.stepped = "before";
+        dataset.tension = 0;
+        return dataset;
+      });
+      new Chart(canvas, {
+        type: "line",
+        data: { labels: chart.labels, datasets: datasets },
+        options: {
+          interaction: { mode: "index", intersect: false },
+          scales: { y: { min: 0, max: 100, ticks: { callback: percentTick } } },
+        },
+      });
+    });
+  }
+
   /* Sorting: numbers compare numerically, a missing value ("—", empty data-sort) always goes last. */
   function sortKey(row, index, numeric) {
     const cell = row.children[index];
@@ -183,5 +214,6 @@
     if (data) {
       drawCharts(data);
     }
+    drawAllocations();
   });
 })();

@@ -4,7 +4,9 @@ outcomes go through the real ingest and rollups, the allocator and the renderer'
 from __future__ import annotations
 
 import itertools
+import json
 import random
+import re
 import time
 
 import pytest
@@ -158,3 +160,38 @@ def test_beat_runs_the_allocator_as_a_registered_task(settings):
     app.loader.import_default_modules()  # what a worker does as it starts: autodiscovery of every tasks module
     schedule = settings.CELERY_BEAT_SCHEDULE["allocate-variants"]
     assert schedule["task"] in app.tasks and schedule["schedule"] == 3600.0
+
+
+# --- The dashboard ------------------------------------------------------------------------------------------
+
+
+def test_the_dashboard_shows_each_adaptive_codes_shares_rates_and_gain(adaptive_code, client, staff_user):
+    client.force_login(staff_user)
+    page = client.get("/dashboard/").content.decode()
+    assert 'data-allocation="EXECUTION_FAILURE:"' in page  # an adaptive code is listed before it has outcomes
+    rng = random.Random(3)
+    for number in range(4):
+        _play_round(number, rng, time.time() - 3600 + number * 100)
+        allocate(seed=number)
+    response = client.get("/dashboard/")
+    assert response.status_code == 200
+    (item,) = response.context["allocations"]
+    rows = {row["variant"]: row for row in item["variants"]}
+    weights = _weights()
+    assert rows["clear"]["share_text"] == f"{100 * weights['clear'] / sum(weights.values()):.1f} %"
+    assert rows["clear"]["episodes"] > 0 and "to" in rows["clear"]["interval_text"]
+    # Gained: each wording's recoveries against all the episodes at the wordings' mean rate.
+    clear, vague = rows["clear"], rows["vague"]
+    mean = (clear["rate"] + vague["rate"]) / 2
+    expected = clear["recovered"] + vague["recovered"] - mean * (clear["episodes"] + vague["episodes"])
+    assert item["gained_text"] == f"{expected:+.1f}" and expected > 0
+    # The chart's data: the shares after each change, from even (once both variants exist) to the allocator's last.
+    data = re.search(r'id="ed-allocation-data" type="application/json">(.*?)</script>', page_of(response), re.DOTALL)
+    series = json.loads(data.group(1))["EXECUTION_FAILURE:"]["series"]
+    both = next(i for i, share in enumerate(series["vague"]) if share is not None)
+    assert (series["clear"][both], series["vague"][both]) == (50.0, 50.0)
+    assert series["clear"][-1] == round(100 * weights["clear"] / sum(weights.values()), 1)
+
+
+def page_of(response) -> str:
+    return response.content.decode()

@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from errcatalog.catalog import services
+from errcatalog.catalog.models import ErrorCode
 from errcatalog.web.dashboard import format_rate, format_seconds
 from tests.errcatalog.web.test_dashboard import build_outcomes, expected_totals
 
@@ -180,3 +183,32 @@ def test_anonymous_browser_is_sent_to_the_login_page(browser, live_server):
     assert page.locator(".ed-kpi-value").count() == 0
     assert errors == []
     context.close()
+
+
+@pytest.fixture
+def adaptive(staff_user) -> None:
+    """An adaptive code whose allocator moved its shares from even to 70/30 (a change with history)."""
+    call_command("catalog_load_defaults", verbosity=0)
+    code = ErrorCode.objects.get(code="TIMEOUT")
+    services.error_code_update(error_code=code, allocation="adaptive")
+    services.template_variant_create(error_code=code, name="terse", message="Too slow.", instruction="Narrow it.")
+    for variant, weight in (("default", 175), ("terse", 75)):
+        row = code.variants.get(name=variant, locale="")
+        services.template_variant_update(variant=row, weight=weight, change_reason="adaptive: test")
+
+
+def test_adaptive_allocation_draws_each_codes_shares_over_time(adaptive, browser, live_server):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = collect_errors(page)
+    sign_in(page, live_server.url)
+    canvas = "canvas[data-allocation-chart='TIMEOUT:']"
+    page.wait_for_function(f'() => Chart.getChart(document.querySelector("{canvas}"))')
+    drawn = page.evaluate(
+        f"""() => {{
+            const chart = Chart.getChart(document.querySelector("{canvas}"));
+            return Object.fromEntries(chart.data.datasets.map((d) => [d.label, d.data]));
+        }}"""
+    )
+    assert drawn["default"][-1] == 70.0 and drawn["terse"][-1] == 30.0
+    assert page.inner_text("[data-allocation='TIMEOUT:'] tr[data-variant=terse] .ed-share") == "30.0 %"
+    assert errors == []
