@@ -27,10 +27,13 @@ TASKS = (
     "errcatalog.ingest_outcomes",
     "errcatalog.close_abandoned_episodes",
     "errcatalog.compute_rollups",
+    "errcatalog.allocate_variants",
 )
 
 
+@pytest.mark.django_db
 def test_every_task_retries_transient_errors_with_bounded_jittered_backoff_and_survives_its_worker():
+    app.loader.import_default_modules()  # every tasks module, found as a worker finds them
     ours = sorted(name for name in app.tasks if name.startswith("errcatalog."))
     assert ours == sorted(TASKS)
     for name in ours:
