@@ -143,7 +143,7 @@ def test_default_wording_uses_the_placeholders_the_renderer_has(default_document
     assert "{retry_after}" in variants["RATE_LIMIT"]["instruction"]
     assert "{alternatives}" in variants["FUNCTION_NOT_FOUND"]["instruction"]
     assert "{parameters}" in variants["MISSING_PARAMETER"]["question"]
-    assert variants["INVALID_PARAMETER"]["question"].startswith("Question: What should {parameter} be instead?")
+    assert variants["INVALID_PARAMETER"]["question"].startswith("Question: What should I use for {parameter} instead?")
     # Read aloud: "The expected format is a number from 1 to 14." (never "follows the format a number from…").
     assert "The expected format is {expected_format}." in variants["INVALID_PARAMETER"]["question"]
     assert "The value {received} is not allowed." in variants["INVALID_PARAMETER"]["question"]
