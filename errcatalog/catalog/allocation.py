@@ -103,11 +103,7 @@ def allocate(*, now: datetime | None = None, seed: int | str | None = None) -> l
     codes = ErrorCode.objects.filter(allocation=Allocation.ADAPTIVE, allocation_frozen=False, active=True)
     for code in codes.prefetch_related("variants"):
         results = {r.variant: r for r in variant_recoveries(code.code, days=days, now=now)}
-        by_locale: dict[str, list[TemplateVariant]] = {}
-        for variant in code.variants.all():
-            if variant.active:
-                by_locale.setdefault(variant.locale, []).append(variant)
-        for locale, variants in sorted(by_locale.items()):
+        for locale, variants in _active_by_locale(code):
             if len(variants) < 2:
                 continue
             # Repeatable per run: the same window and seed give the same draws.
@@ -116,6 +112,15 @@ def allocate(*, now: datetime | None = None, seed: int | str | None = None) -> l
     if changes:
         logger.info("Adaptive allocation changed %d weights: %s", len(changes), "; ".join(changes))
     return changes
+
+
+def _active_by_locale(code: ErrorCode) -> list[tuple[str, list[TemplateVariant]]]:
+    """A code's active variants, by locale (each locale's variants share renders among themselves)."""
+    by_locale: dict[str, list[TemplateVariant]] = {}
+    for variant in code.variants.all():
+        if variant.active:
+            by_locale.setdefault(variant.locale, []).append(variant)
+    return sorted(by_locale.items())
 
 
 @transaction.atomic
@@ -173,11 +178,7 @@ def allocation_report(*, now: datetime | None = None) -> list[dict[str, Any]]:
     codes = ErrorCode.objects.filter(allocation=Allocation.ADAPTIVE, active=True).prefetch_related("variants")
     for code in codes:
         results = {r.variant: r for r in variant_recoveries(code.code, days=days, now=now)}
-        by_locale: dict[str, list[TemplateVariant]] = {}
-        for variant in code.variants.all():
-            if variant.active:
-                by_locale.setdefault(variant.locale, []).append(variant)
-        for locale, variants in sorted(by_locale.items()):
+        for locale, variants in _active_by_locale(code):
             total = sum(v.weight for v in variants) or 1
             rows = []
             for variant in sorted(variants, key=lambda v: v.name):
