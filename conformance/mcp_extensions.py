@@ -1,6 +1,7 @@
 """The protocol beyond tools that the official conformance suite checks: resources, prompts, completion, the log
 level, and resumable SSE streams. Contributed to ``mcpserver.server`` through its extension point, only where the
-conformance app is installed (``./dev conformance``); errcatalog itself declares none of these capabilities.
+conformance app is installed (``./dev conformance``). errcatalog's own resources and prompts (``mcpserver.reference``)
+are served beside these; completion, the log level and resumption are the fixtures' alone.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ missing, malformed, unknown or revoked, so it tells a prober nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
@@ -46,9 +46,17 @@ class ClientIdentity:
     key: str  # stable and unique: "token:<id>", or "ip:<address>" when auth is off
     name: str
     tool_scope: tuple[str, ...] = ()
+    # May read the catalog's MCP resources and prompts (mcpserver.reference).
+    can_read_catalog: bool = True
 
     def allows_tool(self, tool_name: str) -> bool:
         return not self.tool_scope or tool_name in self.tool_scope
+
+
+def request_client(request: object) -> ClientIdentity | None:
+    """The caller of the HTTP request an SDK handler's context carries (None with auth off, or outside HTTP)."""
+    scope = getattr(request, "scope", None)
+    return scope.get(CLIENT_SCOPE_KEY) if isinstance(scope, Mapping) else None
 
 
 def _authenticate(raw_key: str) -> ClientIdentity | None:
@@ -57,7 +65,12 @@ def _authenticate(raw_key: str) -> ClientIdentity | None:
         token = client_token_authenticate(raw_key)
         if token is None:
             return None
-        return ClientIdentity(key=f"token:{token.pk}", name=token.name, tool_scope=tuple(token.tool_scope))
+        return ClientIdentity(
+            key=f"token:{token.pk}",
+            name=token.name,
+            tool_scope=tuple(token.tool_scope),
+            can_read_catalog=token.can_read_catalog,
+        )
     finally:
         close_old_connections()
 

@@ -1,9 +1,11 @@
 """Extensions of the MCP server beyond tools: request handlers and stream resumption an installed app contributes.
 
-errcatalog serves tools only. An app that needs more of the protocol (the conformance fixtures' resources, prompts,
-completions and log level) declares a ``ServerExtension`` in a module named ``mcp_extensions``, found in every
-installed app like ``mcp_tools`` is; ``mcpserver.server`` builds the SDK server with the handlers of all of them.
-mcpserver itself imports no such app.
+errcatalog serves tools, and the catalog as resources and prompts (``mcpserver.reference``). An app that needs more
+of the protocol (the conformance fixtures' resources, prompts, completions and log level) declares a
+``ServerExtension`` in a module named ``mcp_extensions``, found in every installed app like ``mcp_tools`` is;
+``mcpserver.server`` builds the SDK server with the handlers of all of them, the resource and prompt handlers
+behind the catalog's (lists are joined; what is not ``errcatalog:`` goes to the app). mcpserver itself imports no
+such app.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import json
 import re
 from typing import Any
 
+from django.conf import settings
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     HEADER_MISMATCH,
@@ -39,6 +40,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Message, Send
 
 from errcatalog.caching import BoundedCache, process_cache
+from errcatalog.render import RenderedError, error_object
 
 # The message each code goes out with when the SDK's own message is not known to be fixed text.
 FIXED_MESSAGES: dict[int, str] = {
@@ -117,6 +119,14 @@ def sanctioned_error(code: int, message: str, data: Any = None) -> MCPError:
     """An ``MCPError`` that the screen lets through as it is: raise it only with catalog or fixed text."""
     sanction(code, message, data)
     return MCPError(code, message, data)
+
+
+def rendered_error(rendered: RenderedError, *, protocol_version: str = "") -> MCPError:
+    """A catalog-rendered failure as the JSON-RPC error to raise (its question or text as message, seed 003 data)."""
+    error = error_object(
+        rendered, protocol_version=protocol_version, legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"]
+    )
+    return sanctioned_error(error["code"], error["message"], error["data"])
 
 
 def screen_error(error: Any) -> dict[str, Any] | None:

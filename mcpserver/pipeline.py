@@ -27,7 +27,7 @@ from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import OutcomeEvent
-from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, error_object, render, tool_result
+from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, render, tool_result
 from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
@@ -35,7 +35,7 @@ from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation
 from mcpserver.calls import ToolCall, current_tool_call
 from mcpserver.gateway import served_tools
-from mcpserver.jsonrpc_errors import sanctioned_error
+from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
 from mcpserver.validation import validate_arguments
@@ -341,12 +341,7 @@ async def _fail(
         logger.warning("Tool call %s answered with %s", safe_identifier(call.name), rendered.code)
     _record(call, rendered, elicited=elicited)
     if _goes_out_as_jsonrpc(rendered):
-        error = error_object(
-            rendered,
-            protocol_version=call.protocol_version,
-            legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"],
-        )
-        raise sanctioned_error(error["code"], error["message"], error["data"])
+        raise rendered_error(rendered, protocol_version=call.protocol_version)
     return _result_of(rendered, fmt)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
+import json
 import logging
 import warnings
 from collections.abc import AsyncIterator, Mapping
@@ -21,10 +23,12 @@ import mcp_types as types
 import sentry_sdk
 from django.conf import settings
 from django.db import DatabaseError
-from mcp.server import Server
+from mcp.server import NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INTERNAL_ERROR
@@ -32,13 +36,16 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.types import Receive, Scope, Send
 
 from errcatalog.catalog.snapshot import acatalog_snapshot
+from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import safe_identifier
-from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity, McpHttpGuard
+from mcpserver.auth import ClientIdentity, McpHttpGuard, request_client
 from mcpserver.calls import ToolCall
+from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
 from mcpserver.gateway import gateway, served_tools
 from mcpserver.locale import requested_locales
 from mcpserver.pipeline import call_tool
+from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sessions import SessionAdmission
 
@@ -60,9 +67,7 @@ def _enabled_tools() -> Mapping[str, ToolSpec]:
 
 
 def _client(ctx: ServerRequestContext[Any, Any]) -> ClientIdentity | None:
-    request = ctx.request
-    scope = getattr(request, "scope", None)
-    return scope.get(CLIENT_SCOPE_KEY) if isinstance(scope, Mapping) else None
+    return request_client(ctx.request)
 
 
 def _tool(spec: ToolSpec) -> types.Tool:
@@ -191,26 +196,50 @@ def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return client.key if client is not None else None
 
 
-def build_server() -> Server[Any]:
+class _Server(Server[Any]):
+    """The SDK's server, promising 2025-11-25 sessions the list-changed notifications ``mcpserver.changes`` sends.
+
+    (A 2026-07-28 client learns the same from the served ``subscriptions/listen``.) The session manager asks for
+    the initialization options without any, so the promise is made here.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(
+            prompts_changed=True, resources_changed=True, tools_changed=True
+        )
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
+
+
+def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
+    """The SDK server with our handlers and the extensions', and the catalog reader serving resources and prompts."""
     autodiscover()
-    handlers = {
+    extension_handlers = {
         name: handler for extension in autodiscover_extensions() for name, handler in extension.handlers.items()
     }
-    # The SDK types each on_* handler keyword on its own; extensions hand theirs over as one mapping.
-    server: Server[Any] = Server(  # type: ignore[call-overload]
+    reader = CatalogReader(feed, {name: extension_handlers[name] for name in HANDLED if name in extension_handlers})
+    handlers = {**extension_handlers, **reader.handlers()}
+    # The SDK types each on_* handler keyword on its own; ours and the extensions' go over as one mapping.
+    server = _Server(  # type: ignore[call-overload]
         SERVER_NAME,
         version="1",
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=handle_call_tool,
+        on_subscriptions_listen=feed.listen,
         get_tool_input_schema=tool_input_schema,
         **handlers,
     )
+    server.add_notification_handler("notifications/initialized", types.NotificationParams, feed.session_initialized)
     security = RequestStateSecurity(
         keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
     )
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
-    return server
+    return server, reader
 
 
 class McpApp:
@@ -223,7 +252,8 @@ class McpApp:
             allowed_hosts=list(mcp["ALLOWED_HOSTS"]),
             allowed_origins=list(mcp["ALLOWED_ORIGINS"]),
         )
-        self.server = build_server()
+        self.feed = ChangeFeed()
+        self.server, self.reader = build_server(self.feed)
         # The guard checks Host/Origin once for every request; the managers would repeat the same check (they
         # still check the content type of a POST).
         checked_by_guard = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -250,16 +280,31 @@ class McpApp:
     async def run(self) -> AsyncIterator[None]:
         """Both managers' task groups, entered once per process by the outer app's lifespan."""
         # Entered first, so left last: upstream connections close (their child processes stop) once the managers
-        # serve no more calls.
-        async with gateway.run(), self.modern.run(), self.legacy.run():
-            await _load_catalog()
+        # serve no more calls, and listen streams end gracefully before the managers stop.
+        async with gateway.run(), self.modern.run(), self.legacy.run(), self.feed.run():
+            snapshot = await _load_catalog()
+            if snapshot is not None:
+                self.reader.prime(snapshot)
+            tools = _tools_digest()
+
+            async def tools_moved() -> None:
+                nonlocal tools
+                digest = _tools_digest()
+                if digest != tools:
+                    tools = digest
+                    await self.feed.publish(ToolsListChanged())
+
+            stop_following = gateway.on_tools_changed(lambda: self.feed.soon(tools_moved))
             # One line for both managers (settings.LOGGING quiets the SDK's own, which came once per manager).
             logger.info("MCP endpoint ready: 2026-07-28 requests answered as JSON, 2025-11-25 sessions over SSE")
             # Everything loaded by now (Django, the SDK, the tools) lives as long as the process. Frozen, it is
             # left out of the cyclic garbage collector's full passes, which otherwise walk the whole heap again
             # and again and cost a busy endpoint about a third of its time per call.
             gc.freeze()
-            yield
+            try:
+                yield
+            finally:
+                stop_following()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.guard(scope, receive, send)
@@ -272,10 +317,20 @@ class McpApp:
             await self.admission(scope, receive, send)
 
 
-async def _load_catalog() -> None:
+async def _load_catalog() -> CatalogSnapshot | None:
     """Build the catalog snapshot before the first call, which would otherwise wait for it (the process's watcher
     starts with it). Without a database the endpoint starts anyway; its first call tries again."""
     try:
-        await acatalog_snapshot()
+        return await acatalog_snapshot()
     except DatabaseError as exc:  # unreachable, or not migrated yet
         logger.warning("The catalog could not be loaded at start (%s); the first call loads it", type(exc).__name__)
+        return None
+
+
+def _tools_digest() -> str:
+    """Changes exactly when ``tools/list`` would answer differently (for some token)."""
+    listed = [
+        (name, spec.title, spec.description, spec.listed_input_schema, spec.output_schema, spec.annotations)
+        for name, spec in sorted(_enabled_tools().items())
+    ]
+    return hashlib.sha256(json.dumps(listed, sort_keys=True, default=str).encode()).hexdigest()

@@ -13,12 +13,14 @@ from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
 
 # Short JSON lists (["send_email"]) fit on one line.
 _JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
+# What a token may do besides calling tools.
+_RIGHTS = ("can_write_catalog", "can_read_metrics", "can_read_catalog")
 
 
 class ClientTokenForm(forms.ModelForm):
     class Meta:
         model = ClientToken
-        fields = ("name", "user", "tool_scope", "can_write_catalog", "can_read_metrics")
+        fields = ("name", "user", "tool_scope", *_RIGHTS)
 
     def clean_tool_scope(self):
         scope = self.cleaned_data["tool_scope"]
@@ -39,20 +41,21 @@ class ClientTokenAdmin(admin.ModelAdmin):
         "name",
         "user",
         "key_prefix",
+        # Reading the catalog is the default: the column would only make the list wider (it is a filter).
         "can_write_catalog",
         "can_read_metrics",
         "created_at",
         "last_used_at",
         "revoked",
     )
-    list_filter = ("can_write_catalog", "can_read_metrics", ("revoked_at", admin.EmptyFieldListFilter))
+    list_filter = (*_RIGHTS, ("revoked_at", admin.EmptyFieldListFilter))
     search_fields = ("name", "key_prefix", "user__username")
     list_select_related = ("user",)
     autocomplete_fields = ("user",)
     actions = ("revoke",)
-    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", "can_write_catalog", "can_read_metrics")}),)
+    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", *_RIGHTS)}),)
     fieldsets = (
-        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", "can_write_catalog", "can_read_metrics")}),
+        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", *_RIGHTS)}),
         ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
     )
 
@@ -79,6 +82,7 @@ class ClientTokenAdmin(admin.ModelAdmin):
             tool_scope=obj.tool_scope,
             can_write_catalog=obj.can_write_catalog,
             can_read_metrics=obj.can_read_metrics,
+            can_read_catalog=obj.can_read_catalog,
         )
         # The admin's own add flow (log entry, redirect) continues with ``obj``, so it becomes the created row.
         obj.pk = token.pk

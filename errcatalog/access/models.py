@@ -25,6 +25,11 @@ class ClientToken(models.Model):
         default=False,
         help_text="May read outcome metrics (GET /api/v1/metrics/). Tokens of staff users may read them anyway.",
     )
+    can_read_catalog = models.BooleanField(
+        default=True,
+        help_text="May read the error catalog over MCP: each code as a resource (errcatalog://codes/…) and each "
+        "interactive code's question as a prompt.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -39,6 +39,7 @@ def client_token_create(
     tool_scope: Iterable[str] = (),
     can_write_catalog: bool = False,
     can_read_metrics: bool = False,
+    can_read_catalog: bool = True,
 ) -> tuple[ClientToken, str]:
     """Create a token for ``user`` and return it with its raw key, which is not stored and cannot be recovered."""
     raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -50,6 +51,7 @@ def client_token_create(
         tool_scope=list(dict.fromkeys(tool_scope)),
         can_write_catalog=can_write_catalog,
         can_read_metrics=can_read_metrics,
+        can_read_catalog=can_read_catalog,
     )
     return token, raw_key
 

@@ -65,6 +65,7 @@ class Gateway:
         self._reload_failing = False
         self._reported: tuple[HealthReport, ...] | None = None
         self._report_due = 0.0
+        self._listeners: list[Callable[[], None]] = []
 
     # --- What calls read ------------------------------------------------------------------------------------
 
@@ -75,8 +76,15 @@ class Gateway:
             tools = self._tools = MappingProxyType(self._build_tools())
         return tools
 
+    def on_tools_changed(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` (on the event loop) whenever the upstream tools may have changed; returns the remover."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
     def _tools_changed(self) -> None:
         self._tools = None
+        for listener in list(self._listeners):
+            listener()
 
     def _build_tools(self) -> dict[str, ToolSpec]:
         specs: dict[str, ToolSpec] = {}

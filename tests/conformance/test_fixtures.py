@@ -138,9 +138,8 @@ def test_conformance_toolset_is_off_by_default(default_url):
     names, capabilities = run(default_url, scenario)
     assert "explain_error" in names
     assert not names & FIXTURE_TOOLS
-    # Without the fixtures the server serves tools only.
-    assert capabilities.resources is None
-    assert capabilities.prompts is None
+    # Without the fixtures the server serves tools and the catalog's own resources and prompts, nothing more.
+    assert capabilities.resources is not None and capabilities.prompts is not None
     assert capabilities.completions is None
     assert capabilities.logging is None
 
@@ -157,8 +156,16 @@ def test_fixtures_are_listed_when_enabled(conformance_url):
     schema = tools["json_schema_2020_12_tool"].input_schema
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert "address" in schema["$defs"] and schema["additionalProperties"] is False
-    assert resources == {"test://static-text", "test://static-binary", "test://watched-resource"}
-    assert prompts == {p["name"] for p in conformance.PROMPTS}
+    # The fixtures' beside the catalog's own (mcpserver.reference).
+    fixtures = {r for r in resources if not r.startswith("errcatalog://codes/")}
+    assert fixtures == {"test://static-text", "test://static-binary", "test://watched-resource"}
+    assert "errcatalog://codes/MISSING_PARAMETER" in resources
+    assert prompts == {p["name"] for p in conformance.PROMPTS} | {
+        "MISSING_PARAMETER",
+        "INVALID_PARAMETER",
+        "AUTHENTICATION_REQUIRED",
+        "SERVICE_CONFIGURATION",
+    }
     assert capabilities.resources.subscribe is True
     assert capabilities.logging is not None and capabilities.completions is not None
 

@@ -194,8 +194,10 @@ class McpTarget:
         self.key = key
 
     @contextlib.asynccontextmanager
-    async def client(self, *, mode: str = "auto", key: str | None = None, **options) -> AsyncIterator[Client]:
-        headers = {"Authorization": f"Bearer {key or self.key}"}
+    async def client(
+        self, *, mode: str = "auto", key: str | None = None, headers: dict | None = None, **options
+    ) -> AsyncIterator[Client]:
+        headers = {"Authorization": f"Bearer {key or self.key}", **(headers or {})}
         async with (
             httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(20)) as http,
             Client(streamable_http_client(self.url, http_client=http), mode=mode, **options) as client,

@@ -1,4 +1,4 @@
-"""``manage.py token_create --user U --name N [--write] [--metrics] [--tool T ...]``: a client token.
+"""``manage.py token_create --user U --name N [--write] [--metrics] [--no-catalog] [--tool T ...]``: a client token.
 
 Its key is printed once, alone on stdout (so ``KEY=$(manage.py token_create ...)`` works); the explanation goes
 to stderr.
@@ -29,6 +29,12 @@ class Command(BaseCommand):
             "--metrics", action="store_true", help="Allow reading outcome metrics (GET /api/v1/metrics/)."
         )
         parser.add_argument(
+            "--no-catalog",
+            dest="catalog",
+            action="store_false",
+            help="Hide the catalog's MCP resources and prompts from this token (they are readable by default).",
+        )
+        parser.add_argument(
             "--tool",
             action="append",
             default=[],
@@ -36,7 +42,9 @@ class Command(BaseCommand):
             help="Limit MCP calls to this tool; repeat for several. Without --tool every tool is allowed.",
         )
 
-    def handle(self, *args, user: str, name: str, write: bool, metrics: bool, tool: list[str], **options) -> None:
+    def handle(
+        self, *args, user: str, name: str, write: bool, metrics: bool, catalog: bool, tool: list[str], **options
+    ) -> None:
         user_model = get_user_model()
         try:
             owner = user_model.objects.get(**{user_model.USERNAME_FIELD: user})
@@ -50,11 +58,17 @@ class Command(BaseCommand):
         if bad:
             raise CommandError(f"Not a tool name: {', '.join(map(repr, bad))}.")
         token, raw_key = client_token_create(
-            user=owner, name=name, tool_scope=tool, can_write_catalog=write, can_read_metrics=metrics
+            user=owner,
+            name=name,
+            tool_scope=tool,
+            can_write_catalog=write,
+            can_read_metrics=metrics,
+            can_read_catalog=catalog,
         )
         scope = ", ".join(token.tool_scope) if token.tool_scope else "all tools"
         rights = "catalog read and write" if write else "catalog read-only"
         rights += ", metrics" if metrics else ""
+        rights += "" if catalog else ", no catalog resources or prompts"
         self.stderr.write(
             f"Created token {token.name!r} ({token.key_prefix}…) for {user}: {rights}, {scope}.\n"
             "Store the key now; it is not shown again."

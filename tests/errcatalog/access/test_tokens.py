@@ -111,6 +111,16 @@ def test_token_create_defaults_to_read_only_and_every_tool(plain_user):
     token = client_token_authenticate(out.getvalue().strip())
     assert not token.can_write_catalog and token.tool_scope == []
     assert not token.can_read_metrics
+    assert token.can_read_catalog  # the catalog's MCP resources and prompts
+
+
+def test_token_create_no_catalog_hides_the_catalogs_resources_and_prompts(plain_user):
+    out, err = StringIO(), StringIO()
+    call_command("token_create", "--user", "reader", "--name", "bot", "--no-catalog", stdout=out, stderr=err)
+
+    token = client_token_authenticate(out.getvalue().strip())
+    assert not token.can_read_catalog
+    assert "no catalog resources or prompts" in err.getvalue()
 
 
 def test_token_create_metrics_makes_a_monitoring_key(plain_user):

@@ -16,10 +16,12 @@ import sys
 import threading
 from collections.abc import Iterator
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ToolsListChanged
 
 from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
@@ -274,7 +276,7 @@ def test_the_serving_process_reports_each_upstreams_health_for_admin_and_the_com
     assert "protocol 2025-11-25" in junk and "protocol 2026-07-28" in junk2026
 
 
-def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
+def test_a_change_to_an_upstream_reaches_the_serving_process_and_its_clients(gateway_app):
     app, key = gateway_app
     env = app.env
 
@@ -295,9 +297,35 @@ def test_a_change_to_an_upstream_reaches_the_serving_process(gateway_app):
             f"upstream_update(actor=None, upstream=Upstream.objects.get(name='web'), tools={tools!r})",
         )
 
-    expose(["echo"])  # in another process, as an operator's edit
-    wait_until(lambda: "web__echo" in (names := listed()) and "web__add" not in names, what="the allow-list served")
-    assert "local__add" in listed()  # the other upstream was not touched
+    async def heard_while(change) -> tuple[list, list[str]]:
+        """What a listen stream and a 2025 session heard while ``change`` ran in a thread."""
+        session_heard: list[str] = []
+
+        async def handler(message) -> None:
+            if hasattr(message, "method"):
+                session_heard.append(message.method)
+
+        target = McpTarget(app.mcp_url, key)
+        async with target.client() as client, target.client(mode="legacy", message_handler=handler) as session:
+            await session.list_tools()
+            async with client.listen(tools_list_changed=True) as subscription:
+                await asyncio.to_thread(change)
+                events = []
+                with anyio.fail_after(60):
+                    async for event in subscription:
+                        events.append(event)
+                        break
+                    while "notifications/tools/list_changed" not in session_heard:
+                        await anyio.sleep(0.05)
+        return events, session_heard
+
+    # In another process, as an operator's edit; the serving process tells its clients once their tools changed.
+    events, session_heard = asyncio.run(heard_while(lambda: expose(["echo"])))
+    assert events == [ToolsListChanged()]
+    assert "notifications/tools/list_changed" in session_heard
+    names = listed()
+    assert "web__echo" in names and "web__add" not in names
+    assert "local__add" in names  # the other upstream was not touched
     expose([])
     wait_until(lambda: "web__add" in listed(), what="every tool served again")
 
