@@ -1,9 +1,10 @@
-"""ASGI entry point: ``/mcp`` to the MCP endpoint, everything else to Django, and the lifespan for both.
+"""ASGI entry point: ``/mcp`` to the MCP endpoint, ``/metrics`` to Prometheus's (``config.metrics``), everything
+else to Django, and the lifespan for both.
 
 Django's ASGI handler refuses lifespan events, while the MCP session managers need their task groups entered
-once per process; so this outer app owns lifespan and routes the exact path ``/mcp`` (no prefix mount, which
-would also catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``). At shutdown it also sends the outcome events
-this process still holds (``errcatalog.outcomes.recorder``), before the server stops.
+once per process; so this outer app owns lifespan and routes the exact paths (no prefix mount, which would also
+catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``). At shutdown it also sends the outcome events this process
+still holds (``errcatalog.outcomes.recorder``), before the server stops.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 django_application = get_asgi_application()  # sets Django up before anything imports models
 
+from config.metrics import metrics_app  # noqa: E402
 from errcatalog.outcomes import recorder  # noqa: E402
 from mcpserver.server import McpApp  # noqa: E402  (needs the app registry loaded above)
 
 MCP_PATH = "/mcp"
+# Prometheus's scrape target, beside Django for the same reason as /mcp (see config.metrics).
+METRICS_PATH = "/metrics"
 # Held outcome events get this long to reach their buffer at shutdown (a Redis timeout is 1 s).
 RECORDER_FLUSH_SECONDS = 5.0
 
@@ -37,6 +41,8 @@ class Application:
             await self._lifespan(receive, send)
         elif scope["type"] == "http" and scope["path"] == MCP_PATH:
             await self.mcp(scope, receive, send)
+        elif scope["type"] == "http" and scope["path"] == METRICS_PATH:
+            await metrics_app(scope, receive, send)
         else:
             await self.django(scope, receive, send)
 

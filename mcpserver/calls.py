@@ -36,6 +36,8 @@ class ToolCall:
     locales: tuple[str, ...] = ()
     # The upstream MCP server serving the called tool (the gateway), once the pipeline has found the tool.
     upstream: str = ""
+    # Whether the called name is a tool this server serves (metrics label only served names).
+    served: bool = False
     started: float = field(default_factory=time.perf_counter)
 
 

@@ -25,7 +25,7 @@ from sentry_sdk.integrations.logging import ignore_logger
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
-from errcatalog.outcomes import recorder
+from errcatalog.outcomes import prometheus, recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, render, tool_result
 from errcatalog.render.classify import classify, facts_from_exception
@@ -59,6 +59,7 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
     fmt = _format(spec, call.arguments)
     if spec is not None:
         call.upstream = spec.upstream
+        call.served = True
 
     # Every call counts against the rate limit, before anything else is decided: calls outside the token's scope
     # and of unknown tools cost a refusal to answer, so they must not be free to repeat.
@@ -377,21 +378,21 @@ def _goes_out_as_jsonrpc(rendered: RenderedError) -> bool:
 def _record(
     call: ToolCall, rendered: RenderedError | None, *, elicited: str | None, outcome: str | None = None
 ) -> None:
-    recorder.record(
-        OutcomeEvent(
-            # An unknown name is the caller's text: kept only if it is a tool name; any other is counted under one
-            # placeholder, so every call shows in the metrics.
-            tool=recorded_tool_name(call.name),
-            client=call.client.key if call.client else None,
-            session=call.session_id,
-            outcome=outcome or ("ok" if rendered is None else "error"),
-            code=rendered.code if rendered else None,
-            variant=rendered.variant if rendered else None,
-            locale=rendered.locale or None if rendered else None,
-            upstream=call.upstream or None,
-            interactive=bool(rendered and rendered.interactive) or elicited is not None,
-            latency_ms=(time.perf_counter() - call.started) * 1000,
-            elicitation=elicited,
-            sentry_event_id=rendered.event_id if rendered else None,
-        )
+    event = OutcomeEvent(
+        # An unknown name is the caller's text: kept only if it is a tool name; any other is counted under one
+        # placeholder, so every call shows in the metrics.
+        tool=recorded_tool_name(call.name),
+        client=call.client.key if call.client else None,
+        session=call.session_id,
+        outcome=outcome or ("ok" if rendered is None else "error"),
+        code=rendered.code if rendered else None,
+        variant=rendered.variant if rendered else None,
+        locale=rendered.locale or None if rendered else None,
+        upstream=call.upstream or None,
+        interactive=bool(rendered and rendered.interactive) or elicited is not None,
+        latency_ms=(time.perf_counter() - call.started) * 1000,
+        elicitation=elicited,
+        sentry_event_id=rendered.event_id if rendered else None,
     )
+    prometheus.observe_call(event, served=call.served)
+    recorder.record(event)

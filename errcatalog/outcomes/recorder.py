@@ -46,7 +46,7 @@ from celery import current_app
 from django.conf import settings
 from django.core.signals import setting_changed
 
-from errcatalog.outcomes import spool
+from errcatalog.outcomes import prometheus, spool
 from errcatalog.outcomes.events import OutcomeEvent
 
 logger = logging.getLogger("errcatalog.outcomes.recorder")
@@ -212,6 +212,10 @@ class _Recorder:
             except Exception:  # the flusher must outlive anything; the cause is logged, the events stay held
                 logger.exception("Outcome recorder: unexpected failure while sending")
                 delivered = False
+            counters = self.stats()
+            prometheus.recorder_mirror.copy(
+                recorded=counters.recorded, sent=counters.sent, dropped=counters.dropped, held=counters.held
+            )
             if not delivered:
                 stop.wait(PAUSED_RETRY_SECONDS)
 

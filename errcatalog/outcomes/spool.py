@@ -5,6 +5,7 @@
 - ``spool_drain(folder: Path, store: Callable[[list[dict]], int], *, deadline: float) -> int``: hand the waiting
   batches to ``store`` oldest first, deleting each file only after ``store`` returned; returns what it stored.
 - ``spool_size(folder: Path) -> int``: batch files waiting (tests, people).
+- ``spool_backlog(folder: Path) -> tuple[int, float | None]``: events waiting and the oldest batch's age (monitoring).
 
 Why a folder and not the events inside Celery tasks: kombu's filesystem transport moves a message file out of the
 queue and deletes it when a worker *reads* it (``Channel._get``), before the task runs; ``acks_late`` changes
@@ -46,8 +47,9 @@ _sequence = itertools.count()
 def spool_write(folder: Path, payloads: list[dict[str, Any]]) -> None:
     """Store one batch durably; raises ``OSError`` when it cannot (the caller keeps the events and retries)."""
     folder.mkdir(parents=True, exist_ok=True)
-    # Names sort in the order batches were written: nanoseconds first, then this process's own sequence.
-    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):010d}{_SUFFIX}"
+    # Names sort in the order batches were written: nanoseconds first, then this process's own sequence; the
+    # number of events last, so a backlog is counted from the names alone (``spool_backlog``).
+    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):010d}-{len(payloads)}{_SUFFIX}"
     pending = folder / f"{_PENDING_PREFIX}{name}"
     data = json.dumps(payloads, separators=(",", ":")).encode()
     fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -68,6 +70,28 @@ def spool_write(folder: Path, payloads: list[dict[str, Any]]) -> None:
 def spool_size(folder: Path) -> int:
     """Batch files waiting in ``folder``."""
     return len(_waiting(folder))
+
+
+def spool_backlog(folder: Path) -> tuple[int, float | None]:
+    """Events waiting in ``folder`` and the age in seconds of the oldest batch (None when none waits).
+
+    Read from the file names (a listing, whatever the backlog); a batch written before names carried their count is
+    read to count it.
+    """
+    waiting = _waiting(folder)
+    events = 0
+    for path in waiting:
+        parts = path.name.removesuffix(_SUFFIX).split("-")
+        if len(parts) == 4 and parts[3].isdigit():
+            events += int(parts[3])
+        else:
+            with contextlib.suppress(OSError, ValueError):
+                events += len(json.loads(path.read_bytes()))
+    if not waiting:
+        return events, None
+    # Names start with the time the batch was written, in nanoseconds.
+    written_ns = int(waiting[0].name.split("-", 1)[0])
+    return events, max(0.0, (time.time_ns() - written_ns) / 1e9)
 
 
 def spool_drain(folder: Path, store: Callable[[list[dict[str, Any]]], int], *, deadline: float) -> int:

@@ -28,8 +28,9 @@ UVICORN = str(Path(sys.executable).with_name("uvicorn"))
 class ServedApp:
     """``uvicorn config.asgi:application`` in a subprocess; ``start`` waits until it answers HTTP."""
 
-    def __init__(self, env: dict[str, str], folder: Path) -> None:
+    def __init__(self, env: dict[str, str], folder: Path, *, args: tuple[str, ...] = ()) -> None:
         self.env = env
+        self.args = args  # more of uvicorn's options (``--workers 2``)
         self.port = free_port()
         self.log_path = folder / "web.log"
         self.process: subprocess.Popen | None = None
@@ -46,7 +47,7 @@ class ServedApp:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(  # noqa: S603 (fixed command line)
                 [UVICORN, "config.asgi:application", "--host", "127.0.0.1", "--port", str(self.port),
-                 "--log-level", "warning"],
+                 "--log-level", "warning", *self.args],
                 cwd=REPO_ROOT,
                 env=self.env,
                 stdout=log,
@@ -132,8 +133,9 @@ def _copy_database(source: Path, target: Path) -> None:
         reader.backup(writer)
 
 
-def new_token(env: dict[str, str], name: str, *, tool_scope: list[str] | None = None) -> str:
-    """A client token of the user ``agent-owner`` (created the first time), made in a process of its own."""
+def new_token(env: dict[str, str], name: str, *, tool_scope: list[str] | None = None, metrics: bool = False) -> str:
+    """A client token of the user ``agent-owner`` (created the first time), made in a process of its own;
+    ``metrics``: one that may read the metrics (the API's and ``/metrics``)."""
     return (
         manage(
             env,
@@ -142,7 +144,8 @@ def new_token(env: dict[str, str], name: str, *, tool_scope: list[str] | None = 
             "-c",
             "from django.contrib.auth.models import User; from errcatalog.access.tokens import client_token_create; "
             "user, _ = User.objects.get_or_create(username='agent-owner'); "
-            f"print(client_token_create(user=user, name={name!r}, tool_scope={tool_scope or []!r})[1])",
+            f"print(client_token_create(user=user, name={name!r}, tool_scope={tool_scope or []!r}, "
+            f"can_read_metrics={metrics!r})[1])",
         )
         .strip()
         .splitlines()[-1]

@@ -1,0 +1,254 @@
+"""The outcomes as Prometheus metrics (``prometheus_client``): what ``GET /metrics`` exposes.
+
+Counted where they happen, in the process that serves them:
+
+- ``errcatalog_tool_calls_total{tool, upstream, outcome}``: every MCP tool call answered (``outcome``: ``ok``,
+  ``error``, ``input_required``), whether or not outcome recording is on;
+- ``errcatalog_tool_errors_total{tool, upstream, code, interactive}``: the failed ones by catalog code;
+  ``interactive="true"`` for a question or an elicitation (seed 003), so the interactive-error rate (interactive
+  errors among errors, as the dashboard has it) is ``sum(rate(errcatalog_tool_errors_total{interactive="true"}[5m]))
+  / sum(rate(errcatalog_tool_errors_total[5m]))``;
+- ``errcatalog_tool_call_duration_seconds{tool, outcome}``: a histogram of how long each call took to answer;
+- ``errcatalog_outcome_events_{recorded,sent,dropped}_total`` and ``errcatalog_outcome_events_held``: the outcome
+  recorder's counters (``errcatalog.outcomes.recorder``), copied by its sender thread after every send.
+
+Read when scraped, from what every process shares:
+
+- ``errcatalog_ingest_backlog_events`` and ``errcatalog_ingest_backlog_oldest_seconds``: outcome events waiting
+  for an ingest worker (the Redis stream, or the spool folder without Redis) and how long the oldest has waited;
+  ``errcatalog_ingest_buffer_up`` is 0 when the buffer cannot be read;
+- ``errcatalog_episodes{ending, retried}``: episodes by how they ended (``open``, ``recovered``, ``exhausted``,
+  ``abandoned``) and whether a retry followed the error, from the database, at most ``EPISODE_CACHE_SECONDS`` old;
+  the retry success rate is ``recovered`` among the ended episodes with ``retried="true"``.
+
+Label values are bounded: ``tool`` is a served tool's name, or ``(unknown)`` for a call of a name nothing serves
+(a caller's text, however well-formed, never becomes a label value); ``upstream`` a configured upstream's name
+or empty; ``code`` a catalog code; ``outcome``, ``interactive`` and ``ending`` fixed words.
+
+Several processes behind one server (``uvicorn --workers N``): start them with ``PROMETHEUS_MULTIPROC_DIR`` naming
+an empty folder; ``prometheus_client`` then keeps each process's values in files there, and a scrape of any
+process reports their sum (``registry()``). One process per container (``docker-compose.yml``) needs none of
+that: each container is a scrape target of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.db.models import Count, Q
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from errcatalog.dependencies import DATABASE_ERRORS
+from errcatalog.outcomes.events import OutcomeEvent
+from errcatalog.outcomes.spool import spool_backlog
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_TOOL = "(unknown)"
+# Seconds: from a cached answer (a few hundred microseconds) to a slow upstream's timeout.
+DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+EPISODE_CACHE_SECONDS = 15.0
+# A scrape gives up on the buffer after this long, rather than hang the scrape.
+BUFFER_TIMEOUT_SECONDS = 1.0
+
+# The ``*_created`` series (when each label set was first seen) double the exposition and tell an operator nothing.
+disable_created_metrics()
+
+TOOL_CALLS = Counter(
+    "errcatalog_tool_calls", "MCP tool calls answered, by tool, upstream and outcome.", ["tool", "upstream", "outcome"]
+)
+TOOL_ERRORS = Counter(
+    "errcatalog_tool_errors",
+    "MCP tool calls that failed, by tool, upstream, catalog code and whether the error asked for input.",
+    ["tool", "upstream", "code", "interactive"],
+)
+TOOL_CALL_DURATION = Histogram(
+    "errcatalog_tool_call_duration_seconds",
+    "Time to answer an MCP tool call, by tool and outcome.",
+    ["tool", "outcome"],
+    buckets=DURATION_BUCKETS,
+)
+EVENTS_RECORDED = Counter("errcatalog_outcome_events_recorded", "Outcome events accepted by this process's recorder.")
+EVENTS_SENT = Counter("errcatalog_outcome_events_sent", "Outcome events that reached the ingest buffer.")
+EVENTS_DROPPED = Counter(
+    "errcatalog_outcome_events_dropped", "Outcome events lost (buffer unreachable for too long, or unencodable)."
+)
+EVENTS_HELD = Gauge(
+    "errcatalog_outcome_events_held", "Outcome events waiting in a web process to be sent.", multiprocess_mode="livesum"
+)
+
+# Label children by their values: ``labels()`` costs a lock and a dict lookup per call, the cache one lookup.
+# Bounded like the label values themselves.
+_call_children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
+_error_children: dict[tuple[str, str, str, bool], Counter] = {}
+
+
+def observe_call(event: OutcomeEvent, *, served: bool) -> None:
+    """Count and time one answered call (``served``: the called name is a tool this server serves)."""
+    tool = event.tool if served else UNKNOWN_TOOL
+    upstream = event.upstream or ""
+    key = (tool, upstream, event.outcome)
+    children = _call_children.get(key)
+    if children is None:
+        children = (TOOL_CALLS.labels(tool, upstream, event.outcome), TOOL_CALL_DURATION.labels(tool, event.outcome))
+        _call_children[key] = children
+    children[0].inc()
+    if event.latency_ms is not None:
+        children[1].observe(event.latency_ms / 1000)
+    if event.code is not None:
+        error_key = (tool, upstream, event.code, event.interactive)
+        errors = _error_children.get(error_key)
+        if errors is None:
+            errors = _error_children[error_key] = TOOL_ERRORS.labels(
+                tool, upstream, event.code, "true" if event.interactive else "false"
+            )
+        errors.inc()
+
+
+class RecorderMirror:
+    """The recorder's counters, copied into the metrics by its sender thread (so they add up across processes)."""
+
+    def __init__(self) -> None:
+        self._copied = (0, 0, 0)
+        self._lock = threading.Lock()
+
+    def copy(self, *, recorded: int, sent: int, dropped: int, held: int) -> None:
+        with self._lock:
+            for counter, now, before in zip(
+                (EVENTS_RECORDED, EVENTS_SENT, EVENTS_DROPPED), (recorded, sent, dropped), self._copied, strict=True
+            ):
+                # A recorder reset (tests) starts its counters over: count from there.
+                counter.inc(now - before if now >= before else now)
+            EVENTS_HELD.set(held)
+            self._copied = (recorded, sent, dropped)
+
+
+recorder_mirror = RecorderMirror()
+
+
+# --- Read when scraped ----------------------------------------------------------------------------------------
+
+
+class IngestBacklogCollector(Collector):
+    """Events waiting for an ingest worker, and the age of the oldest, from the buffer every process writes to."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        up = GaugeMetricFamily("errcatalog_ingest_buffer_up", "1 when the outcome buffer could be read.")
+        waiting = GaugeMetricFamily("errcatalog_ingest_backlog_events", "Outcome events waiting for an ingest worker.")
+        oldest = GaugeMetricFamily(
+            "errcatalog_ingest_backlog_oldest_seconds", "How long the oldest waiting outcome event has waited."
+        )
+        try:
+            count, age = _backlog()
+        except (redis.RedisError, OSError) as exc:
+            logger.warning("Metrics: the outcome buffer could not be read (%s)", type(exc).__name__)
+            up.add_metric([], 0)
+        else:
+            up.add_metric([], 1)
+            waiting.add_metric([], count)
+            oldest.add_metric([], age or 0.0)
+        yield up
+        yield waiting
+        yield oldest
+
+
+def _backlog() -> tuple[int, float | None]:
+    outcomes = settings.OUTCOMES
+    if settings.REDIS_URL:
+        client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=BUFFER_TIMEOUT_SECONDS, socket_connect_timeout=BUFFER_TIMEOUT_SECONDS
+        )
+        try:
+            with client.pipeline(transaction=False) as pipe:
+                pipe.xlen(outcomes["STREAM_KEY"])
+                pipe.xrange(outcomes["STREAM_KEY"], count=1)
+                length, first = pipe.execute()
+        finally:
+            client.close()
+        if not first:
+            return int(length), None
+        # Stream entry ids start with the time they were added, in milliseconds; ingested entries are deleted.
+        added_ms = int(first[0][0].split(b"-", 1)[0])
+        return int(length), max(0.0, time.time() - added_ms / 1000)
+    if outcomes["SPOOL_DIR"]:
+        return spool_backlog(Path(outcomes["SPOOL_DIR"]))
+    return 0, None  # batches travel as Celery tasks: the broker's own metrics show them
+
+
+class EpisodeCollector(Collector):
+    """Episodes by ending and by whether they were retried, from the database, counted at most once per
+    ``EPISODE_CACHE_SECONDS`` per process (a scrape every few seconds costs one query per period)."""
+
+    def __init__(self) -> None:
+        self._counted: tuple[float, dict[tuple[str, bool], int]] | None = None
+        self._lock = threading.Lock()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "errcatalog_episodes",
+            "Episodes (an error and the calls after it) by ending and by whether any retry followed the error.",
+            labels=["ending", "retried"],
+        )
+        for (ending, retried), count in sorted(self._counts().items()):
+            family.add_metric([ending, "true" if retried else "false"], count)
+        yield family
+
+    def _counts(self) -> dict[tuple[str, bool], int]:
+        from errcatalog.outcomes.models import Episode
+
+        with self._lock:
+            counted = self._counted
+            if counted is not None and time.monotonic() - counted[0] <= EPISODE_CACHE_SECONDS:
+                return counted[1]
+            counts = {(ending, retried): 0 for ending in Episode.Ending.values for retried in (False, True)}
+            try:
+                rows = (
+                    Episode.objects.annotate(retried=Q(retries__gt=0))
+                    .values_list("ending", "retried")
+                    .annotate(n=Count("id"))
+                    .order_by()
+                )
+                for ending, retried, n in rows:
+                    counts[(ending, bool(retried))] = n
+            except DATABASE_ERRORS as exc:
+                logger.warning("Metrics: episodes could not be counted (%s)", type(exc).__name__)
+                return counted[1] if counted is not None else {}
+            self._counted = (time.monotonic(), counts)
+            return counts
+
+
+_scraped = CollectorRegistry(auto_describe=False)
+_scraped.register(IngestBacklogCollector())
+_scraped.register(EpisodeCollector())
+
+
+def exposition() -> bytes:
+    """Everything ``GET /metrics`` answers, in Prometheus's text format."""
+    return generate_latest(registry()) + generate_latest(_scraped)
+
+
+def registry() -> CollectorRegistry:
+    """The in-process metrics: this process's, or every process's sum under ``PROMETHEUS_MULTIPROC_DIR``."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined)
+        return combined
+    return REGISTRY

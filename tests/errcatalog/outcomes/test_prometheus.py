@@ -1,0 +1,203 @@
+"""The Prometheus metrics (``errcatalog.outcomes.prometheus``): the recorder's counters, the ingest backlog from
+Redis and from the spool, episodes by ending, and several web processes adding up (``PROMETHEUS_MULTIPROC_DIR``)
+in the served app. Who may scrape ``/metrics`` and what a call counts: tests/mcpserver/test_metrics_http.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from datetime import UTC, datetime
+
+import httpx2
+import pytest
+import redis
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from prometheus_client.parser import text_string_to_metric_families
+
+from errcatalog.outcomes import prometheus
+from errcatalog.outcomes.events import OutcomeEvent
+from errcatalog.outcomes.spool import spool_write
+from tests.config.served_app import ServedApp, embedded_environment, new_token
+from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
+from tests.errcatalog.outcomes.rows import episode
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of an exposition: (name, sorted labels) -> value."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    return samples(text).get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+# --- The recorder ---------------------------------------------------------------------------------------------
+
+
+def test_the_recorders_counters_are_copied_as_they_move():
+    mirror = prometheus.RecorderMirror()
+    registry_before = _recorder_values()
+    mirror.copy(recorded=10, sent=8, dropped=1, held=1)
+    mirror.copy(recorded=15, sent=14, dropped=1, held=0)
+    mirror.copy(recorded=3, sent=3, dropped=0, held=0)  # the recorder was reset: its counters start over
+    after = _recorder_values()
+    assert after["recorded"] - registry_before["recorded"] == 18
+    assert after["sent"] - registry_before["sent"] == 17
+    assert after["dropped"] - registry_before["dropped"] == 1
+    assert after["held"] == 0
+
+
+def _recorder_values() -> dict[str, float]:
+    text = prometheus.exposition().decode()
+    return {
+        "recorded": value(text, "errcatalog_outcome_events_recorded_total"),
+        "sent": value(text, "errcatalog_outcome_events_sent_total"),
+        "dropped": value(text, "errcatalog_outcome_events_dropped_total"),
+        "held": value(text, "errcatalog_outcome_events_held"),
+    }
+
+
+@pytest.mark.django_db
+def test_the_recorder_thread_reports_what_it_sent(settings, redis_url):
+    from errcatalog.outcomes import recorder
+
+    settings.REDIS_URL = redis_url
+    settings.OUTCOMES = {**settings.OUTCOMES, "ENABLED": True, "SPOOL_DIR": "", "FLUSH_INTERVAL_MS": 20}
+    recorder.reset()
+    before = _recorder_values()
+    try:
+        for _ in range(5):
+            recorder.record(OutcomeEvent(tool="send_email", client="token:1", outcome="ok"))
+        wait_until(lambda: _recorder_values()["sent"] - before["sent"] == 5, what="five events reported sent")
+    finally:
+        recorder.reset()
+    assert _recorder_values()["recorded"] - before["recorded"] == 5
+
+
+# --- Ingest backlog -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_backlog_is_what_waits_in_the_redis_stream_and_how_old_it_is(settings, redis_url):
+    settings.REDIS_URL = redis_url
+    client = redis.Redis.from_url(redis_url)
+    key = settings.OUTCOMES["STREAM_KEY"]
+    added_ms = int(time.time() * 1000) - 42_000  # as if added 42 s ago
+    client.xadd(key, {"e": b"{}"}, id=f"{added_ms}-0")
+    client.xadd(key, {"e": b"{}"})
+    text = prometheus.exposition().decode()
+    assert value(text, "errcatalog_ingest_buffer_up") == 1
+    assert value(text, "errcatalog_ingest_backlog_events") == 2
+    assert 42 <= value(text, "errcatalog_ingest_backlog_oldest_seconds") < 60
+    client.delete(key)
+    assert value(prometheus.exposition().decode(), "errcatalog_ingest_backlog_events") == 0
+
+
+@pytest.mark.django_db
+def test_an_unreachable_buffer_is_reported_down_and_the_scrape_still_answers(settings, caplog):
+    from tests.errcatalog.outcomes.recorder_support import free_port
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    text = prometheus.exposition().decode()
+    assert value(text, "errcatalog_ingest_buffer_up") == 0
+    assert "errcatalog_tool_calls_total" in text or "errcatalog_tool_calls" in text
+    assert "outcome buffer could not be read (ConnectionError)" in caplog.text
+
+
+@pytest.mark.django_db
+def test_without_redis_the_backlog_is_what_waits_in_the_spool(settings, tmp_path):
+    settings.REDIS_URL = ""
+    settings.OUTCOMES = {**settings.OUTCOMES, "SPOOL_DIR": str(tmp_path)}
+    spool_write(tmp_path, [{"e": 1}, {"e": 2}, {"e": 3}])
+    spool_write(tmp_path, [{"e": 4}])
+    # A batch written before names carried their count is read to count it.
+    (tmp_path / f"{time.time_ns():020d}-1-0000000000.batch.json").write_text('[{"e": 5}, {"e": 6}]')
+    text = prometheus.exposition().decode()
+    assert value(text, "errcatalog_ingest_backlog_events") == 6
+    assert 0 <= value(text, "errcatalog_ingest_backlog_oldest_seconds") < 30
+
+
+# --- Episodes -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_episodes_are_counted_by_ending_and_retry(monkeypatch):
+    monkeypatch.setattr(prometheus, "EPISODE_CACHE_SECONDS", 0.0)
+    now = datetime(2026, 11, 1, 12, tzinfo=UTC)
+    rows = [("recovered", 1), ("recovered", 2), ("exhausted", 3), ("abandoned", 0), ("open", 0)]
+    for index, (ending, retries) in enumerate(rows):
+        episode(now, ending=ending, client=f"token:{index}", retries=retries)
+    text = prometheus.exposition().decode()
+    assert value(text, "errcatalog_episodes", ending="recovered", retried="true") == 2
+    assert value(text, "errcatalog_episodes", ending="exhausted", retried="true") == 1
+    assert value(text, "errcatalog_episodes", ending="abandoned", retried="false") == 1
+    assert value(text, "errcatalog_episodes", ending="open", retried="false") == 1
+    # Every combination is exposed, zero or not, so that a rate over them never lacks a series.
+    assert ("errcatalog_episodes", (("ending", "abandoned"), ("retried", "true"))) in samples(text)
+
+
+# --- Several processes ----------------------------------------------------------------------------------------
+
+
+def test_several_processes_add_up(tmp_path):
+    """Two web processes sharing one PROMETHEUS_MULTIPROC_DIR (as ``uvicorn --workers 2`` processes do): a scrape of
+    either reports the calls both answered."""
+    multiproc = tmp_path / "prometheus"
+    multiproc.mkdir()
+    env = embedded_environment(tmp_path / "data", PROMETHEUS_MULTIPROC_DIR=str(multiproc))
+    key = new_token(env, "agent")
+    scraper = new_token(env, "prometheus", metrics=True)
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = ServedApp(env, tmp_path / "first").start()
+    second = ServedApp(env, tmp_path / "second").start()
+    try:
+
+        async def call(app: ServedApp, times: int) -> None:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=20) as http,
+                Client(streamable_http_client(app.mcp_url, http_client=http)) as client,
+            ):
+                for _ in range(times):
+                    await client.call_tool("explain_error", {"code": "TIMEOUT"})
+
+        asyncio.run(call(first, 3))
+        asyncio.run(call(second, 5))
+        for app in (first, second):
+            text = app.get("/metrics", key=scraper).text
+            assert value(text, "errcatalog_tool_calls_total", tool="explain_error", upstream="", outcome="ok") == 8
+            assert value(text, "errcatalog_tool_call_duration_seconds_count", tool="explain_error", outcome="ok") == 8
+    finally:
+        first.stop()
+        second.stop()
+
+
+# --- The Grafana dashboard ------------------------------------------------------------------------------------
+
+
+def test_the_grafana_dashboard_reads_only_metrics_we_expose_and_shows_the_targets():
+    from errcatalog.outcomes.metrics import TARGETS
+
+    dashboard = json.loads((REPO_ROOT / "deploy" / "grafana" / "errcatalog-dashboard.json").read_text())
+    queries = " ".join(
+        target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", ())
+    ) + json.dumps(dashboard["templating"])
+    exposed: set[str] = set()
+    for family in text_string_to_metric_families(prometheus.exposition().decode()):
+        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}.get(family.type, ("",))
+        exposed.update(family.name + suffix for suffix in suffixes)
+    asked = set(re.findall(r"errcatalog_[a-z_]+", queries))
+    assert asked and asked <= exposed, asked - exposed
+    thresholds = {
+        step["value"]
+        for panel in dashboard["panels"]
+        for step in panel["fieldConfig"]["defaults"].get("thresholds", {}).get("steps", ())
+    }
+    assert {TARGETS["retry_success_rate"], TARGETS["interactive_error_rate"]} <= thresholds
