@@ -15,8 +15,12 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from config.tracing import configure_tracing
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
+# Before Django builds its middleware chain, which the Django instrumentation adds to (when OTEL_* asks for traces).
+tracer_provider = configure_tracing()
 django_application = get_asgi_application()  # sets Django up before anything imports models
 
 from config.metrics import metrics_app  # noqa: E402
@@ -32,6 +36,7 @@ RECORDER_FLUSH_SECONDS = 5.0
 
 class Application:
     def __init__(self) -> None:
+        self.tracer_provider = tracer_provider
         self.django = django_application
         self.mcp = McpApp()
         self._exit_stack: contextlib.AsyncExitStack | None = None
@@ -63,6 +68,8 @@ class Application:
                     await self._exit_stack.aclose()
                 # In a thread: a flush may wait on Redis, and the loop still has connections to close.
                 await asyncio.to_thread(recorder.flush, RECORDER_FLUSH_SECONDS)
+                if self.tracer_provider is not None:  # the spans still batched go out before the process ends
+                    await asyncio.to_thread(self.tracer_provider.shutdown)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -6,8 +6,9 @@ import os
 from typing import Any
 
 import sentry_sdk
+from celery.signals import task_prerun, worker_init, worker_process_init
+
 from celery import Celery
-from celery.signals import task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -22,3 +23,21 @@ def _tag_sentry_scope_with_task(*, sender: Any = None, **kwargs: Any) -> None:
     # only in the event's extra data and transaction; a tag is what Sentry lets people search and alert on, the
     # same way tool calls carry a ``tool`` tag. Without a DSN this sets a tag nobody sends.
     sentry_sdk.set_tag("task", getattr(sender, "name", "unknown"))
+
+
+@worker_process_init.connect(dispatch_uid="errcatalog.tracing.pool_process")
+def _trace_pool_process(**kwargs: Any) -> None:
+    # In each prefork pool process as it starts: a forked process has none of its parent's exporter threads.
+    from config.tracing import configure_tracing
+
+    configure_tracing(celery=True)
+
+
+@worker_init.connect(dispatch_uid="errcatalog.tracing.worker")
+def _trace_worker(*, sender: Any = None, **kwargs: Any) -> None:
+    # The solo and thread pools run tasks in the worker's own process, which no pool process signal reaches.
+    pool = getattr(sender, "pool_cls", None)
+    if "prefork" not in f"{getattr(pool, '__module__', '')}{pool}":
+        from config.tracing import configure_tracing
+
+        configure_tracing(celery=True)

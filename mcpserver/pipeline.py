@@ -32,7 +32,7 @@ from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
-from mcpserver import elicitation
+from mcpserver import elicitation, tracing
 from mcpserver.calls import ToolCall, current_tool_call
 from mcpserver.gateway import served_tools
 from mcpserver.jsonrpc_errors import rendered_error
@@ -53,6 +53,13 @@ INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
 
 async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:
     """Serve one tool call. Raises ``MCPError`` only when input errors go out on the JSON-RPC channel."""
+    if not tracing.tracing_on():
+        return await _serve(call)
+    with tracing.tool_call_span(call):
+        return await _serve(call)
+
+
+async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:
     mcp = settings.MCP
     enabled = served_tools(registry.enabled_by_name(mcp["TOOLSETS"]))
     spec = enabled.get(call.name)
@@ -393,6 +400,8 @@ def _record(
         latency_ms=(time.perf_counter() - call.started) * 1000,
         elicitation=elicited,
         sentry_event_id=rendered.event_id if rendered else None,
+        trace_id=tracing.current_trace_id(),
     )
     prometheus.observe_call(event, served=call.served)
+    tracing.note_outcome(event, served=call.served)
     recorder.record(event)

@@ -29,6 +29,11 @@ _HEX_ID = re.compile(r"^[0-9a-f]{32}$")
 _LOCALE = re.compile(r"^[A-Za-z0-9_-]{1,16}$")
 # As an upstream's name is spelled (``errcatalog.gateway.models``).
 _UPSTREAM = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# W3C trace-context trace IDs: 32 lower-case hex digits, all zero being the invalid one.
+_TRACE_ID = re.compile(r"^(?!0{32}$)[0-9a-f]{32}$")
+_OPTIONAL_WIRE_NAMES = (
+    "client", "session", "code", "variant", "locale", "upstream", "elicitation", "sentry_event_id", "trace_id",
+)  # fmt: skip
 # Clocks differ between machines and a reporter may batch late, but not by more than this.
 MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
 MAX_EVENT_FUTURE_SECONDS = 300
@@ -74,13 +79,14 @@ class OutcomeEvent:
     latency_ms: float = 0.0
     elicitation: str | None = None  # "accept", "decline", "cancel" or "requested" when one was made
     sentry_event_id: str | None = None
+    trace_id: str | None = None  # the OpenTelemetry trace of the call (32 hex digits), when it was traced
     source: str = "mcp"  # "api" for events reported through the REST API (set by the API, never by the reporter)
     ts: float = field(default_factory=time.time)  # Unix time the call ended
     id: str = field(default_factory=new_event_id)
 
     def to_wire(self) -> dict[str, Any]:
         wire = {"id": self.id, "ts": self.ts, "tool": self.tool, "outcome": self.outcome}
-        for name in ("client", "session", "code", "variant", "locale", "upstream", "elicitation", "sentry_event_id"):
+        for name in _OPTIONAL_WIRE_NAMES:
             value = getattr(self, name)
             if value is not None:
                 wire[name] = value
@@ -106,9 +112,9 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
     unknown = sorted(str(name) for name in set(wire) - _WIRE_FIELDS)
     if unknown:
         # A field name is the reporter's text: named only when it is identifier-shaped.
-        raise InvalidEvent(f"unknown field {unknown[0]!r}" if _NAME.match(unknown[0]) else "unknown field")
+        raise InvalidEvent(f"unknown field {unknown[0]!r}" if _NAME.fullmatch(unknown[0]) else "unknown field")
     event_id = wire.get("id")
-    if not isinstance(event_id, str) or not _HEX_ID.match(event_id.replace("-", "").lower()):
+    if not isinstance(event_id, str) or not _HEX_ID.fullmatch(event_id.replace("-", "").lower()):
         raise InvalidEvent("id: must be a UUID")
     ts = wire.get("ts")
     if not isinstance(ts, int | float) or isinstance(ts, bool):
@@ -127,18 +133,18 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
         value = wire.get(name)
         if value is None:
             continue
-        if not isinstance(value, str) or not _NAME.match(value):
+        if not isinstance(value, str) or not _NAME.fullmatch(value):
             raise InvalidEvent(f"{name}: must be 1-128 letters, digits or _.:@/+-")
         names[name] = value
     locale = wire.get("locale")
     if locale is not None:
         # As a catalog spells a variant's locale (catalog.schema.json), and short enough for its column.
-        if not isinstance(locale, str) or not _LOCALE.match(locale):
+        if not isinstance(locale, str) or not _LOCALE.fullmatch(locale):
             raise InvalidEvent("locale: must be a language tag such as de or pt-BR (at most 16 characters)")
         names["locale"] = locale
     upstream = wire.get("upstream")
     if upstream is not None:
-        if not isinstance(upstream, str) or not _UPSTREAM.match(upstream):
+        if not isinstance(upstream, str) or not _UPSTREAM.fullmatch(upstream):
             raise InvalidEvent("upstream: must be an upstream's name (1-64 lower-case letters, digits, _ or -)")
         names["upstream"] = upstream
     if outcome == "error" and "code" not in names:
@@ -152,6 +158,9 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
     interactive = wire.get("interactive", False)
     if not isinstance(interactive, bool):
         raise InvalidEvent("interactive: must be true or false")
+    trace_id = wire.get("trace_id")
+    if trace_id is not None and (not isinstance(trace_id, str) or not _TRACE_ID.fullmatch(trace_id)):
+        raise InvalidEvent("trace_id: must be an OpenTelemetry trace ID (32 lower-case hex digits, not all zero)")
     latency = wire.get("latency_ms", 0.0)
     if not isinstance(latency, int | float) or isinstance(latency, bool) or not 0 <= latency <= 86_400_000:
         raise InvalidEvent("latency_ms: must be a number of milliseconds, at least 0")
@@ -171,10 +180,11 @@ def from_wire(wire: Any, *, now: float | None = None) -> OutcomeEvent:
         locale=names.get("locale"),
         upstream=names.get("upstream"),
         sentry_event_id=names.get("sentry_event_id"),
+        trace_id=trace_id,
     )
 
 
 _WIRE_FIELDS = frozenset(
     {"id", "ts", "tool", "outcome", "client", "session", "code", "variant", "interactive", "latency_ms"}
-    | {"locale", "upstream", "elicitation", "sentry_event_id", "source"}
+    | {"locale", "upstream", "elicitation", "sentry_event_id", "trace_id", "source"}
 )

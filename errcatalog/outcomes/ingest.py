@@ -57,7 +57,8 @@ _CORRELATION_LOCK_ID = 0x6572_7263_6174_0001
 
 _COLUMNS = (
     "id", "occurred_at", "source", "tool", "client", "session", "outcome", "code", "variant", "locale", "upstream",
-    "interactive", "elicitation", "attempt", "latency_ms", "sentry_event_id", "episode_id", "ingested_at",
+    "interactive", "elicitation", "attempt", "latency_ms", "sentry_event_id", "trace_id", "episode_id",
+    "ingested_at",
 )  # fmt: skip
 
 
@@ -167,13 +168,15 @@ def _log_invalid(count: int) -> None:
 _PG_INSERT = """
 INSERT INTO errcatalog_outcomeevent
     (id, occurred_at, source, tool, client, session, outcome, code, variant, locale, upstream, interactive,
-     elicitation, attempt, latency_ms, sentry_event_id, episode_id, ingested_at)
+     elicitation, attempt, latency_ms, sentry_event_id, trace_id, episode_id, ingested_at)
 SELECT e.id, to_timestamp(e.ts), %s, e.tool, e.client, e.session, e.outcome, e.code, e.variant, e.locale,
-       e.upstream, e.interactive, e.elicitation, e.attempt, e.latency_ms, e.sentry_event_id, e.episode_id, %s
+       e.upstream, e.interactive, e.elicitation, e.attempt, e.latency_ms, e.sentry_event_id, e.trace_id,
+       e.episode_id, %s
 FROM unnest(%s::uuid[], %s::float8[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-            %s::text[], %s::text[], %s::bool[], %s::text[], %s::float8[], %s::text[], %s::int[], %s::bigint[])
+            %s::text[], %s::text[], %s::bool[], %s::text[], %s::float8[], %s::text[], %s::text[], %s::int[],
+            %s::bigint[])
      AS e(id, ts, tool, client, session, outcome, code, variant, locale, upstream, interactive, elicitation,
-          latency_ms, sentry_event_id, attempt, episode_id)
+          latency_ms, sentry_event_id, trace_id, attempt, episode_id)
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 """
@@ -198,6 +201,7 @@ def _insert_new_postgresql(events: Sequence[OutcomeEvent], *, source: str, linke
         text_array([event.elicitation or "" for event in events]),
         number_array(event.latency_ms for event in events),
         text_array([event.sentry_event_id or "" for event in events]),
+        text_array([event.trace_id or "" for event in events]),
         "{" + ",".join(str(link.attempt) if link else "0" for link in links) + "}",
         "{" + ",".join(str(link.episode.pk) if link else "NULL" for link in links) + "}",
     )
@@ -236,6 +240,7 @@ def _insert_new_values(events: Sequence[OutcomeEvent], *, source: str) -> set[st
                     0,
                     event.latency_ms,
                     event.sentry_event_id or "",
+                    event.trace_id or "",
                     None,
                     ingested_at,
                 )

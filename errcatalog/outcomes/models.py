@@ -117,6 +117,8 @@ class OutcomeRecord(models.Model):
     attempt = models.PositiveSmallIntegerField(default=0)
     latency_ms = models.FloatField(default=0.0)
     sentry_event_id = models.CharField(max_length=32, blank=True)
+    # The call's OpenTelemetry trace (32 hex digits) when tracing is on (config.tracing): the outcome's link to it.
+    trace_id = models.CharField(max_length=32, blank=True, default="")
     episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
     ingested_at = models.DateTimeField(auto_now_add=True)
 

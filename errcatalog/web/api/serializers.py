@@ -660,7 +660,8 @@ class OutcomeBatchSerializer(serializers.Serializer):
         help_text="Wire events: id (UUID), ts (Unix seconds, last 7 days), tool, outcome (ok|error|input_required), "
         "and optionally client, session, code (required for errors), variant, locale (the variant's language tag, "
         "e.g. de), upstream (the upstream MCP server's name, lower-case), interactive, latency_ms, "
-        "elicitation, sentry_event_id. Names are 1-128 letters, digits or _.:@/+-.",
+        "elicitation, sentry_event_id, trace_id (the call's OpenTelemetry trace: 32 lower-case hex digits). Names "
+        "are 1-128 letters, digits or _.:@/+-.",
     )
 
 

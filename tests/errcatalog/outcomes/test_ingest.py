@@ -12,7 +12,7 @@ import redis
 from django.conf import settings
 
 from errcatalog.outcomes import ingest
-from errcatalog.outcomes.events import OutcomeEvent
+from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
 from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.spool import spool_size, spool_write
 
@@ -118,6 +118,35 @@ def test_wire_batch_counts_and_skips_invalid_events(caplog):
     assert "3 invalid event(s)" in caplog.text and "nope" not in caplog.text
     assert OutcomeRecord.objects.count() == 3
     assert ingest.ingest_wire_batch(good) == 0
+
+
+def test_a_calls_trace_id_is_stored_with_its_outcome():
+    traced = OutcomeEvent(tool="search", outcome="ok", trace_id="4bf92f3577b34da6a3ce929d0e0e4736", ts=time.time())
+    assert from_wire(traced.to_wire()).trace_id == traced.trace_id
+    assert ingest.ingest_wire_batch([traced.to_wire()]) == 1
+    assert OutcomeRecord.objects.get().trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("trace_id", "0" * 32),  # the invalid trace ID
+        ("trace_id", "4BF92F3577B34DA6A3CE929D0E0E4736"),
+        ("trace_id", "4bf92f3577b34da6a3ce929d0e0e473"),
+        ("trace_id", 42),
+        # A trailing newline would pass a ``$`` anchor: every name is matched whole.
+        ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736\n"),
+        ("client", "token:1\n"),
+        ("code", "E_UPSTREAM\n"),
+        ("locale", "de\n"),
+        ("upstream", "web\n"),
+    ],
+)
+def test_a_wire_event_with_a_malformed_field_is_refused_naming_only_the_field(field, value):
+    wire = {**OutcomeEvent(tool="search", outcome="ok", ts=time.time()).to_wire(), field: value}
+    with pytest.raises(InvalidEvent) as refused:
+        from_wire(wire)
+    assert str(refused.value).startswith(f"{field}:")
 
 
 # --- drain -------------------------------------------------------------------------------------------------------
