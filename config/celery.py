@@ -6,9 +6,8 @@ import os
 from typing import Any
 
 import sentry_sdk
-from celery.signals import task_prerun, worker_init, worker_process_init
-
 from celery import Celery
+from celery.signals import task_prerun, worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -111,8 +111,7 @@ def observe_call(event: OutcomeEvent, *, served: bool) -> None:
         children = (TOOL_CALLS.labels(tool, upstream, event.outcome), TOOL_CALL_DURATION.labels(tool, event.outcome))
         _call_children[key] = children
     children[0].inc()
-    if event.latency_ms is not None:
-        children[1].observe(event.latency_ms / 1000)
+    children[1].observe(event.latency_ms / 1000)
     if event.code is not None:
         error_key = (tool, upstream, event.code, event.interactive)
         errors = _error_children.get(error_key)
