@@ -10,18 +10,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 import time
+from collections.abc import Iterator
 
 import httpx2
 import pytest
-import uvicorn
-from django.conf import settings as django_settings
 from mcp.shared.exceptions import MCPError
 
 from errcatalog.access.tokens import client_token_create
 from mcpserver.sessions import SESSION_LIMIT_JSONRPC_CODE
-from tests.mcpserver.conftest import SERVED_TOOLSETS, McpTarget, _free_port
+from tests.config.served_app import ServedApp, embedded_environment, new_token
+from tests.mcpserver.conftest import SERVED_TOOLSETS, McpTarget
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -265,29 +264,26 @@ IDLE_SECONDS = 1
 
 
 @pytest.fixture
-def short_idle_mcp(mcp, settings):
-    """A second endpoint, built with SESSION_IDLE_SECONDS = 1, for the lifetime of one test."""
-    settings.MCP = {**settings.MCP, "SESSION_IDLE_SECONDS": IDLE_SECONDS, "MAX_SESSIONS_PER_TOKEN": 1}
-    settings.MCP = {**settings.MCP, "RATE_LIMIT_PER_MINUTE": 0}
-    import config.asgi
+def short_idle_mcp(tmp_path) -> Iterator[McpTarget]:
+    """The served app in a process of its own, with SESSION_IDLE_SECONDS = 1 and one session per token.
 
-    app = config.asgi.Application()  # reads the settings above as it builds its session managers
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning"))
-    thread = threading.Thread(target=server.run, name="mcp-idle-test-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the idle-test server did not start"
-        time.sleep(0.01)
-    yield McpTarget(f"http://127.0.0.1:{port}/mcp", mcp.key)
-    server.should_exit = True
-    thread.join(timeout=10)
+    Not a second app in this process: the gateway and the outcome recorder are per process, and an app stopped
+    beside the tests' shared one would stop them under it.
+    """
+    env = embedded_environment(
+        tmp_path / "data",
+        ERRCATALOG_MCP_SESSION_IDLE_SECONDS=str(IDLE_SECONDS),
+        ERRCATALOG_MCP_MAX_SESSIONS_PER_TOKEN="1",
+        ERRCATALOG_MCP_RATE_LIMIT="0",
+    )
+    key = new_token(env, "idle")
+    app = ServedApp(env, tmp_path).start()
+    yield McpTarget(app.mcp_url, key)
+    app.stop()
 
 
 def test_an_idle_session_expires_and_frees_its_place(short_idle_mcp):
     target = short_idle_mcp
-    assert django_settings.MCP["SESSION_IDLE_SECONDS"] == IDLE_SECONDS
 
     async def scenario():
         async with httpx2.AsyncClient(timeout=20) as http:
