@@ -263,21 +263,22 @@ def test_many_attempts_leave_at_most_the_cap_alive(mcp, limits, token_owner):
 IDLE_SECONDS = 1
 
 
-@pytest.fixture
-def short_idle_mcp(tmp_path) -> Iterator[McpTarget]:
+@pytest.fixture(scope="module")
+def short_idle_mcp(tmp_path_factory) -> Iterator[McpTarget]:
     """The served app in a process of its own, with SESSION_IDLE_SECONDS = 1 and one session per token.
 
-    Not a second app in this process: the gateway and the outcome recorder are per process, and an app stopped
-    beside the tests' shared one would stop them under it.
+    Not a second app in this process: one started and stopped beside the tests' shared server (``mcp_url``) left
+    that server unable to answer the next test (state such as the gateway exists once per process).
     """
+    folder = tmp_path_factory.mktemp("short-idle")
     env = embedded_environment(
-        tmp_path / "data",
+        folder / "data",
         ERRCATALOG_MCP_SESSION_IDLE_SECONDS=str(IDLE_SECONDS),
         ERRCATALOG_MCP_MAX_SESSIONS_PER_TOKEN="1",
         ERRCATALOG_MCP_RATE_LIMIT="0",
     )
     key = new_token(env, "idle")
-    app = ServedApp(env, tmp_path).start()
+    app = ServedApp(env, folder).start()
     yield McpTarget(app.mcp_url, key)
     app.stop()
 
