@@ -126,9 +126,11 @@ class ChangeFeed:
 
     def _caches_invalidated(self, sender: Any, *, scope: str, **kwargs: Any) -> None:
         # Sent by whichever thread swapped the snapshot (the watcher, a writer's), or by the loop itself.
+        # Never raises: the signal's sender is the catalog build, which must not fail for a feed that is stopping.
         loop = self._loop
-        if scope == "catalog" and loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._catalog_changed)
+        if scope == "catalog" and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._catalog_changed)
 
     def _catalog_changed(self) -> None:
         self._catalog_due = True
