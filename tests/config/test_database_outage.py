@@ -172,6 +172,7 @@ def test_mcp_calls_go_on_without_postgres_and_the_rest_answers_json_503(served, 
     before = asyncio.run(calls(0))
     assert app.get("/api/v1/codes/", key=warm_key).status_code == 200
     assert app.health()["status"] == "ok"
+    assert "errcatalog_episodes" in app.get("/metrics", key=warm_key).text  # a staff user's token may scrape
 
     postgres.kill()
 
@@ -192,6 +193,11 @@ def test_mcp_calls_go_on_without_postgres_and_the_rest_answers_json_503(served, 
     assert refused.json() == {
         "error": "The token store is unavailable right now, so the token cannot be checked; try again."
     }
+
+    # Prometheus's scrape checks its token in the database each time: a JSON 503 with Retry-After, never a 500.
+    scraped = app.get("/metrics", key=warm_key)
+    assert scraped.status_code == 503
+    assert scraped.headers["content-type"] == "application/json" and int(scraped.headers["retry-after"]) > 0
 
     # The REST catalog needs the database: a JSON 503 in the API's error shape.
     listed = app.get("/api/v1/codes/", key=warm_key)
