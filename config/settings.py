@@ -348,10 +348,14 @@ OUTCOMES: dict[str, Any] = {
     # message on that broker dies with the worker that read it; a batch file is deleted only after its commit).
     # Blank otherwise: with Redis the stream is the buffer, on another broker batches travel as tasks.
     "SPOOL_DIR": str(DATA_DIR / "outcomes" / "spool") if not REDIS_URL and _BROKER_URL == "filesystem://" else "",
-    # The Redis stream that buffers events for ingestion, its consumer group and its bound (approximate).
+    # The Redis streams that buffer events for ingestion (partition 0 is STREAM_KEY, partition n STREAM_KEY:n),
+    # their consumer group and each one's bound (approximate).
     "STREAM_KEY": env_str("ERRCATALOG_OUTCOMES_STREAM", "errcatalog:outcomes"),
     "STREAM_GROUP": "ingest",
     "STREAM_MAXLEN": env_int("ERRCATALOG_OUTCOMES_STREAM_MAXLEN", 1_000_000, minimum=1000),
+    # Streams the events are spread over by their episode key (tool, client, session): as many ingest workers as
+    # partitions drain at once. A divisor of 64 (errcatalog.outcomes.partitions).
+    "PARTITIONS": int(env_choice("ERRCATALOG_OUTCOMES_PARTITIONS", "4", tuple(str(2**n) for n in range(7)))),
     # Events an ingest worker takes at once.
     "BATCH_SIZE": env_int("ERRCATALOG_OUTCOMES_BATCH", 2000, minimum=1),
     # A batch a worker took but did not acknowledge for this long (the worker died) is taken over by another.

@@ -7,20 +7,25 @@ connection and psycopg only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 
 import psycopg
 from django.db import connection
 
 
-def server_side_cursor() -> psycopg.Cursor:
-    """A psycopg cursor that sends parameters apart from the statement (PostgreSQL only).
+@contextlib.contextmanager
+def server_side_cursor() -> Iterator[psycopg.Cursor]:
+    """A psycopg cursor that sends parameters apart from the statement (PostgreSQL only), for a ``with`` block.
 
     Django's default client-side binding quotes every parameter into the SQL text; for array literals of a
-    whole batch that quoting costs as much as the insert.
+    whole batch that quoting costs as much as the insert. The driver's errors come out as Django's (a lost
+    connection is an ``OperationalError`` that the tasks retry, and Django knows to drop the connection), as
+    they do from Django's own cursors.
     """
     connection.ensure_connection()
-    return psycopg.Cursor(connection.connection)
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
 
 
 def text_array(values: list[str]) -> str:

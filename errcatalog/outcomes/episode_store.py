@@ -20,7 +20,7 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
-from errcatalog.outcomes.bulk_sql import server_side_cursor
+from errcatalog.outcomes.bulk_sql import server_side_cursor, text_array
 from errcatalog.outcomes.episodes import ABANDONED, OPEN, EpisodeState, Key, Link, correlate, event_key
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.models import Episode
@@ -30,8 +30,8 @@ def episode_link_events(*, events: Sequence[OutcomeEvent]) -> list[Link]:
     """Correlate newly stored events against the open episodes in the database and store the result.
 
     Must run inside the ingest transaction; the caller writes each link's episode ID and attempt onto the event
-    rows. Open episodes are locked (``select_for_update`` on PostgreSQL) so that nothing else ends them while
-    this batch decides about them.
+    rows. Open episodes are locked (``FOR UPDATE`` on PostgreSQL) so that nothing else ends them while
+    this batch decides about them (only the batch's own keys: ingests of other keys never wait for them).
     """
     open_episodes = _load_open({event_key(event) for event in events})
     links, touched = correlate(
@@ -63,15 +63,43 @@ def episode_close_abandoned(*, now: datetime | None = None) -> int:
 def _load_open(keys: set[Key]) -> dict[Key, EpisodeState]:
     if not keys:
         return {}
+    if connection.vendor == "postgresql":
+        # Exactly the batch's keys, locked: ingests of other keys (other partitions) never wait for these rows.
+        ordered = sorted(keys)
+        with server_side_cursor() as cursor:
+            cursor.execute(
+                _PG_OPEN,
+                [text_array([key[0] for key in ordered]), text_array([key[1] for key in ordered]),
+                 text_array([key[2] for key in ordered]), OPEN],
+            )  # fmt: skip
+            states = [EpisodeState(**dict(zip(_OPEN_FIELDS, row, strict=True))) for row in cursor.fetchall()]
+        return {state.key: state for state in states}
+    # SQLite locks the whole database for a writer: filtering by tool in SQL and by the whole key here is enough.
     tools = {key[0] for key in keys}
     found: dict[Key, EpisodeState] = {}
-    # Open episodes are few; filtering by tool in SQL and by the whole key here keeps the query simple.
-    rows = Episode.objects.select_for_update().filter(ending=OPEN, tool__in=tools).order_by("pk")
-    for row in rows:
+    for row in Episode.objects.filter(ending=OPEN, tool__in=tools).order_by("pk"):
         key = (row.tool, row.client, row.session)
         if key in keys:
             found[key] = _state_of(row)
     return found
+
+
+# The open episodes of the given keys (at most one each), locked in id order; the columns are these fields.
+_OPEN_FIELDS = (
+    "tool", "client", "session", "code", "variant", "interactive", "sentry_event_id", "started_at", "last_at",
+    "upstream", "retries", "ending", "ended_at", "recovered_at_attempt", "pk",
+)  # fmt: skip
+_PG_OPEN = """
+SELECT ep.tool, ep.client, ep.session, ep.code, ep.variant, ep.interactive, ep.sentry_event_id,
+       extract(epoch FROM ep.started_at)::float8, extract(epoch FROM ep.last_at)::float8, ep.upstream, ep.retries,
+       ep.ending, extract(epoch FROM ep.ended_at)::float8, ep.recovered_at_attempt, ep.id
+FROM errcatalog_episode AS ep
+JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(tool, client, session)
+  ON ep.tool = k.tool AND ep.client = k.client AND ep.session = k.session
+WHERE ep.ending = %s
+ORDER BY ep.id
+FOR UPDATE OF ep
+"""
 
 
 def _state_of(row: Episode) -> EpisodeState:

@@ -1,8 +1,9 @@
 """Worker side of outcome recording: read the buffer, store events once, link retries into episodes.
 
-- ``drain() -> int``: read the Redis stream through the consumer group in batches, store, acknowledge after
-  commit; take over batches a dead worker left unacknowledged. Without Redis, store the batch files of the spool
-  folder and delete each after commit. One drainer at a time. Returns new events stored.
+- ``drain() -> int``: read the Redis streams (one per partition, ``partitions``) through the consumer group in
+  batches, store, acknowledge after commit; take over batches a dead worker left unacknowledged. One drainer per
+  partition at a time, so drainers in several workers share the partitions. Without Redis, store the batch files
+  of the spool folder and delete each after commit. Returns new events stored.
 - ``ingest_wire_batch(events: list[dict]) -> int``: check each with ``events.from_wire`` (bad ones are counted
   and logged, never stored), then ``ingest_events``.
 - ``ingest_events(events: Sequence[OutcomeEvent]) -> int``: one transaction: insert the
@@ -11,8 +12,8 @@
 Delivery is at-least-once: a worker that dies between its commit and its acknowledgement (or the deletion of
 its batch file) leaves entries that another worker takes over and stores again, which changes nothing: the event
 ID is the primary key, and only events not stored yet are linked into episodes (PostgreSQL: IDs looked up under
-the correlation lock, then inserted with ``ON CONFLICT DO NOTHING``; SQLite: the IDs ``INSERT ... ON CONFLICT DO
-NOTHING RETURNING`` reports).
+the correlation locks of their keys' slots, then inserted with ``ON CONFLICT DO NOTHING``; SQLite: the IDs
+``INSERT ... ON CONFLICT DO NOTHING RETURNING`` reports).
 Rollups find what changed by themselves (``OutcomeRecord.ingested_at``, ``Episode.changed_at``).
 
 Which event opens, extends or ends which episode is decided by the pure rules (``episodes``) through their
@@ -39,10 +40,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from errcatalog.outcomes import spool
+from errcatalog.outcomes import partitions, spool
 from errcatalog.outcomes.bulk_sql import number_array, server_side_cursor, text_array
 from errcatalog.outcomes.episode_store import episode_link_events
-from errcatalog.outcomes.episodes import Link
+from errcatalog.outcomes.episodes import Link, event_key
 from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
 from errcatalog.outcomes.models import OutcomeRecord
 
@@ -50,10 +51,15 @@ logger = logging.getLogger(__name__)
 
 # A drain hands the worker back after about this long, so beat's other tasks get their turn on a solo worker.
 DRAIN_SECONDS = 20.0
+# A drainer holds one partition at a time, for at most this long before it lets go and takes the partition with
+# the most waiting events that no other drainer holds: that is how drainers spread over the partitions, and how a
+# worker that joins finds one free within a slice.
+SLICE_SECONDS = 2.0
 # Rows per INSERT statement: 18 parameters each stays under SQLite's 32,766 and PostgreSQL's 65,535 limits.
 _INSERT_CHUNK = 1000
-# Any fixed number works: it only has to be the same in every process that correlates episodes.
-_CORRELATION_LOCK_ID = 0x6572_7263_6174_0001
+# PostgreSQL advisory locks, one per slot of episode keys (``partitions.SLOTS``), under this first key. Any fixed
+# number works: it only has to be the same in every process that correlates episodes.
+_SLOT_LOCK_CLASS = 0x6572_6361
 
 _COLUMNS = (
     "id", "occurred_at", "source", "tool", "client", "session", "outcome", "code", "variant", "locale", "upstream",
@@ -91,6 +97,8 @@ def ingest_events(events: Sequence[OutcomeEvent]) -> int:
         by_source.setdefault(event.source, []).append(event)
     # Reporters' clients are namespaced under their token, so episodes never span two sources.
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            _lock_slots(unique)
         return sum(_ingest_from(source, group) for source, group in by_source.items())
 
 
@@ -106,16 +114,29 @@ def _ingest_from(source: str, events: list[OutcomeEvent]) -> int:
     return len(new)
 
 
+def _lock_slots(events: Sequence[OutcomeEvent]) -> None:
+    """Take the transaction-level advisory lock of every slot the events' episode keys fall in (PostgreSQL).
+
+    Every ingest (drainers, REST reporters, fallback tasks) takes them before it reads anything, so the IDs it
+    finds stored cannot change before its insert, and two batches never decide about the same open episode at
+    once. A drainer's batch comes from one partition, whose slots no other partition has: drainers of different
+    partitions never wait for each other. The slots go in ascending order (``unnest`` yields an array in its
+    order), so two transactions never wait for each other in a circle.
+    """
+    slots = partitions.slots_of(event_key(event) for event in events)
+    with server_side_cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, slot) FROM unnest(%s::int[]) AS slot", [_SLOT_LOCK_CLASS, slots]
+        )
+
+
 def _ingest_postgresql(events: list[OutcomeEvent], *, source: str) -> int:
     """Correlate first, then insert each new event once with its episode and attempt already set.
 
-    Every ingest (drainers, REST reporters, fallback tasks) takes the same transaction-level advisory lock
-    first, so the IDs found stored here cannot change before the insert and two batches never decide about the
-    same open episode at once. ``ON CONFLICT DO NOTHING`` stays as a second guard. Inserting linked rows
-    directly spares PostgreSQL an UPDATE (a second row version and index entries) for every retry.
+    Runs under the slot locks (``_lock_slots``); ``ON CONFLICT DO NOTHING`` stays as a second guard. Inserting
+    linked rows directly spares PostgreSQL an UPDATE (a second row version and index entries) for every retry.
     """
     with server_side_cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CORRELATION_LOCK_ID])
         cursor.execute(
             "SELECT id FROM errcatalog_outcomeevent WHERE id = ANY(%s::uuid[])", [text_array([e.id for e in events])]
         )
@@ -126,7 +147,7 @@ def _ingest_postgresql(events: list[OutcomeEvent], *, source: str) -> int:
     linked = {link.event.id: link for link in episode_link_events(events=new) if link.episode is not None}
     inserted = _insert_new_postgresql(new, source=source, linked=linked)
     if len(inserted) != len(new):  # pragma: no cover - the advisory lock makes this impossible
-        raise RuntimeError("outcome events appeared while the correlation lock was held")
+        raise RuntimeError("outcome events appeared while their correlation locks were held")
     return len(new)
 
 
@@ -278,7 +299,7 @@ def _write_links(links: Sequence[Link]) -> None:
             )
 
 
-# --- Draining the buffer (Redis stream or spool) ---------------------------------------------------------------
+# --- Draining the buffer (Redis streams or spool) --------------------------------------------------------------
 
 
 def drain() -> int:
@@ -288,42 +309,66 @@ def drain() -> int:
     ``spool``), drained oldest batch first, each batch file deleted after its commit; with neither there is
     nothing to drain (batches travel inside ``errcatalog.ingest_outcomes`` tasks then).
 
-    With Redis, only one drainer runs at a time (a Redis lock), so episodes are correlated in stream order. It
-    first takes over entries another worker read but never acknowledged for ``CLAIM_IDLE_SECONDS`` (that worker
-    died), then reads new entries until the stream is empty or ``DRAIN_SECONDS`` passed. Entries are acknowledged and
+    With Redis the buffer is one stream per partition (``partitions``). A drainer holds one partition at a time
+    (a Redis lock per partition, so each partition is correlated in its stream's order): the one with the most
+    waiting entries that no other drainer holds. It first takes over entries another worker read but never
+    acknowledged for ``CLAIM_IDLE_SECONDS`` (that worker died), then reads new entries until the partition is
+    empty or ``SLICE_SECONDS`` passed, lets go, and takes the next. It returns when every partition with entries
+    was emptied once or is held by another drainer, or after ``DRAIN_SECONDS``. Entries are acknowledged and
     deleted only after their transaction committed.
 
-    While one batch's transaction runs in PostgreSQL, a second thread reads and parses the next batch (the
-    driver and the socket release the GIL while they wait): on two cores that overlap is what lifts the rate
-    past 5,000 events/s. A batch that was read is always stored before the drain returns.
+    While one batch's transaction runs in PostgreSQL, a second thread reads and parses the next batch of the same
+    partition (the driver and the socket release the GIL while they wait): that overlap is worth about a third
+    of a drainer's rate. A batch that was read is always stored before its partition's lock is let go.
     """
     if not settings.REDIS_URL:
         spool_dir = settings.OUTCOMES["SPOOL_DIR"]
         if not spool_dir:
             return 0
         return spool.spool_drain(Path(spool_dir), ingest_wire_batch, deadline=time.monotonic() + DRAIN_SECONDS)
-    stream = _Stream(_redis(settings.REDIS_URL))
-    if not stream.lock():
-        return 0
-    try:
-        stream.ensure_group()
-        stored = stream.take_over_dead()
-        deadline = time.monotonic() + DRAIN_SECONDS
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="outcomes-read") as reader:
-            upcoming = reader.submit(stream.read_new)
-            while True:
-                batch = upcoming.result()
-                if not batch.entry_ids:
-                    break
-                more = time.monotonic() < deadline and stream.still_locked()
-                if more:
-                    upcoming = reader.submit(stream.read_new)
-                stored += stream.store(batch)
-                if not more:
-                    break
-        return stored
-    finally:
-        stream.unlock()
+    client = _redis(settings.REDIS_URL)
+    deadline = time.monotonic() + DRAIN_SECONDS
+    emptied: set[str] = set()
+    stored = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="outcomes-read") as reader:
+        while time.monotonic() < deadline:
+            stream = _take_partition(client, skip=emptied)
+            if stream is None:
+                break
+            try:
+                count, empty = stream.drain(reader, until=min(deadline, time.monotonic() + SLICE_SECONDS))
+            finally:
+                stream.unlock()
+            stored += count
+            if empty:
+                emptied.add(stream.key)
+    return stored
+
+
+def backlog(client: redis.Redis) -> dict[str, int]:
+    """Entries in each partition's stream that has any (read and unacknowledged ones included), in one round trip.
+
+    Every partition that can exist is counted, not only the configured ones: streams a larger partition count
+    left behind are drained too.
+    """
+    keys = partitions.stream_keys(settings.OUTCOMES["STREAM_KEY"])
+    with client.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.xlen(key)
+        lengths = pipe.execute()
+    return {key: int(length) for key, length in zip(keys, lengths, strict=True) if length}
+
+
+def _take_partition(client: redis.Redis, *, skip: set[str]) -> _Stream | None:
+    """Lock the partition with the most waiting entries that no drainer holds; None when every one is taken."""
+    waiting = backlog(client)
+    for key in sorted(waiting, key=waiting.__getitem__, reverse=True):
+        if key in skip:
+            continue
+        stream = _Stream(client, key)
+        if stream.lock():
+            return stream
+    return None
 
 
 _clients: dict[str, redis.Redis] = {}
@@ -342,21 +387,21 @@ _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del
 
 
 class _Stream:
-    """The outcome stream as one drainer sees it: its lock, its consumer group and its batches."""
+    """One partition's stream as its drainer sees it: its lock, its consumer group and its batches."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, key: str) -> None:
         outcomes = settings.OUTCOMES
         self.client = client
-        self.key = outcomes["STREAM_KEY"]
+        self.key = key
         self.group = outcomes["STREAM_GROUP"]
         self.batch_size = outcomes["BATCH_SIZE"]
         self.claim_idle_ms = outcomes["CLAIM_IDLE_SECONDS"] * 1000
         self.consumer = f"{socket.gethostname()}:{os.getpid()}"
-        self.lock_key = f"{self.key}:drainer"
+        self.lock_key = f"{key}:drainer"
 
     def lock(self) -> bool:
         # The lock lives as long as an unacknowledged batch stays its worker's: a dead drainer's lock expires
-        # when its entries become claimable, and the next drainer takes both over.
+        # when its entries become claimable, and the next drainer of the partition takes both over.
         return bool(self.client.set(self.lock_key, self.consumer, nx=True, px=self.claim_idle_ms))
 
     def still_locked(self) -> bool:
@@ -364,6 +409,26 @@ class _Stream:
 
     def unlock(self) -> None:
         self.client.eval(_RELEASE, 1, self.lock_key, self.consumer)
+
+    def drain(self, reader: ThreadPoolExecutor, *, until: float) -> tuple[int, bool]:
+        """Store what a dead drainer left, then new batches until the stream is empty or ``until`` passed.
+
+        Returns the events stored and whether the stream was found empty. ``reader`` reads the next batch while
+        this thread stores the current one.
+        """
+        self.ensure_group()
+        stored = self.take_over_dead()
+        upcoming = reader.submit(self.read_new)
+        while True:
+            batch = upcoming.result()
+            if not batch.entry_ids:
+                return stored, True
+            more = time.monotonic() < until and self.still_locked()
+            if more:
+                upcoming = reader.submit(self.read_new)
+            stored += self.store(batch)
+            if not more:
+                return stored, False
 
     def ensure_group(self) -> None:
         try:

@@ -14,8 +14,9 @@ Counted where they happen, in the process that serves them:
 
 Read when scraped, from what every process shares:
 
-- ``errcatalog_ingest_backlog_events`` and ``errcatalog_ingest_backlog_oldest_seconds``: outcome events waiting
-  for an ingest worker (the Redis stream, or the spool folder without Redis) and how long the oldest has waited;
+- ``errcatalog_ingest_backlog_events{partition}`` and ``errcatalog_ingest_backlog_oldest_seconds{partition}``:
+  outcome events waiting for an ingest worker in each partition's Redis stream (the spool folder without Redis:
+  partition "0") and how long the oldest has waited; a partition whose age only grows has lost its drainer.
   ``errcatalog_ingest_buffer_up`` is 0 when the buffer cannot be read;
 - ``errcatalog_episodes{ending, retried}``: episodes by how they ended (``open``, ``recovered``, ``exhausted``,
   ``abandoned``) and whether a retry followed the error, from the database, at most ``EPISODE_CACHE_SECONDS`` old;
@@ -57,6 +58,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from errcatalog.dependencies import DATABASE_ERRORS
+from errcatalog.outcomes import partitions
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.spool import spool_backlog
 
@@ -151,45 +153,65 @@ class IngestBacklogCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         up = GaugeMetricFamily("errcatalog_ingest_buffer_up", "1 when the outcome buffer could be read.")
-        waiting = GaugeMetricFamily("errcatalog_ingest_backlog_events", "Outcome events waiting for an ingest worker.")
+        waiting = GaugeMetricFamily(
+            "errcatalog_ingest_backlog_events",
+            "Outcome events waiting for an ingest worker, by partition (0 without Redis).",
+            labels=["partition"],
+        )
         oldest = GaugeMetricFamily(
-            "errcatalog_ingest_backlog_oldest_seconds", "How long the oldest waiting outcome event has waited."
+            "errcatalog_ingest_backlog_oldest_seconds",
+            "How long the oldest waiting outcome event of a partition has waited.",
+            labels=["partition"],
         )
         try:
-            count, age = _backlog()
+            backlog = _backlog()
         except (redis.RedisError, OSError) as exc:
             logger.warning("Metrics: the outcome buffer could not be read (%s)", type(exc).__name__)
             up.add_metric([], 0)
         else:
             up.add_metric([], 1)
-            waiting.add_metric([], count)
-            oldest.add_metric([], age or 0.0)
+            for index, (count, age) in sorted(backlog.items()):
+                waiting.add_metric([str(index)], count)
+                oldest.add_metric([str(index)], age or 0.0)
         yield up
         yield waiting
         yield oldest
 
 
-def _backlog() -> tuple[int, float | None]:
+def _backlog() -> dict[int, tuple[int, float | None]]:
+    """Per partition: the events waiting and how long the oldest has waited (None: none waits).
+
+    The configured partitions always appear; a partition beyond them only while it holds events (a larger
+    partition count left them behind), so the label has at most ``partitions.SLOTS`` values.
+    """
     outcomes = settings.OUTCOMES
     if settings.REDIS_URL:
+        keys = partitions.stream_keys(outcomes["STREAM_KEY"])
         client = redis.Redis.from_url(
             settings.REDIS_URL, socket_timeout=BUFFER_TIMEOUT_SECONDS, socket_connect_timeout=BUFFER_TIMEOUT_SECONDS
         )
         try:
             with client.pipeline(transaction=False) as pipe:
-                pipe.xlen(outcomes["STREAM_KEY"])
-                pipe.xrange(outcomes["STREAM_KEY"], count=1)
-                length, first = pipe.execute()
+                for key in keys:
+                    pipe.xlen(key)
+                    pipe.xrange(key, count=1)
+                replies = pipe.execute()
         finally:
             client.close()
-        if not first:
-            return int(length), None
-        # Stream entry ids start with the time they were added, in milliseconds; ingested entries are deleted.
-        added_ms = int(first[0][0].split(b"-", 1)[0])
-        return int(length), max(0.0, time.time() - added_ms / 1000)
+        configured = outcomes["PARTITIONS"]
+        now = time.time()
+        found: dict[int, tuple[int, float | None]] = {}
+        for index in range(len(keys)):
+            length, first = int(replies[2 * index]), replies[2 * index + 1]
+            if index >= configured and not length:
+                continue
+            # Stream entry ids start with the time they were added, in milliseconds; ingested entries are deleted.
+            age = max(0.0, now - int(first[0][0].split(b"-", 1)[0]) / 1000) if first else None
+            found[index] = (length, age)
+        return found
     if outcomes["SPOOL_DIR"]:
-        return spool_backlog(Path(outcomes["SPOOL_DIR"]))
-    return 0, None  # batches travel as Celery tasks: the broker's own metrics show them
+        return {0: spool_backlog(Path(outcomes["SPOOL_DIR"]))}
+    return {0: (0, None)}  # batches travel as Celery tasks: the broker's own metrics show them
 
 
 class EpisodeCollector(Collector):

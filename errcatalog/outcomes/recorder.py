@@ -3,9 +3,9 @@
 Interface (fixed):
 - ``record(event: OutcomeEvent) -> None``: called once per tool call on the request path. O(1), never raises,
   never blocks on I/O. Appends to a bounded in-process buffer; a background flusher sends batches to the
-  Redis stream (``REDIS_URL`` set); without Redis, on Celery's filesystem broker, to batch files in the spool
-  folder (``spool``; a ``drain_outcomes`` task is sent after each so a worker stores them now); on another
-  broker, as ``errcatalog.ingest_outcomes`` Celery tasks.
+  Redis streams (``REDIS_URL`` set; each event into its partition's stream, ``partitions``); without Redis, on
+  Celery's filesystem broker, to batch files in the spool folder (``spool``; a ``drain_outcomes`` task is sent
+  after each so a worker stores them now); on another broker, as ``errcatalog.ingest_outcomes`` Celery tasks.
 - ``submit(events: Sequence[OutcomeEvent]) -> None``: durable push now, for the REST batch endpoint. Raises
   ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then).
 - ``flush(timeout: float = 5.0) -> bool``: push everything held now (shutdown, tests); True when all went.
@@ -44,9 +44,11 @@ from urllib.parse import urlsplit
 import redis
 from celery import current_app
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 
-from errcatalog.outcomes import prometheus, spool
+from errcatalog.outcomes import partitions, prometheus, spool
+from errcatalog.outcomes.episodes import event_key
 from errcatalog.outcomes.events import OutcomeEvent
 
 logger = logging.getLogger("errcatalog.outcomes.recorder")
@@ -87,6 +89,7 @@ class _Destination:
     stream_key: str
     stream_maxlen: int
     batch_size: int
+    partitions: int
 
     @property
     def label(self) -> str:
@@ -106,7 +109,15 @@ def _destination() -> _Destination:
         stream_key=outcomes["STREAM_KEY"],
         stream_maxlen=outcomes["STREAM_MAXLEN"],
         batch_size=outcomes["BATCH_SIZE"],
+        partitions=_partition_count(outcomes["PARTITIONS"]),
     )
+
+
+def _partition_count(count: int) -> int:
+    problem = partitions.check_count(count)
+    if problem:
+        raise ImproperlyConfigured(f"OUTCOMES['PARTITIONS']: {problem}.")
+    return count
 
 
 class _Recorder:
@@ -260,30 +271,32 @@ class _Recorder:
     def _send(self, destination: _Destination, batch: list[OutcomeEvent], *, sender: bool) -> int:
         """Send one batch; returns how many went (events that fail to encode are dropped and counted)."""
         if destination.redis_url:
-            payloads = self._encode(batch, OutcomeEvent.to_json, sender=sender)
-            if payloads:
+            encoded = self._encode(batch, OutcomeEvent.to_json, sender=sender)
+            if encoded:
+                base, count, maxlen = destination.stream_key, destination.partitions, destination.stream_maxlen
                 pipe = self._client(destination.redis_url).pipeline(transaction=False)
-                for payload in payloads:
-                    pipe.xadd(destination.stream_key, {"e": payload}, maxlen=destination.stream_maxlen)
+                for event, payload in encoded:
+                    # Each event into its episode key's partition (``partitions``).
+                    key = partitions.stream_key(base, partitions.partition(event_key(event), count))
+                    pipe.xadd(key, {"e": payload}, maxlen=maxlen)
                 pipe.execute()
         else:
-            payloads = self._encode(batch, OutcomeEvent.to_wire, sender=sender)
-            if payloads:
-                _send_without_redis(destination, payloads)
-        return len(payloads)
+            encoded = self._encode(batch, OutcomeEvent.to_wire, sender=sender)
+            if encoded:
+                _send_without_redis(destination, [payload for _event, payload in encoded])
+        return len(encoded)
 
-    def _encode(self, batch: list[OutcomeEvent], encode: Any, *, sender: bool) -> list[Any]:
-        payloads, kept = [], []
+    def _encode(self, batch: list[OutcomeEvent], encode: Any, *, sender: bool) -> list[tuple[OutcomeEvent, Any]]:
+        encoded = []
         for event in batch:
             try:
-                payloads.append(encode(event))
-                kept.append(event)
+                encoded.append((event, encode(event)))
             except Exception:  # not an OutcomeEvent, or a value JSON cannot carry: it can never be recorded
                 if sender:
                     self.dropped_sending += 1
-        if sender and len(kept) < len(batch):
-            batch[:] = kept  # a retry of this batch must not count them twice
-        return payloads
+        if sender and len(encoded) < len(batch):
+            batch[:] = [event for event, _payload in encoded]  # a retry of this batch must not count them twice
+        return encoded
 
     def _client(self, url: str) -> redis.Redis:
         if self._redis is None or url != self._redis_url:

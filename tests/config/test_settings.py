@@ -137,3 +137,19 @@ def test_csrf_trusted_origins_are_whole_origins(origins):
 def test_csrf_trusted_origins_accept_origins_and_django_subdomain_patterns():
     origins = "https://errors.example.com,https://*.example.com,http://127.0.0.1:8000"
     assert _load_settings(ERRCATALOG_DEBUG="0", SECRET_KEY=STRONG_KEY, CSRF_TRUSTED_ORIGINS=origins).returncode == 0
+
+
+def test_the_ingest_partition_count_is_a_divisor_of_64():
+    result = _load_settings(ERRCATALOG_DEBUG="1", ERRCATALOG_OUTCOMES_PARTITIONS="3")
+    assert result.returncode != 0
+    assert "ERRCATALOG_OUTCOMES_PARTITIONS must be one of 1, 2, 4, 8, 16, 32, 64, not '3'." in result.stderr
+    outcomes = _settings_values("OUTCOMES", ERRCATALOG_DEBUG="1", ERRCATALOG_OUTCOMES_PARTITIONS="16")["OUTCOMES"]
+    assert outcomes["PARTITIONS"] == 16
+
+
+def test_a_partition_count_set_in_code_that_does_not_divide_64_stops_the_recorder_with_a_clear_error(settings):
+    from errcatalog.outcomes import recorder
+
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 6}
+    with pytest.raises(ImproperlyConfigured, match=r"OUTCOMES\['PARTITIONS'\]: .* must be one of 1, 2, 4"):
+        recorder._destination()

@@ -246,9 +246,35 @@ def _drop_broker_pools(app) -> None:
         app.__dict__["amqp"]._producer_pool = None
 
 
-def stream_drained(redis_url: str) -> Callable[[], bool]:
-    """True once the outcome stream holds nothing: every entry was stored and acknowledged (then deleted)."""
+def partition_streams() -> list[str]:
+    """Every partition's stream key (``partitions.SLOTS`` of them: drainers empty the ones beyond the count too)."""
     from django.conf import settings
 
+    from errcatalog.outcomes import partitions
+
+    return partitions.stream_keys(settings.OUTCOMES["STREAM_KEY"])
+
+
+def buffered(client: redis.Redis) -> int:
+    """Entries in all partitions' streams (read and unacknowledged ones included)."""
+    with client.pipeline(transaction=False) as pipe:
+        for key in partition_streams():
+            pipe.xlen(key)
+        return sum(pipe.execute())
+
+
+def unacknowledged(client: redis.Redis) -> int:
+    """Entries a drainer read and did not acknowledge yet, in all partitions."""
+    from django.conf import settings
+
+    pending = 0
+    for key in partition_streams():
+        with contextlib.suppress(redis.ResponseError):  # no stream or no group there yet
+            pending += client.xpending(key, settings.OUTCOMES["STREAM_GROUP"])["pending"]
+    return pending
+
+
+def stream_drained(redis_url: str) -> Callable[[], bool]:
+    """True once the outcome streams hold nothing: every entry was stored and acknowledged (then deleted)."""
     client = redis.Redis.from_url(redis_url)
-    return lambda: client.xlen(settings.OUTCOMES["STREAM_KEY"]) == 0
+    return lambda: buffered(client) == 0

@@ -11,7 +11,8 @@ import pytest
 import redis
 from django.conf import settings
 
-from errcatalog.outcomes import ingest
+from errcatalog.outcomes import ingest, partitions, recorder
+from errcatalog.outcomes.episodes import event_key
 from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
 from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.spool import spool_size, spool_write
@@ -239,8 +240,8 @@ def test_drain_leaves_a_recently_taken_batch_to_its_worker(stream):
     assert stream.xpending(key, group)["pending"] == 3
 
 
-def test_only_one_drainer_at_a_time(stream):
-    xadd(stream, [event.to_json() for event in story()])
+def test_one_drainer_per_partition_at_a_time(stream):
+    xadd(stream, [event.to_json() for event in story()])  # partition 0's stream
     lock_key = f"{settings.OUTCOMES['STREAM_KEY']}:drainer"
     stream.set(lock_key, "other-host:1", px=60_000)
     assert ingest.drain() == 0
@@ -248,6 +249,90 @@ def test_only_one_drainer_at_a_time(stream):
     stream.delete(lock_key)
     assert ingest.drain() == 3
     assert not stream.exists(lock_key)  # released after draining
+
+
+# --- Partitions -----------------------------------------------------------------------------------------------
+
+
+def caller_in(partition: int, *, count: int = 4, tool: str = "search", skip: int = 0) -> str:
+    """A client whose calls of ``tool`` travel in ``partition`` (the ``skip``-th such client)."""
+    found = (f"token:{n}" for n in range(10_000) if partitions.partition((tool, f"token:{n}", ""), count) == partition)
+    for _ in range(skip):
+        next(found)
+    return next(found)
+
+
+def retried(client: str, *, tool: str = "search") -> list[OutcomeEvent]:
+    """An error of ``client`` and the retry that recovers it: one episode key."""
+    now = time.time()
+    return [
+        OutcomeEvent(tool=tool, client=client, outcome="error", code="E_X", ts=now - 2),
+        OutcomeEvent(tool=tool, client=client, outcome="ok", ts=now - 1),
+    ]
+
+
+def test_the_recorder_sends_each_event_to_its_keys_partition_and_a_drain_empties_them_all(stream, settings):
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 4, "ENABLED": True, "FLUSH_INTERVAL_MS": 600_000}
+    recorder.reset()
+    events = [event for n in range(40) for event in story(f"token:{n}")]
+    try:
+        for event in events:
+            recorder.record(event)
+        assert recorder.flush(timeout=10) is True
+    finally:
+        recorder.reset()
+    base = settings.OUTCOMES["STREAM_KEY"]
+    for index in range(4):
+        ids = [json.loads(fields[b"e"])["id"] for _id, fields in stream.xrange(partitions.stream_key(base, index))]
+        expected = [event.id for event in events if partitions.partition(event_key(event), 4) == index]
+        assert ids == expected and ids  # every partition has events, each in the order they were recorded
+    assert not stream.exists(partitions.stream_key(base, 4))
+
+    assert ingest.drain() == len(events)
+    assert ingest.backlog(stream) == {}
+    assert OutcomeRecord.objects.count() == len(events)
+    assert Episode.objects.filter(ending="recovered").count() == 40
+
+
+def test_a_partition_another_drainer_holds_is_left_to_it_and_the_others_are_drained(stream, settings):
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 4}
+    base = settings.OUTCOMES["STREAM_KEY"]
+    held, free = caller_in(1), caller_in(2)
+    stream.xadd(partitions.stream_key(base, 1), {"e": retried(held)[0].to_json()})
+    for event in retried(free):
+        stream.xadd(partitions.stream_key(base, 2), {"e": event.to_json()})
+    stream.set(f"{partitions.stream_key(base, 1)}:drainer", "other-host:1", px=60_000)
+
+    assert ingest.drain() == 2
+    assert set(OutcomeRecord.objects.values_list("client", flat=True)) == {free}
+    assert ingest.backlog(stream) == {partitions.stream_key(base, 1): 1}
+
+
+def test_partitions_a_larger_count_left_behind_are_drained_too(stream, settings):
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 2}
+    base = settings.OUTCOMES["STREAM_KEY"]
+    events = retried(caller_in(5, count=8))  # sent while the count was 8
+    for event in events:
+        stream.xadd(partitions.stream_key(base, 5), {"e": event.to_json()})
+    assert ingest.drain() == 2
+    assert Episode.objects.get().ending == "recovered"
+    assert stream.xlen(partitions.stream_key(base, 5)) == 0
+
+
+def test_a_drain_goes_from_partition_to_partition_in_slices(stream, settings, monkeypatch):
+    # A slice that ends after one batch: every partition is drained batch by batch in turn, nothing is left.
+    monkeypatch.setattr(ingest, "SLICE_SECONDS", 0.0)
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 2, "BATCH_SIZE": 3}
+    base = settings.OUTCOMES["STREAM_KEY"]
+    events = {
+        index: [e for skip in range(4) for e in retried(caller_in(index, count=2, skip=skip))] for index in (0, 1)
+    }
+    for index, group in events.items():
+        for event in group:
+            stream.xadd(partitions.stream_key(base, index), {"e": event.to_json()})
+    assert ingest.drain() == 16
+    assert Episode.objects.filter(ending="recovered").count() == 8
+    assert ingest.backlog(stream) == {}
 
 
 def test_names_with_quotes_backslashes_and_null_are_stored_verbatim():
@@ -260,3 +345,72 @@ def test_names_with_quotes_backslashes_and_null_are_stored_verbatim():
     assert set(OutcomeRecord.objects.values_list("client", flat=True)) == {*names, 'q"'}
     episode = Episode.objects.get()
     assert (episode.tool, episode.client, episode.session, episode.code) == ("NULL", 'q"', "\\", 'E"\\')
+
+
+# --- Correlation locks (PostgreSQL) ---------------------------------------------------------------------------
+# SQLite lets one writer at a time into the whole database, so ingests there need no lock of their own; these
+# tests check on PostgreSQL that an ingest waits exactly for the ingests of its own keys' slots.
+
+
+@pytest.fixture
+def other_transaction(tmp_path):
+    """PostgreSQL: a second session on the test database, as another worker's ingest transaction; and this
+    session's lock waits cut short, so that a wait shows up as an error instead of a hang."""
+    from django.db import connection
+
+    from tests.errcatalog.outcomes.conftest import WorkerDatabase
+
+    if connection.vendor != "postgresql":
+        yield None
+        return
+    import psycopg
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '500ms'")
+    try:
+        with psycopg.connect(WorkerDatabase(tmp_path).url.replace("postgres://", "postgresql://", 1)) as other:
+            yield other
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_ingest_waits_only_for_an_ingest_holding_its_own_keys_slot(other_transaction):
+    from django.db import OperationalError
+
+    held, free = caller_in(0), caller_in(1)
+    if other_transaction is not None:
+        # Another ingest is inside its transaction with the slot of ``held``'s key.
+        slot = partitions.slot(("search", held, ""))
+        other_transaction.execute("SELECT pg_advisory_xact_lock(%s, %s)", [ingest._SLOT_LOCK_CLASS, slot])
+        assert ingest.ingest_events(retried(free)) == 2  # another partition: no wait
+        with pytest.raises(OperationalError, match="lock timeout"):
+            ingest.ingest_events(retried(held))
+        assert not OutcomeRecord.objects.filter(client=held).exists()
+        other_transaction.rollback()
+    else:
+        assert ingest.ingest_events(retried(free)) == 2
+    assert ingest.ingest_events(retried(held)) == 2
+    assert Episode.objects.filter(ending="recovered").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_ingest_locks_only_the_open_episodes_of_its_own_keys(other_transaction):
+    from django.db import OperationalError
+
+    first, second = caller_in(0), caller_in(0, skip=1)  # the same tool and partition, two callers
+    errors = {client: retried(client)[0] for client in (first, second)}
+    assert ingest.ingest_events(list(errors.values())) == 2
+    retries = {client: retried(client)[1] for client in (first, second)}
+    if other_transaction is not None:
+        # Something (the abandoned-episode clean-up, say) holds the open episode of ``first``.
+        other_transaction.execute("SELECT id FROM errcatalog_episode WHERE client = %s FOR UPDATE", [first])
+        with pytest.raises(OperationalError, match="lock timeout"):
+            ingest.ingest_events([retries[first]])
+        assert ingest.ingest_events([retries[second]]) == 1  # not held back by the other caller's episode
+        other_transaction.rollback()
+    else:
+        assert ingest.ingest_events([retries[second]]) == 1
+    assert ingest.ingest_events([retries[first]]) == 1
+    assert Episode.objects.filter(ending="recovered").count() == 2

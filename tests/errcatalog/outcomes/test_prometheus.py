@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from errcatalog.outcomes import prometheus
+from errcatalog.outcomes import partitions, prometheus
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.spool import spool_write
 from tests.config.served_app import ServedApp, embedded_environment, new_token
@@ -87,19 +87,29 @@ def test_the_recorder_thread_reports_what_it_sent(settings, redis_url):
 
 
 @pytest.mark.django_db
-def test_the_backlog_is_what_waits_in_the_redis_stream_and_how_old_it_is(settings, redis_url):
+def test_the_backlog_is_what_waits_in_each_partitions_stream_and_how_old_it_is(settings, redis_url):
     settings.REDIS_URL = redis_url
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 4}
     client = redis.Redis.from_url(redis_url)
-    key = settings.OUTCOMES["STREAM_KEY"]
+    first, third, left_behind = (partitions.stream_key(settings.OUTCOMES["STREAM_KEY"], n) for n in (0, 2, 9))
     added_ms = int(time.time() * 1000) - 42_000  # as if added 42 s ago
-    client.xadd(key, {"e": b"{}"}, id=f"{added_ms}-0")
-    client.xadd(key, {"e": b"{}"})
+    client.xadd(first, {"e": b"{}"}, id=f"{added_ms}-0")
+    client.xadd(first, {"e": b"{}"})
+    client.xadd(third, {"e": b"{}"})
+    client.xadd(left_behind, {"e": b"{}"})  # a partition of an earlier, larger count
     text = prometheus.exposition().decode()
     assert value(text, "errcatalog_ingest_buffer_up") == 1
-    assert value(text, "errcatalog_ingest_backlog_events") == 2
-    assert 42 <= value(text, "errcatalog_ingest_backlog_oldest_seconds") < 60
-    client.delete(key)
-    assert value(prometheus.exposition().decode(), "errcatalog_ingest_backlog_events") == 0
+    backlog = {
+        labels: count for (name, labels), count in samples(text).items() if name == "errcatalog_ingest_backlog_events"
+    }
+    assert backlog == {(("partition", "0"),): 2, (("partition", "1"),): 0, (("partition", "2"),): 1,
+                       (("partition", "3"),): 0, (("partition", "9"),): 1}  # fmt: skip
+    assert 42 <= value(text, "errcatalog_ingest_backlog_oldest_seconds", partition="0") < 60
+    assert value(text, "errcatalog_ingest_backlog_oldest_seconds", partition="2") < 10
+    client.delete(first, third, left_behind)
+    text = prometheus.exposition().decode()
+    assert value(text, "errcatalog_ingest_backlog_events", partition="0") == 0
+    assert 'partition="9"' not in text
 
 
 @pytest.mark.django_db
@@ -122,8 +132,8 @@ def test_without_redis_the_backlog_is_what_waits_in_the_spool(settings, tmp_path
     # A batch written before names carried their count is read to count it.
     (tmp_path / f"{time.time_ns():020d}-1-0000000000.batch.json").write_text('[{"e": 5}, {"e": 6}]')
     text = prometheus.exposition().decode()
-    assert value(text, "errcatalog_ingest_backlog_events") == 6
-    assert 0 <= value(text, "errcatalog_ingest_backlog_oldest_seconds") < 30
+    assert value(text, "errcatalog_ingest_backlog_events", partition="0") == 6
+    assert 0 <= value(text, "errcatalog_ingest_backlog_oldest_seconds", partition="0") < 30
 
 
 # --- Episodes -------------------------------------------------------------------------------------------------

@@ -40,7 +40,10 @@ def outcomes(settings):
     def configure(**overrides) -> None:
         settings.OUTCOMES = {**settings.OUTCOMES, **overrides}
 
-    configure(ENABLED=True, STREAM_KEY=STREAM, FLUSH_INTERVAL_MS=20, BATCH_SIZE=2000, LOCAL_BUFFER_MAX=50_000)
+    # One partition: these tests read the stream back in order (test_partitions spreads events over several).
+    configure(
+        ENABLED=True, STREAM_KEY=STREAM, PARTITIONS=1, FLUSH_INTERVAL_MS=20, BATCH_SIZE=2000, LOCAL_BUFFER_MAX=50_000
+    )
     yield configure
     recorder.reset()
 

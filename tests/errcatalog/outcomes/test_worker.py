@@ -11,12 +11,18 @@ import pytest
 import redis
 from django.conf import settings
 
-from errcatalog.outcomes import recorder
+from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.spool import spool_size
 from errcatalog.outcomes.tasks import drain_outcomes
-from tests.errcatalog.outcomes.conftest import celery_app_on, wait_until
+from tests.errcatalog.outcomes.conftest import (
+    CeleryWorkerProcess,
+    buffered,
+    celery_app_on,
+    unacknowledged,
+    wait_until,
+)
 from tests.errcatalog.outcomes.recorder_support import celery_filesystem_broker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,7 +42,7 @@ def xadd(redis_url: str, events: list[OutcomeEvent], *, raw: list[bytes] = ()) -
 def stream_length(redis_url: str) -> int:
     client = redis.Redis.from_url(redis_url)
     try:
-        return client.xlen(settings.OUTCOMES["STREAM_KEY"])
+        return buffered(client)
     finally:
         client.close()
 
@@ -44,9 +50,7 @@ def stream_length(redis_url: str) -> int:
 def pending_count(redis_url: str) -> int:
     client = redis.Redis.from_url(redis_url)
     try:
-        return client.xpending(settings.OUTCOMES["STREAM_KEY"], settings.OUTCOMES["STREAM_GROUP"])["pending"]
-    except redis.ResponseError:  # no group yet
-        return 0
+        return unacknowledged(client)
     finally:
         client.close()
 
@@ -70,8 +74,8 @@ class StreamBuffer:
         return stream_length(self.redis_url)
 
     def taken_by_dead_worker(self) -> bool:
-        # Taken and unacknowledged: the batch in the transaction, and the next one if it was read ahead already.
-        return pending_count(self.redis_url) in (40, 80)
+        # Taken and unacknowledged: the batch in the transaction (of one partition).
+        return pending_count(self.redis_url) > 0
 
     def settled(self) -> bool:
         return pending_count(self.redis_url) == 0
@@ -235,3 +239,48 @@ def _uuid(hex_id: str):
     import uuid
 
     return uuid.UUID(hex_id)
+
+
+def test_two_workers_drain_different_partitions_at_once_and_one_killed_loses_nothing(
+    recording, celery_worker_process, celery_redis_app, worker_database, redis_url, settings, tmp_path
+):
+    """Two workers inside their ingest transactions at the same time (different partitions); one is SIGKILLed
+    there: the survivor stores the rest, takes the dead one's partition over once its lock expires, and every
+    event is counted exactly once."""
+    settings.REDIS_URL = redis_url
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 4}
+    start = time.time() - 60
+    events = [event for n in range(12) for event in retry_story(f"token:{n}", start + n)]  # 96 events
+    takeover = {"ERRCATALOG_OUTCOMES_BATCH": "10", "ERRCATALOG_OUTCOMES_CLAIM_IDLE_SECONDS": "1"}
+    first = celery_worker_process.start(**takeover)
+    (tmp_path / "second").mkdir()
+    second = CeleryWorkerProcess(celery_worker_process.env, tmp_path / "second").start(**takeover)
+    try:
+        with worker_database.hold_write_lock():
+            send(events, batch_size=96, settings=settings)
+            assert len(backlog_by_partition(redis_url)) == 4
+            drain_outcomes.delay()
+            drain_outcomes.delay()
+            # One drainer per partition: two workers wait inside their transactions at once (one lock, before
+            # partitions, let the second drainer do nothing at all).
+            wait_until(lambda: worker_database.writers_waiting() >= 2, what="both workers to be inside a transaction")
+            first.kill()
+        drain_until_empty(StreamBuffer(redis_url, celery_worker_process, settings))
+    finally:
+        second.stop()
+
+    worker_database.pull()
+    stored_ids = list(OutcomeRecord.objects.values_list("id", flat=True))
+    assert len(stored_ids) == len(set(stored_ids)) == len(events)
+    assert set(stored_ids) == {_uuid(event.id) for event in events}
+    assert endings() == expected_endings(12)
+    assert OutcomeRecord.objects.filter(episode__isnull=False).count() == 12 * 7
+    assert pending_count(redis_url) == 0
+
+
+def backlog_by_partition(redis_url: str) -> dict[str, int]:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return ingest.backlog(client)
+    finally:
+        client.close()

@@ -31,8 +31,10 @@ def wire(**fields) -> dict:
 
 @pytest.fixture
 def buffer(settings, redis_url):
-    """The outcome buffer on this test's Redis database; yields a client to read the stream back."""
+    """The outcome buffer on this test's Redis database, one partition (so ``streamed`` reads the events in the
+    order they were sent); yields a client to read the stream back."""
     settings.REDIS_URL = redis_url
+    settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 1}
     recorder.reset()
     client = redis.Redis.from_url(redis_url)
     yield client
