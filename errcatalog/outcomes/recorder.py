@@ -219,7 +219,7 @@ class _Recorder:
             if stop.is_set():
                 return
             try:
-                delivered = self.send_held(deadline=None)
+                delivered = self.send_held(deadline=None, everything=False)
             except Exception:  # the flusher must outlive anything; the cause is logged, the events stay held
                 logger.exception("Outcome recorder: unexpected failure while sending")
                 delivered = False
@@ -230,17 +230,27 @@ class _Recorder:
             if not delivered:
                 stop.wait(PAUSED_RETRY_SECONDS)
 
-    def send_held(self, *, deadline: float | None) -> bool:
-        """Send everything held, batch by batch, oldest first. True when nothing is left; False on a failure."""
+    def send_held(self, *, deadline: float | None, everything: bool = True) -> bool:
+        """Send what is held, batch by batch, oldest first; False on a failure, else True.
+
+        ``everything``: until nothing is left (``flush``). Otherwise (the flusher) only what was held when the
+        send began: calls answered meanwhile wait for the next round, so that under steady load the flusher sends
+        a few large batches, not a batch (a file and a Celery message, or a Redis round trip) per handful of
+        calls that arrived while the previous one was on its way.
+        """
         with self._send_lock:
             self.load_settings()
             destination = _destination()
+            budget = None if everything else len(self._buffer)
             while True:
                 if not self._retry:
-                    self._retry = self._take(destination.batch_size)
+                    count = destination.batch_size if budget is None else min(destination.batch_size, budget)
+                    self._retry = self._take(count)
                     if not self._retry:
                         self._resumed(destination)
                         return True
+                    if budget is not None:
+                        budget -= len(self._retry)
                 try:
                     self.sent += self._send(destination, self._retry, sender=True)
                 except Exception as exc:

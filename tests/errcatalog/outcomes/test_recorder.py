@@ -123,6 +123,34 @@ def test_half_of_max_unsent_wakes_the_flusher_so_a_kill_loses_at_most_max_unsent
     wait_for(lambda: stream.xlen(STREAM) == 10, what="half of MAX_UNSENT to be sent long before the interval")
 
 
+def test_a_flusher_round_sends_what_was_held_when_it_began_and_leaves_later_calls_to_the_next(
+    outcomes, stream, monkeypatch
+):
+    # Calls keep arriving while a batch is on its way. Were the round to chase them, each send would carry the
+    # handful that came during the previous one: under steady load, a Redis round trip (or a spool file and a
+    # Celery message) per few calls, with the flusher never resting.
+    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, BATCH_SIZE=4)
+    for n in range(10):
+        recorder.record(make_event(n))
+    real_send, batches = recorder._Recorder._send, []
+
+    def send_while_calls_arrive(self, destination, batch, *, sender):
+        batches.append(len(batch))
+        recorder.record(make_event(100 + len(batches)))  # a call answered during this send
+        return real_send(self, destination, batch, sender=sender)
+
+    monkeypatch.setattr(recorder._Recorder, "_send", send_while_calls_arrive)
+
+    assert recorder._recorder.send_held(deadline=None, everything=False) is True
+    assert batches == [4, 4, 2]  # the ten held when the round began, in full batches
+    assert recorder.stats().held == 3  # the three answered meanwhile wait for the next round
+
+    monkeypatch.setattr(recorder._Recorder, "_send", real_send)  # no more calls arriving
+    assert recorder.flush(timeout=10) is True  # a flush (shutdown, tests) sends until nothing is left
+    assert recorder.stats().held == 0
+    assert stream.xlen(STREAM) == 10 + 3
+
+
 def test_the_stream_is_trimmed_approximately_to_its_bound(outcomes, stream):
     outcomes(FLUSH_INTERVAL_MS=NEVER_MS, STREAM_MAXLEN=100, BATCH_SIZE=500)
     for n in range(1000):
