@@ -152,11 +152,10 @@ def _allowed(value: str, allowed: tuple[str, ...]) -> bool:
 
     Whole host names only: ``127.0.0.1:*`` allows ``127.0.0.1:8000`` but not ``127.0.0.1:8000.evil.example.com``
     or ``127.0.0.1:80@evil.example.com``, which the SDK's prefix rule lets through. Host names and schemes are
-    case-insensitive, so the comparison is too.
+    case-insensitive, so the comparison is too: ``allowed`` is lower-case already (``McpHttpGuard``).
     """
     value = value.lower()
     for pattern in allowed:
-        pattern = pattern.lower()
         if value == pattern:
             return True
         if pattern.endswith(":*"):
@@ -187,8 +186,8 @@ class McpHttpGuard:
         self.auth_required = auth_required
         self.max_body_bytes = max_body_bytes
         self._check_hosts = security.enable_dns_rebinding_protection
-        self._allowed_hosts = tuple(security.allowed_hosts)
-        self._allowed_origins = tuple(security.allowed_origins)
+        self._allowed_hosts = tuple(host.lower() for host in security.allowed_hosts)
+        self._allowed_origins = tuple(origin.lower() for origin in security.allowed_origins)
 
     def _refusal(self, host: bytes | None, origin: bytes | None) -> tuple[int, str] | None:
         """The SDK's status and text for a foreign Host (421) or Origin (403), or None when both are allowed."""

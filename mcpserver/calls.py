@@ -38,6 +38,8 @@ class ToolCall:
     upstream: str = ""
     # Whether the called name is a tool this server serves (metrics label only served names).
     served: bool = False
+    # Whether the call is traced (OpenTelemetry configured): only then has its outcome a span to note it on.
+    traced: bool = False
     started: float = field(default_factory=time.perf_counter)
 
 

@@ -55,6 +55,7 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
     """Serve one tool call. Raises ``MCPError`` only when input errors go out on the JSON-RPC channel."""
     if not tracing.tracing_on():
         return await _serve(call)
+    call.traced = True
     with tracing.tool_call_span(call):
         return await _serve(call)
 
@@ -344,7 +345,7 @@ async def _fail(
     snapshot: CatalogSnapshot | None = None,
 ) -> types.CallToolResult:
     rendered = _render(snapshot or await acatalog_snapshot(), failure, call.locales)
-    if not rendered.system:
+    if not rendered.system and logger.isEnabledFor(logging.WARNING):
         # User-correctable: logged for people, never sent to Sentry.
         logger.warning("Tool call %s answered with %s", safe_identifier(call.name), rendered.code)
     _record(call, rendered, elicited=elicited)
@@ -400,8 +401,9 @@ def _record(
         latency_ms=(time.perf_counter() - call.started) * 1000,
         elicitation=elicited,
         sentry_event_id=rendered.event_id if rendered else None,
-        trace_id=tracing.current_trace_id(),
+        trace_id=tracing.current_trace_id() if call.traced else None,
     )
     prometheus.observe_call(event, served=call.served)
-    tracing.note_outcome(event, served=call.served)
+    if call.traced:
+        tracing.note_outcome(event, served=call.served)
     recorder.record(event)
