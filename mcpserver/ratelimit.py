@@ -126,9 +126,7 @@ class _SharedWindows:
 
 
 # One per event loop (a server has one; tests run many) and Redis location; forgotten with their loop.
-_windows: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _SharedWindows]] = (
-    weakref.WeakKeyDictionary()
-)
+_windows: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _SharedWindows]] = weakref.WeakKeyDictionary()
 
 
 def _shared_windows(cache: dict[str, Any]) -> _SharedWindows:

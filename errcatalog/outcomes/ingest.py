@@ -146,7 +146,7 @@ def _ingest_postgresql(events: list[OutcomeEvent], *, source: str) -> int:
         return 0
     linked = {link.event.id: link for link in episode_link_events(events=new) if link.episode is not None}
     inserted = _insert_new_postgresql(new, source=source, linked=linked)
-    if len(inserted) != len(new):  # pragma: no cover - the advisory lock makes this impossible
+    if len(inserted) != len(new):  # pragma: no cover - the slot locks make this impossible
         raise RuntimeError("outcome events appeared while their correlation locks were held")
     return len(new)
 
@@ -318,8 +318,8 @@ def drain() -> int:
     deleted only after their transaction committed.
 
     While one batch's transaction runs in PostgreSQL, a second thread reads and parses the next batch of the same
-    partition (the driver and the socket release the GIL while they wait): that overlap is worth about a third
-    of a drainer's rate. A batch that was read is always stored before its partition's lock is let go.
+    partition (the driver and the socket release the GIL while they wait), so reading overlaps storing. A batch
+    that was read is always stored before its partition's lock is let go.
     """
     if not settings.REDIS_URL:
         spool_dir = settings.OUTCOMES["SPOOL_DIR"]

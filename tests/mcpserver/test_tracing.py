@@ -160,8 +160,8 @@ def test_tracing_is_off_unless_the_standard_variables_ask_for_it(environ, on):
 class Receiver(http.server.ThreadingHTTPServer):
     """``POST /v1/traces`` as an OpenTelemetry Collector takes it: protobuf, maybe gzipped; the spans decoded."""
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _ReceiverHandler)
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _ReceiverHandler)
         self.spans: list[tuple[str, str, dict]] = []  # (service, span name, attributes)
         self.scopes: set[str] = set()
 
@@ -195,34 +195,44 @@ def _value(value):
     return getattr(value, kind) if kind else None
 
 
-def test_the_served_app_exports_its_spans_to_an_otlp_receiver(tmp_path):
-    receiver = Receiver()
+def start_receiver(port: int = 0) -> Receiver:
+    receiver = Receiver(port)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    return receiver
+
+
+def test_the_served_app_exports_its_spans_to_an_otlp_receiver_and_outlives_it(tmp_path):
+    receiver = start_receiver()
+    port = receiver.server_address[1]
     env = embedded_environment(
         tmp_path / "data",
-        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{receiver.server_address[1]}",
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
         OTEL_SERVICE_NAME="errcatalog-test",
         OTEL_BSP_SCHEDULE_DELAY="100",
+        OTEL_EXPORTER_OTLP_TIMEOUT="2",  # an export to a collector that is gone gives up after 2 s
     )
     key = new_token(env, "agent")
     app = ServedApp(env, tmp_path).start()
     try:
 
-        async def call() -> None:
+        async def call() -> list[str]:
             async with (
                 httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=20) as http,
                 Client(streamable_http_client(app.mcp_url, http_client=http)) as client,
             ):
-                await client.call_tool("explain_error", {"code": "TIMEOUT"})
-                await client.call_tool("explain_error", {"code": "not a code"})
+                results = [
+                    await client.call_tool("explain_error", {"code": "TIMEOUT"}),
+                    await client.call_tool("explain_error", {"code": "not a code"}),
+                ]
+            return [result.structured_content.get("code", "ok") if result.is_error else "ok" for result in results]
 
-        asyncio.run(call())
+        assert asyncio.run(call()) == ["ok", "INVALID_PARAMETER"]
         assert app.get("/health/").status_code == 200  # a Django request
 
         def exported() -> set[str]:
             return {name for _service, name, _attributes in receiver.spans}
 
-        def ours() -> list[tuple[str, dict]]:
+        def ours(receiver: Receiver = receiver) -> list[tuple[str, dict]]:
             return [(service, attrs) for service, name, attrs in receiver.spans if name.startswith("execute_tool")]
 
         # Spans arrive in batches, in whatever order their batches went out: wait for all of them.
@@ -237,6 +247,16 @@ def test_the_served_app_exports_its_spans_to_an_otlp_receiver(tmp_path):
         )
         assert {service for service, _ in ours()} == {"errcatalog-test"}
         assert {attributes.get("error.type") for _, attributes in ours()} == {None, "INVALID_PARAMETER"}
+
+        # The collector dies: calls are answered exactly as before (spans are exported off the request path),
+        # and once a collector listens again the spans of later calls reach it.
+        receiver.shutdown()
+        receiver.server_close()
+        assert asyncio.run(call()) == ["ok", "INVALID_PARAMETER"]
+        assert app.get("/health/").status_code == 200
+        receiver = start_receiver(port)
+        assert asyncio.run(call()) == ["ok", "INVALID_PARAMETER"]
+        wait_until(lambda: len(ours(receiver)) >= 2, seconds=30, what="spans at the collector that came back")
     finally:
         app.stop()
         receiver.shutdown()
