@@ -107,6 +107,8 @@ class _SharedWindows:
 
     async def _send(self) -> None:
         window, sending = self.window, self.pending
+        if not sending:  # a new window started since this send was planned
+            return
         self.sending, self.pending = sending, {}
         keys = list(sending)
         try:
@@ -158,7 +160,7 @@ async def rate_limit_retry_after(client_key: str, *, per_minute: int) -> int | N
 
 
 async def rate_limit_synced() -> None:
-    """Wait until what this loop counted so far has reached Redis (tests, and a polite shutdown)."""
+    """Wait until what this loop counted so far has reached Redis, or failed to (tests)."""
     for windows in list(_windows.get(asyncio.get_running_loop(), {}).values()):
         while (task := windows._sync) is not None:
             await asyncio.shield(task)
