@@ -19,6 +19,7 @@ from errcatalog.outcomes import ingest, rollups
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.stats import VariantResult, thompson_shares
 from errcatalog.render import Failure, render
+from tests.errcatalog.outcomes.conftest import wait_until
 
 GUARDS = Guards(min_share=0.1, min_episodes=30, max_step=0.2)
 EVEN = {"clear": 0.5, "vague": 0.5}
@@ -195,3 +196,45 @@ def test_the_dashboard_shows_each_adaptive_codes_shares_rates_and_gain(adaptive_
 
 def page_of(response) -> str:
     return response.content.decode()
+
+
+# --- A worker killed mid-run ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_allocator_killed_mid_run_changes_nothing_and_the_next_run_changes_whole_sets(
+    adaptive_code, celery_worker_process, celery_redis_app, worker_database
+):
+    """SIGKILL while the allocator's transaction waits to write a weight: no weight and no history row of the
+    dead run; the next run writes its change whole (every variant of the locale, with its history)."""
+    from errcatalog.catalog.tasks import allocate_variants
+
+    rng = random.Random(3)
+    for number in range(3):  # 180 episodes: enough for both wordings
+        _play_round(number, rng, time.time() - 3600 + number * 100)
+    changes = TemplateVariant.history.filter(error_code__code="EXECUTION_FAILURE", history_type="~")
+    assert _weights() == {"clear": 100, "vague": 100} and not changes.exists()
+    worker_database.push()
+    worker = celery_worker_process.start()
+
+    with worker_database.hold_write_lock("errcatalog_templatevariant"):
+        allocate_variants.delay()
+        wait_until(lambda: worker_database.writers_waiting() >= 1, what="the allocator to wait to write a weight")
+        worker.kill()
+
+    worker_database.pull()
+    assert _weights() == {"clear": 100, "vague": 100}
+    assert not changes.exists()
+
+    worker.start()
+    allocate_variants.delay()
+
+    def changed() -> bool:
+        worker_database.pull()
+        return _weights() != {"clear": 100, "vague": 100}
+
+    wait_until(changed, seconds=60, what="the next run's weights")
+    weights = _weights()
+    assert weights["clear"] > weights["vague"]  # the wording agents recover after more often gains
+    assert changes.count() % 2 == 0  # each run changed both variants, or none (a run redelivered after the kill)
+    assert {change.history_user.username for change in changes} == {SYSTEM_USERNAME}

@@ -78,9 +78,9 @@ class WorkerDatabase:
         with contextlib.closing(sqlite3.connect(self.file)) as source:
             source.backup(connection.connection)
 
-    def hold_write_lock(self) -> contextlib.AbstractContextManager[None]:
-        """Block every writer of the outcome events table until the block ends (readers go on)."""
-        return self._pg_lock() if self.file is None else self._sqlite_lock()
+    def hold_write_lock(self, table: str = "errcatalog_outcomeevent") -> contextlib.AbstractContextManager[None]:
+        """Block every writer of ``table`` (SQLite: of the database) until the block ends (readers go on)."""
+        return self._pg_lock(table) if self.file is None else self._sqlite_lock()
 
     def writers_waiting(self) -> int:
         """PostgreSQL: sessions of the test database waiting for a lock. SQLite cannot tell: always 1."""
@@ -98,11 +98,12 @@ class WorkerDatabase:
         return self.url.replace("postgres://", "postgresql://", 1)
 
     @contextlib.contextmanager
-    def _pg_lock(self) -> Iterator[None]:
+    def _pg_lock(self, table: str) -> Iterator[None]:
         import psycopg
+        from psycopg import sql
 
         with psycopg.connect(self._conninfo()) as conn:
-            conn.execute("LOCK TABLE errcatalog_outcomeevent IN SHARE MODE")
+            conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(sql.Identifier(table)))
             try:
                 yield
             finally:
