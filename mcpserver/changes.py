@@ -49,12 +49,10 @@ from mcp.server.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from errcatalog.caching import caches_invalidated
-from errcatalog.catalog.snapshot import acatalog_snapshot
-from errcatalog.render import Failure, render
 from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT
 from mcpserver.auth import ClientIdentity, request_client
 from mcpserver.jsonrpc_errors import rendered_error, sanctioned_error
-from mcpserver.ratelimit import rate_limit_retry_after
+from mcpserver.ratelimit import rate_limit_answer, rate_limit_retry_after
 
 logger = logging.getLogger("mcpserver.changes")
 
@@ -232,12 +230,7 @@ async def admit(client: ClientIdentity, protocol_version: str) -> None:
     """Count a request against ``client``'s rate limit; raise the catalog's RATE_LIMIT error when it is over."""
     retry_after = await rate_limit_retry_after(client.key, per_minute=settings.MCP["RATE_LIMIT_PER_MINUTE"])
     if retry_after is not None:
-        rendered = render(
-            await acatalog_snapshot(),
-            Failure("RATE_LIMIT", retry_after=retry_after),
-            max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
-        )
-        raise rendered_error(rendered, protocol_version=protocol_version)
+        raise rendered_error(await rate_limit_answer(retry_after), protocol_version=protocol_version)
 
 
 def _connection(session: ServerSession) -> Connection:

@@ -27,7 +27,9 @@ import redis.asyncio
 from django.conf import settings
 
 from errcatalog.caching import BoundedCache, process_cache
+from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.dependencies import REDIS, REDIS_ERRORS
+from errcatalog.render import Failure, RenderedError, render
 
 WINDOW_SECONDS = 60
 # How long a call's count may wait in this process before it reaches Redis (and other processes' counts reach
@@ -157,6 +159,16 @@ async def rate_limit_retry_after(client_key: str, *, per_minute: int) -> int | N
     if count <= per_minute:
         return None
     return max(1, (window + 1) * WINDOW_SECONDS - now)
+
+
+async def rate_limit_answer(retry_after: int) -> RenderedError:
+    """The catalog's ``RATE_LIMIT`` for a caller over its limit outside a tool call (a session opening, a listen
+    stream, a read), rendered from the snapshot this process serves; each surface puts it in its own envelope."""
+    return render(
+        await acatalog_snapshot(),
+        Failure("RATE_LIMIT", retry_after=retry_after),
+        max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
+    )
 
 
 async def rate_limit_synced() -> None:

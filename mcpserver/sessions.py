@@ -34,12 +34,11 @@ from typing import Any
 from django.conf import settings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from errcatalog.catalog.snapshot import acatalog_snapshot
-from errcatalog.render import Failure, error_object, render
+from errcatalog.render import error_object
 from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT
 from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity
 from mcpserver.jsonrpc_errors import sanction
-from mcpserver.ratelimit import rate_limit_retry_after
+from mcpserver.ratelimit import rate_limit_answer, rate_limit_retry_after
 
 logger = logging.getLogger("mcpserver.sessions")
 
@@ -242,13 +241,7 @@ def _header(message: Message, name: bytes) -> str | None:
 
 async def _rate_limit_error(retry_after: int) -> dict:
     """The catalog's RATE_LIMIT wording as a JSON-RPC error object, as a rate-limited tool call would get it."""
-    rendered = render(
-        await acatalog_snapshot(),
-        Failure("RATE_LIMIT", retry_after=retry_after),
-        pick=0.0,
-        max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
-    )
-    error = error_object(rendered, legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"])
+    error = error_object(await rate_limit_answer(retry_after), legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"])
     # Catalog text: let it through the JSON-RPC error screen that wraps this middleware.
     sanction(error["code"], error["message"], error.get("data"))
     return error
