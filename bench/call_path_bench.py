@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.mcp_bench import CASES, build_request, expected, manage, server_env
+from bench.mcp_bench import CASES, build_request, empty_redis, expected, prepare_data_dir, server_env
 
 App = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
 
@@ -44,15 +44,6 @@ def _environment(data_dir: Path, redis_url: str) -> dict[str, str]:
     if redis_url:
         env.update(REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url)
     return env
-
-
-def prepare(data_dir: Path, redis_url: str) -> str:
-    """The data dir, migrated, with the default catalog and a token; returns the token."""
-    env = _environment(data_dir, redis_url)
-    manage(env, "migrate", "--noinput")
-    manage(env, "catalog_load_defaults")
-    manage(env, "shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('bench')")
-    return manage(env, "token_create", "--user", "bench", "--name", "call-path-bench")
 
 
 class Caller:
@@ -173,8 +164,8 @@ def main() -> int:
     data_dir = Path(tempfile.mkdtemp(prefix="errcatalog-call-path-bench-"))
     try:
         if args.redis_url:
-            _empty_redis(args.redis_url)
-        token = prepare(data_dir, args.redis_url)
+            empty_redis(args.redis_url)
+        token = prepare_data_dir(_environment(data_dir, args.redis_url), "call-path-bench")
         print(
             f"call path: CPU per tools/call in process, {args.calls} calls per case, {args.rounds} rounds per app"
             f" (a process each){', ours with Redis' if args.redis_url else ''}"
@@ -207,18 +198,8 @@ def main() -> int:
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
         if args.redis_url:
-            _empty_redis(args.redis_url)
+            empty_redis(args.redis_url)
     return 0
-
-
-def _empty_redis(url: str) -> None:
-    import redis
-
-    client: Any = redis.Redis.from_url(url)
-    try:
-        client.flushdb()
-    finally:
-        client.close()
 
 
 if __name__ == "__main__":

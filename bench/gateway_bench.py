@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.mcp_bench import free_port, manage, percentile, server_env, start_server, wait_ready
+from bench.mcp_bench import free_port, manage, percentile, prepare_data_dir, server_env, start_server, wait_ready
 
 UPSTREAM_TOOL = "up__echo"
 
@@ -61,10 +61,7 @@ def main() -> int:
     env = server_env(folder, LOG_LEVEL="WARNING", BENCH_BARE_LOG_LEVEL="WARNING")
     servers = []
     try:
-        manage(env, "migrate", "--noinput")
-        manage(env, "catalog_load_defaults")
-        manage(env, "shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('bench')")
-        token = manage(env, "token_create", "--user", "bench", "--name", "gateway-bench")
+        token = prepare_data_dir(env, "gateway-bench")
         ports = {"direct": free_port(), "gateway": free_port()}
         upstream_log = folder / "upstream.log"
         servers.append(start_server("bench.bare_server:app", ports["direct"], env, upstream_log, True, SHARED_CPU))

@@ -210,6 +210,15 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def prepare_data_dir(env: dict, token_name: str) -> str:
+    """A benchmark's data dir as a user's first hour leaves it: migrated, the default catalog loaded, a user with a
+    real client token; returns the token."""
+    manage(env, "migrate", "--noinput")
+    manage(env, "catalog_load_defaults")
+    manage(env, "shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('bench')")
+    return manage(env, "token_create", "--user", "bench", "--name", token_name)
+
+
 def manage(env: dict, *args: str) -> str:
     done = subprocess.run(  # noqa: S603 (our own fixed command line)
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
@@ -297,16 +306,13 @@ def main() -> int:
     env = server_env(data_dir)
     if args.redis_url:
         env.update(REDIS_URL=args.redis_url, CELERY_BROKER_URL=args.redis_url)
-        _empty_redis(args.redis_url)
+        empty_redis(args.redis_url)
     if args.quiet_logs:
         env.update(LOG_LEVEL="CRITICAL", BENCH_BARE_LOG_LEVEL="CRITICAL")
 
     servers: dict[str, subprocess.Popen] = {}
     try:
-        manage(env, "migrate", "--noinput")
-        manage(env, "catalog_load_defaults")
-        manage(env, "shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('bench')")
-        token = manage(env, "token_create", "--user", "bench", "--name", "mcp-bench")
+        token = prepare_data_dir(env, "mcp-bench")
 
         ports = {"ours": free_port(), "bare": free_port()}
         apps = {"ours": "config.asgi:application", "bare": "bench.bare_server:app"}
@@ -377,10 +383,10 @@ def main() -> int:
         if not args.keep:
             shutil.rmtree(data_dir, ignore_errors=True)
         if args.redis_url:
-            _empty_redis(args.redis_url)
+            empty_redis(args.redis_url)
 
 
-def _empty_redis(url: str) -> None:
+def empty_redis(url: str) -> None:
     import redis
 
     client = redis.Redis.from_url(url)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.mcp_bench import free_port, manage, server_env, start_server
+from bench.mcp_bench import free_port, prepare_data_dir, server_env, start_server
 
 INITIALIZE = json.dumps(
     {
@@ -97,10 +97,7 @@ def run(label: str, cap: int, attempts: int, concurrency: int) -> dict:
     )
     server = None
     try:
-        manage(env, "migrate", "--noinput")
-        manage(env, "catalog_load_defaults")
-        manage(env, "shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('bench')")
-        token = manage(env, "token_create", "--user", "bench", "--name", "session-bench")
+        token = prepare_data_dir(env, "session-bench")
         port = free_port()
         server = start_server("config.asgi:application", port, env, data_dir / "server.log", pin=False)
         deadline = time.monotonic() + 60
