@@ -11,7 +11,7 @@ missing, malformed, unknown or revoked, so it tells a prober nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
@@ -56,7 +56,7 @@ class ClientIdentity:
 def request_client(request: object) -> ClientIdentity | None:
     """The caller of the HTTP request an SDK handler's context carries (None with auth off, or outside HTTP)."""
     scope = getattr(request, "scope", None)
-    return scope.get(CLIENT_SCOPE_KEY) if isinstance(scope, Mapping) else None
+    return scope.get(CLIENT_SCOPE_KEY) if isinstance(scope, dict) else None  # an ASGI scope is a dict
 
 
 def _authenticate(raw_key: str) -> ClientIdentity | None:

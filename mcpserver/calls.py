@@ -14,7 +14,7 @@ import mcp_types as types
 from mcpserver.auth import ClientIdentity
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolCall:
     """One ``tools/call`` as the pipeline sees it, built by ``mcpserver.server`` from the SDK's request."""
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio.to_thread
 import mcp_types as types
 import sentry_sdk
 from django.conf import settings
@@ -38,6 +37,7 @@ from mcpserver.gateway import served_tools
 from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
+from mcpserver.tool_threads import run_in_thread
 from mcpserver.validation import validate_arguments
 
 logger = logging.getLogger("mcpserver.pipeline")
@@ -149,8 +149,22 @@ def _may_elicit(spec: ToolSpec, call: ToolCall) -> bool:
     return call.modern or call.elicit_form is not None
 
 
+# The same missing input recurs (a model that keeps leaving out one argument), and validation answers it with the
+# same tuple each time (``mcpserver.validation``): its failure is built once (a frozen dataclass of ten fields
+# costs microseconds to make). Keyed by identity, and the entry holds both, so an ID cannot be reused meanwhile.
+_missing_failures: BoundedCache[tuple[int, int], tuple[ToolSpec, tuple[ParameterFault, ...], Failure]] = process_cache(
+    "mcpserver.pipeline.missing_failures", scope="process", max_entries=1024
+)
+
+
 def _missing_failure(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> Failure:
-    return Failure("MISSING_PARAMETER", tool_name=spec.name, parameters=missing)
+    key = (id(spec), id(missing))
+    hit = _missing_failures.get(key)
+    if hit is not None and hit[0] is spec and hit[1] is missing:
+        return hit[2]
+    failure = Failure("MISSING_PARAMETER", tool_name=spec.name, parameters=missing)
+    _missing_failures.set(key, (spec, missing, failure))
+    return failure
 
 
 async def _question(spec: ToolSpec, missing: tuple[ParameterFault, ...], locales: tuple[str, ...] = ()) -> str:
@@ -174,7 +188,7 @@ async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any
             current_tool_call.reset(token)
     if spec.is_async:
         return await spec.function(**kwargs)
-    return await _run_sync(spec.function, kwargs)
+    return await run_in_thread(_call_in_thread, spec.function, kwargs)
 
 
 def _call_in_thread(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -185,13 +199,6 @@ def _call_in_thread(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any
         return function(**kwargs)
     finally:
         close_old_connections()
-
-
-async def _run_sync(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    # anyio's worker threads, as the SDK's own MCPServer uses for sync tools: a shorter trip than asgiref's
-    # SyncToAsync (no executor future chained onto an asyncio future), above all for a tool that raises.
-    # The context (Sentry's scope) is copied into the thread all the same.
-    return await anyio.to_thread.run_sync(_call_in_thread, function, kwargs)
 
 
 class InvalidToolOutput(ErrcatalogError):

@@ -40,9 +40,9 @@ _REDIS_BACKEND = "django.core.cache.backends.redis.RedisCache"
 # Redis answers a local round trip in well under a millisecond: a second means it is gone (the cache's OPTIONS
 # may say otherwise).
 _TIMEOUT_SECONDS = 1.0
-# One entry per client key, overwritten each window, so it stays as small as the number of tokens; the bound
-# only guards memory (starting over empty forgets at most one window's counts).
-_local_windows: BoundedCache[str, tuple[int, int]] = process_cache(
+# One entry per client key, [window, count], replaced each window, so it stays as small as the number of tokens; the
+# bound only guards memory (starting over empty forgets at most one window's counts).
+_local_windows: BoundedCache[str, list[int]] = process_cache(
     "mcpserver.ratelimit.local_windows", scope="process", max_entries=10_000
 )
 # KEYS: the windows' keys; ARGV: the expiry, then each key's increment. Returns each key's total.
@@ -59,10 +59,12 @@ return totals
 
 
 def _count_locally(client_key: str, window: int) -> int:
-    seen_window, count = _local_windows.get(client_key) or (window, 0)
-    count = count + 1 if seen_window == window else 1
-    _local_windows.set(client_key, (window, count))
-    return count
+    counted = _local_windows.get(client_key)
+    if counted is None or counted[0] != window:
+        counted = [window, 0]
+        _local_windows.set(client_key, counted)
+    counted[1] += 1  # in place: calls are counted on the event loop, one at a time
+    return counted[1]
 
 
 class _SharedWindows:

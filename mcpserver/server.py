@@ -24,6 +24,7 @@ import sentry_sdk
 from django.conf import settings
 from django.db import DatabaseError
 from mcp.server import NotificationOptions, Server
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.context import ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
@@ -48,6 +49,7 @@ from mcpserver.pipeline import call_tool
 from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sessions import SessionAdmission
+from mcpserver.tracing import OnlyWhenTracing
 
 logger = logging.getLogger("mcpserver.server")
 SERVER_NAME = "errcatalog"
@@ -156,8 +158,9 @@ async def handle_call_tool(
 ) -> types.CallToolResult | types.InputRequiredResult:
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-    headers = getattr(ctx.request, "headers", None)
-    session_id = headers.get("mcp-session-id") if headers is not None and not modern else None
+    session_id, accept_language = _call_headers(ctx.request)
+    if modern:
+        session_id = None  # a 2026-07-28 request belongs to no session, whatever it sends
     client = _client(ctx)
 
     async def elicit_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
@@ -176,7 +179,7 @@ async def handle_call_tool(
         input_responses=params.input_responses,
         request_state=params.request_state,
         context=_ToolContext(ctx, client, session_id, back_channel=back_channel),
-        locales=requested_locales(headers.get("accept-language")) if headers is not None else (),
+        locales=requested_locales(accept_language),
     )
     try:
         return await call_tool(call)
@@ -188,6 +191,19 @@ async def handle_call_tool(
         logger.exception("The pipeline failed on a call of %s", safe_identifier(params.name))
         sentry_sdk.capture_exception(exc, fingerprint=["errcatalog", "pipeline"])
         raise MCPError(INTERNAL_ERROR, "Internal error") from None
+
+
+def _call_headers(request: object) -> tuple[str | None, str | None]:
+    """``Mcp-Session-Id`` and ``Accept-Language`` of the HTTP request behind a call, in one pass over its raw
+    headers (the first value of each wins, as with starlette's ``Headers.get``); (None, None) outside HTTP."""
+    scope = getattr(request, "scope", None)
+    session_id = accept_language = None
+    for name, value in scope.get("headers", ()) if isinstance(scope, dict) else ():
+        if name == b"mcp-session-id":
+            session_id = value.decode("latin-1") if session_id is None else session_id
+        elif name == b"accept-language":
+            accept_language = value.decode("latin-1") if accept_language is None else accept_language
+    return session_id, accept_language
 
 
 def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -235,6 +251,10 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
         **handlers,
     )
     server.add_notification_handler("notifications/initialized", types.NotificationParams, feed.session_initialized)
+    # The SDK's span per message (on by default) opens spans only when they are recorded, like ours.
+    server.middleware[:] = [
+        OnlyWhenTracing(m) if isinstance(m, OpenTelemetryMiddleware) else m for m in server.middleware
+    ]
     security = RequestStateSecurity(
         keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
     )

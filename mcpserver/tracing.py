@@ -6,7 +6,8 @@ for a gateway tool, and, once answered, ``errcatalog.outcome`` and for a failure
 (``errcatalog.variant``, ``errcatalog.interactive``) with the span's status set to error. A called name that
 nothing serves is the caller's text: the span is then named ``execute_tool (unknown)`` and carries no tool name.
 
-Without a tracer provider (``OTEL_*`` unset) the call path opens no span at all.
+Without a tracer provider (``OTEL_*`` unset) the call path opens no span at all: not ours, and not the SDK's
+either (``OnlyWhenTracing`` puts its per-message middleware behind the same check).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
@@ -28,6 +30,23 @@ _tracer = trace.get_tracer("errcatalog.mcpserver")
 def tracing_on() -> bool:
     """Whether a tracer provider is installed (``config.tracing``); read on every call, a global's type check."""
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+class OnlyWhenTracing:
+    """A server middleware (the SDK's span per message) that runs only while ``tracing_on()``.
+
+    The SDK ships its OpenTelemetry middleware on every server and documents dropping it to opt out. Untraced, it
+    would still open a non-recording span and build its attributes for every message, about a tenth of a simple
+    call's cost; the check is per message because a provider can be installed after the server was built (tests).
+    """
+
+    def __init__(self, middleware: ServerMiddleware[Any]) -> None:
+        self._middleware = middleware
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if tracing_on():
+            return await self._middleware(ctx, call_next)
+        return await call_next(ctx)
 
 
 @contextlib.contextmanager

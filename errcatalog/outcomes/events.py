@@ -8,13 +8,14 @@ Celery fallback task and the REST batch endpoint, and ``from_wire`` is the one p
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from errcatalog.vocabulary import TOOL_NAME_RULE, is_recorded_tool_name
 
@@ -98,7 +99,7 @@ class OutcomeEvent:
         return wire
 
     def to_json(self) -> bytes:
-        return json.dumps(self.to_wire(), separators=(",", ":")).encode()
+        return orjson.dumps(self.to_wire())
 
 
 class InvalidEvent(ValueError):

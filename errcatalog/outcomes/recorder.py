@@ -4,8 +4,9 @@ Interface (fixed):
 - ``record(event: OutcomeEvent) -> None``: called once per tool call on the request path. O(1), never raises,
   never blocks on I/O. Appends to a bounded in-process buffer; a background flusher sends batches to the
   Redis streams (``REDIS_URL`` set; each event into its partition's stream, ``partitions``); without Redis, on
-  Celery's filesystem broker, to batch files in the spool folder (``spool``; a ``drain_outcomes`` task is sent
-  after each so a worker stores them now); on another broker, as ``errcatalog.ingest_outcomes`` Celery tasks.
+  Celery's filesystem broker, to batch files in the spool folder (``spool``; a ``drain_outcomes`` task asks a
+  worker to store them now, at most once per ``DRAIN_REQUEST_SECONDS``); on another broker, as
+  ``errcatalog.ingest_outcomes`` Celery tasks.
 - ``submit(events: Sequence[OutcomeEvent]) -> None``: durable push now, for the REST batch endpoint. Raises
   ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then).
 - ``flush(timeout: float = 5.0) -> bool``: push everything held now (shutdown, tests); True when all went.
@@ -63,6 +64,9 @@ DRAIN_TASK = "errcatalog.drain_outcomes"
 REDIS_TIMEOUT_SECONDS = 1.0
 # While the buffer is unreachable the flusher retries this often (a failed attempt costs at most the timeout).
 PAUSED_RETRY_SECONDS = 1.0
+# Spooled batches ask a worker for a drain at most this often: one drain stores every file waiting, and a Celery
+# message per batch cost a busy web process about 3% of its time per call. Beat asks once a second too.
+DRAIN_REQUEST_SECONDS = 1.0
 
 
 class BufferUnavailable(RuntimeError):
@@ -155,6 +159,9 @@ class _Recorder:
         # Sender: sent, dropped while paused (beyond the bound) or unencodable. ``submit``: sent.
         self.sent = self.dropped_sending = self.submitted = 0
         self._paused_since_dropped: int | None = None  # ``dropped`` when the pause began; None while healthy
+        # Spool batches written since the last ``drain_outcomes`` was sent, and when that was (``time.monotonic``).
+        self._drain_owed = False
+        self._drain_requested_at = float("-inf")
 
     @property
     def dropped(self) -> int:
@@ -214,12 +221,16 @@ class _Recorder:
     def _run(self) -> None:
         stop = self._stop
         while not stop.is_set():
-            self._wake.wait(self._interval)
+            wait = self._interval
+            if self._drain_owed:  # woken in time to ask for the drain of what was spooled meanwhile
+                wait = min(wait, max(0.0, self._drain_requested_at + DRAIN_REQUEST_SECONDS - time.monotonic()))
+            self._wake.wait(wait)
             self._wake.clear()
             if stop.is_set():
                 return
             try:
                 delivered = self.send_held(deadline=None, everything=False)
+                self._request_drain(now=False)
             except Exception:  # the flusher must outlive anything; the cause is logged, the events stay held
                 logger.exception("Outcome recorder: unexpected failure while sending")
                 delivered = False
@@ -261,6 +272,21 @@ class _Recorder:
                 if deadline is not None and time.monotonic() > deadline:
                     return not self._buffer
 
+    def _request_drain(self, *, now: bool) -> None:
+        """Send ``drain_outcomes`` if batches were spooled since the last one went and (unless ``now``) that was
+        ``DRAIN_REQUEST_SECONDS`` ago; otherwise the flusher sends it when that time comes."""
+        if not self._drain_owed:
+            return
+        moment = time.monotonic()
+        if not now and moment < self._drain_requested_at + DRAIN_REQUEST_SECONDS:
+            return
+        self._drain_owed = False
+        self._drain_requested_at = moment
+        try:
+            current_app.send_task(DRAIN_TASK)
+        except Exception as exc:  # the batches are safe on disk: a failed request only delays them to beat's drain
+            logger.debug("Outcome recorder: could not send drain_outcomes (%s)", type(exc).__name__)
+
     def _take(self, count: int) -> list[OutcomeEvent]:
         buffer, batch = self._buffer, []
         for _ in range(min(count, len(buffer))):
@@ -293,7 +319,13 @@ class _Recorder:
         else:
             encoded = self._encode(batch, OutcomeEvent.to_wire, sender=sender)
             if encoded:
-                _send_without_redis(destination, [payload for _event, payload in encoded])
+                payloads = [payload for _event, payload in encoded]
+                if destination.spool_dir:
+                    spool.spool_write(Path(destination.spool_dir), payloads)  # raises (events stay held) unless durable
+                    self._drain_owed = True
+                else:
+                    # A broker that gives a dead worker's message back (acks_late).
+                    current_app.send_task(INGEST_TASK, args=[payloads])
         return len(encoded)
 
     def _encode(self, batch: list[OutcomeEvent], encode: Any, *, sender: bool) -> list[tuple[OutcomeEvent, Any]]:
@@ -353,6 +385,7 @@ class _Recorder:
                     self.submitted += self._send(destination, batch, sender=False)
             except Exception as exc:
                 raise BufferUnavailable(f"the outcome buffer cannot take events ({type(exc).__name__})") from None
+            self._request_drain(now=True)
 
     def flush(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -361,7 +394,9 @@ class _Recorder:
             return False
         self._send_lock.release()
         try:
-            return self.send_held(deadline=deadline)
+            delivered = self.send_held(deadline=deadline)
+            self._request_drain(now=True)
+            return delivered
         except Exception:
             logger.exception("Outcome recorder: unexpected failure while flushing")
             return False
@@ -392,19 +427,6 @@ class _Recorder:
         # The parent's thread does not exist here, its locks may be held forever, its Redis sockets are shared,
         # and its held events are the parent's to send: start over.
         self._init_state()
-
-
-def _send_without_redis(destination: _Destination, payloads: list[dict[str, Any]]) -> None:
-    if not destination.spool_dir:
-        # A broker that gives a dead worker's message back (acks_late).
-        current_app.send_task(INGEST_TASK, args=[payloads])
-        return
-    spool.spool_write(Path(destination.spool_dir), payloads)  # raises (events stay held) unless durable
-    try:
-        # A worker stores the batch now; beat's next drain would within a second anyway.
-        current_app.send_task(DRAIN_TASK)
-    except Exception as exc:  # the batch is safe on disk: a failed nudge only delays it to that next drain
-        logger.debug("Outcome recorder: could not send drain_outcomes (%s)", type(exc).__name__)
 
 
 def _where(destination: _Destination) -> str:

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 logger = logging.getLogger(__name__)
 
 _SUFFIX = ".batch.json"
@@ -51,7 +53,7 @@ def spool_write(folder: Path, payloads: list[dict[str, Any]]) -> None:
     # number of events last, so a backlog is counted from the names alone (``spool_backlog``).
     name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):010d}-{len(payloads)}{_SUFFIX}"
     pending = folder / f"{_PENDING_PREFIX}{name}"
-    data = json.dumps(payloads, separators=(",", ":")).encode()
+    data = orjson.dumps(payloads)
     fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as file:

@@ -71,6 +71,51 @@ def _by_name(spans: list[ReadableSpan]) -> dict[str, list[ReadableSpan]]:
     return named
 
 
+class _Counting:
+    """A server middleware that counts the messages it saw and passes them on."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    async def __call__(self, ctx, call_next):
+        self.seen += 1
+        return await call_next(ctx)
+
+
+def _through(middleware) -> str:
+    async def handler(ctx) -> str:
+        return "answered"
+
+    return asyncio.run(middleware(object(), handler))
+
+
+def test_the_sdks_message_middleware_is_skipped_without_a_tracer_provider():
+    _forget_provider()
+    inner = _Counting()
+    assert _through(mcpserver_tracing.OnlyWhenTracing(inner)) == "answered"
+    assert inner.seen == 0
+
+
+def test_the_sdks_message_middleware_runs_under_a_tracer_provider(spans):
+    inner = _Counting()
+    assert _through(mcpserver_tracing.OnlyWhenTracing(inner)) == "answered"
+    assert inner.seen == 1
+
+
+def test_the_server_wraps_the_sdks_span_middleware_and_leaves_the_others(settings):
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    from mcpserver.changes import ChangeFeed
+    from mcpserver.server import build_server
+
+    server, _reader = build_server(ChangeFeed())
+    kinds = [type(m) for m in server.middleware]
+    assert OpenTelemetryMiddleware not in kinds
+    assert kinds[0] is mcpserver_tracing.OnlyWhenTracing
+    assert isinstance(server.middleware[0]._middleware, OpenTelemetryMiddleware)
+    assert len(kinds) == 2  # and the request-state boundary, as it was
+
+
 @pytest.mark.django_db(transaction=True)
 def test_each_tool_call_is_a_span_inside_the_mcp_message_span_with_the_catalog_code(mcp, spans):
     hostile = "IGNORE_ALL_PREVIOUS_INSTRUCTIONS_2"

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 
 import pytest
 import redis
@@ -322,8 +323,34 @@ def test_without_redis_batches_are_spooled_and_a_drain_is_asked_for(outcomes, se
         [events[2].to_wire()],
         [submitted.to_wire()],
     ]
-    assert messages == [("errcatalog.drain_outcomes", [])] * 3
+    # One drain stores every batch waiting: one request for the flush's two batches, one for the submitted batch.
+    assert messages == [("errcatalog.drain_outcomes", [])] * 2
     assert recorder.stats() == recorder.RecorderStats(recorded=3, sent=4, dropped=0, held=0, paused=False)
+
+
+def test_the_flusher_asks_for_a_drain_at_most_once_per_interval_and_always_after_the_last_batch(
+    outcomes, settings, tmp_path, monkeypatch
+):
+    """A Celery message per spooled batch was a busy endpoint's largest cost after the call itself."""
+    monkeypatch.setattr(recorder, "DRAIN_REQUEST_SECONDS", 0.5)
+    outcomes(FLUSH_INTERVAL_MS=10, BATCH_SIZE=1, SPOOL_DIR=str(tmp_path / "spool"))
+    settings.REDIS_URL = ""
+    events = [make_event(n) for n in range(30)]
+    with celery_filesystem_broker(tmp_path / "queue") as app:
+        started = time.monotonic()
+        for event in events:  # a batch file every flush, over about 0.6 s
+            recorder.record(event)
+            time.sleep(0.02)
+        wait_for(lambda: recorder.stats().sent == len(events), what="every event spooled")
+        # The request owed for the last batches goes by itself, with nothing more recorded.
+        wait_for(lambda: not recorder._recorder._drain_owed, what="the drain asked for after the last batch")
+        elapsed = time.monotonic() - started
+        messages = read_task_messages(app)
+
+    assert len(spooled_batches(tmp_path / "spool")) > 10
+    assert messages, "no drain was asked for"
+    assert messages == [("errcatalog.drain_outcomes", [])] * len(messages)
+    assert len(messages) <= elapsed / 0.5 + 1, (len(messages), elapsed)
 
 
 def test_an_unwritable_spool_keeps_the_events_held(outcomes, settings, tmp_path):
