@@ -1,6 +1,6 @@
 """tools/call throughput of our /mcp endpoint against a bare SDK MCPServer, interleaved in one run.
 
-    .venv/bin/python bench/mcp_bench.py [--seconds 4] [--rounds 4] [--concurrency 16] [--quiet-logs]
+    .venv/bin/python bench/mcp_bench.py [--seconds 4] [--rounds 4] [--concurrency 16] [--quiet-logs] [--case NAME]
 
 Sets up a throwaway SQLite data dir (migrate, default catalog, a user and a real client token), then serves
 both apps with the same uvicorn command line (one worker, ``--log-level warning``):
@@ -291,6 +291,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds of unmeasured load per case and server")
     parser.add_argument("--goal", type=float, default=1.0, help="required ratio ours/bare")
     parser.add_argument(
+        "--case", action="append", choices=list(CASES), help="measure only this case (repeatable; default: all)"
+    )
+    parser.add_argument(
         "--redis-url",
         default="",
         help="serve ours with this Redis (rate limit, outcome stream, Celery broker) as in production; "
@@ -301,6 +304,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the data dir and server logs")
     args = parser.parse_args()
     pin = not args.no_pin and (os.cpu_count() or 1) >= 2
+    cases = args.case or list(CASES)
 
     data_dir = Path(tempfile.mkdtemp(prefix="errcatalog-mcp-bench-"))
     env = server_env(data_dir)
@@ -333,13 +337,13 @@ def main() -> int:
             f"{', failed-call logging off' if args.quiet_logs else ''}"
             f"{', ours with Redis' if args.redis_url else ', ours on its embedded defaults (no Redis)'}"
         )
-        results = {(t, c): [] for t in ports for c in CASES}
-        for case in CASES:
+        results = {(t, c): [] for t in ports for c in cases}
+        for case in cases:
             for target in ports:
                 run_load(ports[target], token, target, case, args.warmup, args.concurrency, pin)
         for round_no in range(args.rounds):
             order = list(ports) if round_no % 2 == 0 else list(reversed(ports))
-            for case in CASES:
+            for case in cases:
                 for target in order:
                     stats = run_load(ports[target], token, target, case, args.seconds, args.concurrency, pin)
                     results[target, case].append(stats)
@@ -348,7 +352,7 @@ def main() -> int:
 
         print(f"\n  {'case':12s} {'server':6s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'errors':>7s}   ratio")
         worst = float("inf")
-        for case in CASES:
+        for case in cases:
             rates = {}
             for target in ports:
                 runs = results[target, case]

@@ -165,6 +165,10 @@ def _allowed(value: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+# Host/Origin verdicts a guard remembers (``McpHttpGuard._refusal``).
+HOST_VERDICTS_KEPT = 256
+
+
 class McpHttpGuard:
     """ASGI middleware: Host/Origin → declared size → bearer token → buffered body within the limit → the app.
 
@@ -188,11 +192,25 @@ class McpHttpGuard:
         self._check_hosts = security.enable_dns_rebinding_protection
         self._allowed_hosts = tuple(host.lower() for host in security.allowed_hosts)
         self._allowed_origins = tuple(origin.lower() for origin in security.allowed_origins)
+        # Verdicts by (Host, Origin): a client sends the same pair on every request. Bounded, since the values are
+        # the client's: started over when full.
+        self._verdicts: dict[tuple[bytes | None, bytes | None], tuple[int, str] | None] = {}
 
     def _refusal(self, host: bytes | None, origin: bytes | None) -> tuple[int, str] | None:
         """The SDK's status and text for a foreign Host (421) or Origin (403), or None when both are allowed."""
         if not self._check_hosts:
             return None
+        key = (host, origin)
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            pass
+        if len(self._verdicts) >= HOST_VERDICTS_KEPT:
+            self._verdicts.clear()
+        verdict = self._verdicts[key] = self._verdict(host, origin)
+        return verdict
+
+    def _verdict(self, host: bytes | None, origin: bytes | None) -> tuple[int, str] | None:
         if not host or not _allowed(host.decode("latin-1"), self._allowed_hosts):
             return 421, "Invalid Host header"
         # Origin can be absent (same-origin requests, non-browser clients).

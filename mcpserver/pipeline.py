@@ -17,7 +17,6 @@ from typing import Any
 
 import mcp_types as types
 import sentry_sdk
-from django.conf import settings
 from django.db import close_old_connections
 from sentry_sdk.integrations.logging import ignore_logger
 
@@ -32,6 +31,7 @@ from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation, tracing
+from mcpserver.call_settings import call_settings
 from mcpserver.calls import ToolCall, current_tool_call
 from mcpserver.gateway import served_tools
 from mcpserver.jsonrpc_errors import rendered_error
@@ -61,7 +61,7 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
 
 
 async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:
-    mcp = settings.MCP
+    mcp = call_settings.MCP
     enabled = served_tools(registry.enabled_by_name(mcp["TOOLSETS"]))
     spec = enabled.get(call.name)
     fmt = _format(spec, call.arguments)
@@ -136,7 +136,7 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
 
 
 def _format(spec: ToolSpec | None, arguments: Mapping[str, Any]) -> str:
-    default = settings.ERRCATALOG["DEFAULT_FORMAT"]
+    default = call_settings.ERRCATALOG["DEFAULT_FORMAT"]
     if spec is None or not spec.formats:
         return default
     requested = arguments.get("format")
@@ -144,7 +144,7 @@ def _format(spec: ToolSpec | None, arguments: Mapping[str, Any]) -> str:
 
 
 def _may_elicit(spec: ToolSpec, call: ToolCall) -> bool:
-    if not (spec.elicit and call.can_elicit and settings.MCP["ELICITATION"]):
+    if not (spec.elicit and call.can_elicit and call_settings.MCP["ELICITATION"]):
         return False
     return call.modern or call.elicit_form is not None
 
@@ -318,7 +318,7 @@ def _retry_hint(raw: object, entry: CodeEntry) -> int | None:
     seconds = parse_retry_after(raw)
     if seconds is None:
         seconds = entry.retry_after_seconds
-    return bounded_retry_after(seconds, maximum=settings.ERRCATALOG["MAX_RETRY_AFTER_SECONDS"])
+    return bounded_retry_after(seconds, maximum=call_settings.ERRCATALOG["MAX_RETRY_AFTER_SECONDS"])
 
 
 def _exception_parameters(exc: Exception) -> tuple[ParameterFault, ...]:
@@ -339,7 +339,7 @@ def _render(snapshot: CatalogSnapshot, failure: Failure, locales: tuple[str, ...
         failure,
         locales=locales,
         pick=random.random(),  # noqa: S311 (choosing a wording, not a secret)
-        max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
+        max_chars=call_settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
     )
 
 
@@ -371,6 +371,12 @@ _results: BoundedCache[tuple[int, str], tuple[RenderedError, types.CallToolResul
 )
 
 
+# The same results' wire form (``wire_form``), by the result's identity: dumped once, not by the SDK on every call.
+_wire_forms: BoundedCache[int, tuple[types.CallToolResult, dict[str, Any]]] = process_cache(
+    "mcpserver.pipeline.wire_forms", scope="catalog", max_entries=RESULT_CACHE_SIZE
+)
+
+
 def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
     key = (id(rendered), fmt)
     hit = _results.get(key)
@@ -381,11 +387,20 @@ def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
     validated = types.CallToolResult.model_validate(result, by_name=False)
     if rendered.event_id is None:  # an event ID is new with every failure: nothing to reuse
         _results.set(key, (rendered, validated))
+        _wire_forms.set(id(validated), (validated, validated.model_dump(by_alias=True, mode="json", exclude_none=True)))
     return validated
 
 
+def wire_form(result: types.CallToolResult | types.InputRequiredResult) -> Any:
+    """What the SDK's handler gets back for ``result``: a repeated failure's result as the SDK itself would dump
+    it (the SDK takes a handler's dict as its wire form and copies it before it validates and sieves it), any other
+    result as it is."""
+    hit = _wire_forms.get(id(result))
+    return hit[1] if hit is not None and hit[0] is result else result
+
+
 def _goes_out_as_jsonrpc(rendered: RenderedError) -> bool:
-    if settings.ERRCATALOG["INPUT_ERROR_CHANNEL"] != "jsonrpc":
+    if call_settings.ERRCATALOG["INPUT_ERROR_CHANNEL"] != "jsonrpc":
         return False
     return rendered.kind == "needs_input" or rendered.code in INPUT_ERROR_CODES
 

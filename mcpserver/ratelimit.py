@@ -30,6 +30,7 @@ from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.dependencies import REDIS, REDIS_ERRORS
 from errcatalog.render import Failure, RenderedError, render
+from mcpserver.call_settings import call_settings
 
 WINDOW_SECONDS = 60
 # How long a call's count may wait in this process before it reaches Redis (and other processes' counts reach
@@ -153,7 +154,7 @@ async def rate_limit_retry_after(client_key: str, *, per_minute: int) -> int | N
         return None
     now = int(time.time())
     window = now // WINDOW_SECONDS
-    cache = settings.CACHES["default"]
+    cache = call_settings.CACHES["default"]
     if cache["BACKEND"] == _REDIS_BACKEND:
         count = _shared_windows(cache).count(client_key, window)
     else:

@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -45,7 +45,7 @@ from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
 from mcpserver.gateway import gateway, served_tools
 from mcpserver.locale import requested_locales
-from mcpserver.pipeline import call_tool
+from mcpserver.pipeline import call_tool, wire_form
 from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sessions import SessionAdmission
@@ -103,6 +103,8 @@ def tool_input_schema(name: str) -> Mapping[str, Any] | None:
 class _ToolContext:
     """What a running tool may ask of its call (``mcpserver.registry.ToolContext``)."""
 
+    __slots__ = ("_back_channel", "_ctx", "client", "session_id")
+
     def __init__(
         self,
         ctx: ServerRequestContext[Any, Any],
@@ -155,17 +157,13 @@ def _can_elicit_form(capabilities: types.ClientCapabilities | None) -> bool:
 
 async def handle_call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-) -> types.CallToolResult | types.InputRequiredResult:
+) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     session_id, accept_language = _call_headers(ctx.request)
     if modern:
         session_id = None  # a 2026-07-28 request belongs to no session, whatever it sends
     client = _client(ctx)
-
-    async def elicit_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
-        return await session.elicit_form(message, schema, related_request_id=ctx.request_id)
-
     back_channel = not modern and session.can_send_request
     call = ToolCall(
         name=params.name,
@@ -174,7 +172,7 @@ async def handle_call_tool(
         session_id=session_id,
         protocol_version=ctx.protocol_version,
         can_elicit=_can_elicit_form(session.client_capabilities),
-        elicit_form=elicit_form if back_channel else None,
+        elicit_form=_elicitation_on(ctx) if back_channel else None,
         modern=modern,
         input_responses=params.input_responses,
         request_state=params.request_state,
@@ -182,7 +180,7 @@ async def handle_call_tool(
         locales=requested_locales(accept_language),
     )
     try:
-        return await call_tool(call)
+        return wire_form(await call_tool(call))
     except MCPError:
         raise
     except Exception as exc:
@@ -191,6 +189,17 @@ async def handle_call_tool(
         logger.exception("The pipeline failed on a call of %s", safe_identifier(params.name))
         sentry_sdk.capture_exception(exc, fingerprint=["errcatalog", "pipeline"])
         raise MCPError(INTERNAL_ERROR, "Internal error") from None
+
+
+def _elicitation_on(
+    ctx: ServerRequestContext[Any, Any],
+) -> Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]:
+    """``elicitation/create`` on the call's 2025-11-25 session, tied to its request."""
+
+    async def elicit_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+        return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+
+    return elicit_form
 
 
 def _call_headers(request: object) -> tuple[str | None, str | None]:

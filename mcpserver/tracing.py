@@ -28,8 +28,13 @@ _tracer = trace.get_tracer("errcatalog.mcpserver")
 
 
 def tracing_on() -> bool:
-    """Whether a tracer provider is installed (``config.tracing``); read on every call, a global's type check."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    """Whether a tracer provider is installed (``config.tracing``); read twice on every call.
+
+    The API's own global, not ``trace.get_tracer_provider()``: while no provider is set, that looks up an
+    environment variable (``OTEL_PYTHON_TRACER_PROVIDER``, a provider to load) on every call, about a
+    microsecond; ``config.tracing`` sets its provider in code, and a provider set is never taken back.
+    """
+    return trace._TRACER_PROVIDER is not None
 
 
 class OnlyWhenTracing:

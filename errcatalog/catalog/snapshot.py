@@ -172,8 +172,9 @@ def _build(*, pace: bool) -> HeldSnapshot:
     return held
 
 
-# The entries' fields are the catalog models' fields of the same names (``locales`` is derived).
-_CODE_FIELDS = tuple(f.name for f in fields(CodeEntry) if f.name not in ("variants", "locales"))
+# The entries' fields are the catalog models' fields of the same names (``locales`` is derived, ``_by_weight``
+# a cache).
+_CODE_FIELDS = tuple(f.name for f in fields(CodeEntry) if f.init and f.name not in ("variants", "locales"))
 _VARIANT_FIELDS = tuple(f.name for f in fields(VariantEntry))
 _HINT_FIELDS = tuple(f.name for f in fields(HintEntry))
 _RULE_FIELDS = tuple(f.name for f in fields(RuleEntry))

@@ -38,7 +38,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import redis
@@ -97,31 +97,31 @@ EVENTS_HELD = Gauge(
     "errcatalog_outcome_events_held", "Outcome events waiting in a web process to be sent.", multiprocess_mode="livesum"
 )
 
-# Label children by their values: ``labels()`` costs a lock and a dict lookup per call, the cache one lookup.
-# Bounded like the label values themselves.
-_call_children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
-_error_children: dict[tuple[str, str, str, bool], Counter] = {}
+# Label children by their values, as the bound methods a call ends in: ``labels()`` costs a lock and a dict lookup per
+# call, this one lookup. Bounded like the label values themselves.
+_Observers = tuple[Callable[[], None], Callable[[float], None], Callable[[], None] | None]
+_observers: dict[tuple[str, str, str, str | None, bool], _Observers] = {}
 
 
 def observe_call(event: OutcomeEvent, *, served: bool) -> None:
     """Count and time one answered call (``served``: the called name is a tool this server serves)."""
     tool = event.tool if served else UNKNOWN_TOOL
-    upstream = event.upstream or ""
-    key = (tool, upstream, event.outcome)
-    children = _call_children.get(key)
-    if children is None:
-        children = (TOOL_CALLS.labels(tool, upstream, event.outcome), TOOL_CALL_DURATION.labels(tool, event.outcome))
-        _call_children[key] = children
-    children[0].inc()
-    children[1].observe(event.latency_ms / 1000)
-    if event.code is not None:
-        error_key = (tool, upstream, event.code, event.interactive)
-        errors = _error_children.get(error_key)
-        if errors is None:
-            errors = _error_children[error_key] = TOOL_ERRORS.labels(
-                tool, upstream, event.code, "true" if event.interactive else "false"
-            )
-        errors.inc()
+    key = (tool, event.upstream or "", event.outcome, event.code, event.interactive)
+    observers = _observers.get(key)
+    if observers is None:
+        observers = _observers[key] = _observers_of(*key)
+    count, time_it, count_error = observers
+    count()
+    time_it(event.latency_ms / 1000)
+    if count_error is not None:
+        count_error()
+
+
+def _observers_of(tool: str, upstream: str, outcome: str, code: str | None, interactive: bool) -> _Observers:
+    errors = None
+    if code is not None:
+        errors = TOOL_ERRORS.labels(tool, upstream, code, "true" if interactive else "false").inc
+    return TOOL_CALLS.labels(tool, upstream, outcome).inc, TOOL_CALL_DURATION.labels(tool, outcome).observe, errors
 
 
 class RecorderMirror:

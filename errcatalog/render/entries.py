@@ -6,10 +6,12 @@ import/export) or, through ``errcatalog.catalog.snapshot``, from the database. P
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -51,6 +53,11 @@ class CodeEntry:
     # The locales this code has variants in (besides the default), indexed once so that choosing one for a
     # client's Accept-Language is a few dictionary lookups per call.
     locales: frozenset[str] = frozenset()
+    # By locale: the variants a weighted pick chooses among with their running weight totals, or the one variant
+    # served when none has weight (``variant``), worked out on first use: an entry never changes.
+    _by_weight: dict[str, tuple[tuple[VariantEntry, ...], tuple[int, ...]] | VariantEntry] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def variant(self, *, name: str | None = None, locale: str = "", pick: float = 0.0) -> VariantEntry:
         """Choose a variant: by name when given, else by weight (``pick`` is a number in [0, 1)).
@@ -65,18 +72,22 @@ class CodeEntry:
                     if v.locale == wanted:
                         return v
             raise KeyError(f"{self.code} has no variant {name!r}")
+        weighted = self._by_weight.get(locale)
+        if weighted is None:
+            weighted = self._by_weight[locale] = self._weighted(locale)
+        if isinstance(weighted, VariantEntry):
+            return weighted
+        live, totals = weighted
+        # The first variant whose running total passes ``pick`` of the whole: each is chosen by its weight's share.
+        return live[min(bisect.bisect_right(totals, pick * totals[-1]), len(live) - 1)]
+
+    def _weighted(self, locale: str) -> tuple[tuple[VariantEntry, ...], tuple[int, ...]] | VariantEntry:
         live = [v for v in self.variants if v.active and v.weight > 0 and v.locale == locale] or [
             v for v in self.variants if v.active and v.weight > 0 and v.locale == ""
         ]
         if not live:
-            live = [v for v in self.variants if v.locale in (locale, "")] or list(self.variants)
-            return live[0]
-        threshold = pick * sum(v.weight for v in live)
-        for v in live:
-            threshold -= v.weight
-            if threshold < 0:
-                return v
-        return live[-1]
+            return ([v for v in self.variants if v.locale in (locale, "")] or list(self.variants))[0]
+        return tuple(live), tuple(itertools.accumulate(v.weight for v in live))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +167,11 @@ class CatalogSnapshot:
             variants = tuple(
                 VariantEntry(**{k: v for k, v in var.items() if k in variant_keys}) for var in c.get("variants", [])
             )
-            fields = {k: v for k, v in c.items() if k in CodeEntry.__slots__ and k != "variants"}
-            fields["http_statuses"] = tuple(fields.get("http_statuses", ()))
-            fields["optional_parameters"] = tuple(fields.get("optional_parameters", ()))
-            fields["locales"] = frozenset(v.locale for v in variants if v.locale and v.active)
-            codes.append(CodeEntry(variants=variants, **fields))
+            values = {k: v for k, v in c.items() if k in _CODE_KEYS}
+            values["http_statuses"] = tuple(values.get("http_statuses", ()))
+            values["optional_parameters"] = tuple(values.get("optional_parameters", ()))
+            values["locales"] = frozenset(v.locale for v in variants if v.locale and v.active)
+            codes.append(CodeEntry(variants=variants, **values))
         hints = [
             HintEntry(**{k: v for k, v in h.items() if k in HintEntry.__slots__}) for h in document.get("hints", [])
         ]
@@ -187,3 +198,4 @@ class CatalogSnapshot:
 UNKNOWN_CODE = "UNKNOWN_ERROR"
 # A document's variant keys that are VariantEntry fields (a set: looked up once per key of ten thousand variants).
 _VARIANT_KEYS = frozenset(VariantEntry.__slots__)
+_CODE_KEYS = frozenset(f.name for f in fields(CodeEntry) if f.init) - {"variants"}

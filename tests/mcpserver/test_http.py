@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from errcatalog.access.tokens import client_token_create, client_token_revoke
-from mcpserver.auth import UNAUTHORIZED_MESSAGE
+from mcpserver.auth import HOST_VERDICTS_KEPT, UNAUTHORIZED_MESSAGE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -109,6 +109,16 @@ def test_host_and_origin_are_checked_on_the_stateless_generation_too(mcp, extra,
     assert response.status_code == status
     if status == 200:
         assert response.json()["result"]["tools"]
+
+
+def test_host_verdicts_stay_right_past_what_the_guard_remembers_of_them(mcp):
+    body, headers = _list_tools_2026()
+    allowed = auth(mcp.key) | headers
+    for n in range(HOST_VERDICTS_KEPT + 10):  # a client cycling through foreign Host values
+        assert mcp.raw(body=body, headers=allowed | {"Host": f"evil{n}.example.com"}).status_code == 421
+    assert mcp.raw(body=body, headers=allowed).status_code == 200
+    assert mcp.raw(body=body, headers=allowed | {"Host": "evil0.example.com"}).status_code == 421
+    assert mcp.raw(body=body, headers=allowed | {"Origin": "http://evil0.example.com"}).status_code == 403
 
 
 def test_host_is_checked_before_the_token(mcp):
