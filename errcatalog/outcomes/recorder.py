@@ -69,6 +69,16 @@ PAUSED_RETRY_SECONDS = 1.0
 DRAIN_REQUEST_SECONDS = 1.0
 
 
+# KEYS: one partition's stream; ARGV: its length bound, then the events' payloads in order. One command per stream
+# and batch: an XADD per event packed by redis-py cost the flusher several microseconds of the web process per event.
+_ADD_ALL = """
+for i = 2, #ARGV do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[i])
+end
+return #ARGV - 1
+"""
+
+
 class BufferUnavailable(RuntimeError):
     """The outcome buffer (Redis, or the Celery broker) cannot take events right now."""
 
@@ -153,6 +163,7 @@ class _Recorder:
         self._interval = 0.1  # FLUSH_INTERVAL_MS, in seconds
         self._thread: threading.Thread | None = None
         self._redis: redis.Redis | None = None
+        self._add_all: Any = None  # the ``_ADD_ALL`` script on ``_redis``
         self._redis_url = ""
         # Request path: accepted, pushed out of the full buffer, failed inside ``record``.
         self.recorded = self.dropped_full = self.dropped_failed = 0
@@ -310,11 +321,15 @@ class _Recorder:
             encoded = self._encode(batch, OutcomeEvent.to_json, sender=sender)
             if encoded:
                 base, count, maxlen = destination.stream_key, destination.partitions, destination.stream_maxlen
-                pipe = self._client(destination.redis_url).pipeline(transaction=False)
+                by_stream: dict[str, list[bytes]] = {}
                 for event, payload in encoded:
-                    # Each event into its episode key's partition (``partitions``).
+                    # Each event into its episode key's partition (``partitions``), in the order they came.
                     key = partitions.stream_key(base, partitions.partition(event_key(event), count))
-                    pipe.xadd(key, {"e": payload}, maxlen=maxlen)
+                    by_stream.setdefault(key, []).append(payload)
+                client = self._client(destination.redis_url)
+                pipe = client.pipeline(transaction=False)
+                for key, entries in by_stream.items():
+                    self._add_all(keys=[key], args=[maxlen, *entries], client=pipe)
                 pipe.execute()
         else:
             encoded = self._encode(batch, OutcomeEvent.to_wire, sender=sender)
@@ -347,6 +362,7 @@ class _Recorder:
             self._redis = redis.Redis.from_url(
                 url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
             )
+            self._add_all = self._redis.register_script(_ADD_ALL)
             self._redis_url = url
         return self._redis
 
