@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from errcatalog.render import Failure, ParameterFault, render
 from mcpserver import pipeline
 
@@ -42,3 +44,26 @@ def test_the_cache_is_bounded(default_snapshot, monkeypatch):
     for rendered in renders:
         pipeline._result_of(rendered, "markdown")
     assert len(pipeline._results) <= 2
+
+
+def test_a_reused_result_goes_to_the_sdk_as_its_wire_form_which_serving_leaves_as_it_was(default_snapshot):
+    from mcp.server.runner import _dump_result
+    from mcp_types.methods import serialize_server_result
+
+    rendered = _rendered(default_snapshot)
+    result = pipeline._result_of(rendered, "markdown")
+    wire = pipeline.wire_form(result)
+    assert wire == result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    before = copy.deepcopy(wire)
+    # What the SDK does with a handler's dict on the way out, twice: the shared form is copied, never changed.
+    for _ in range(2):
+        sent = serialize_server_result("tools/call", "2026-07-28", _dump_result(pipeline.wire_form(result)))
+        sent["_meta"] = {"stamped": True}
+        sent["content"][0]["text"] = "changed on the way out"
+    assert pipeline.wire_form(result) == before
+
+
+def test_a_result_built_for_one_call_goes_to_the_sdk_as_it_is(default_snapshot):
+    failure = Failure("SERVER_ERROR", tool_name="send_email", event_id="0123456789abcdef0123456789abcdef")
+    result = pipeline._result_of(render(default_snapshot, failure, pick=0.0), "markdown")
+    assert pipeline.wire_form(result) is result
