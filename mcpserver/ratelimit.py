@@ -24,7 +24,6 @@ import weakref
 from typing import Any
 
 import redis.asyncio
-from django.conf import settings
 
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
@@ -170,7 +169,7 @@ async def rate_limit_answer(retry_after: int) -> RenderedError:
     return render(
         await acatalog_snapshot(),
         Failure("RATE_LIMIT", retry_after=retry_after),
-        max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
+        max_chars=call_settings.ERRCATALOG["MAX_MESSAGE_CHARS"],
     )
 
 

@@ -50,9 +50,9 @@ class _Pool:
             else:
                 start = self._threads < self._max_threads
                 self._threads += start
+            number = self._threads
         self._jobs.put(job)
         if start:
-            number = self._threads
             threading.Thread(target=self._work, name=f"errcatalog-tool-{number}", daemon=True).start()
 
     def _work(self) -> None:
