@@ -372,7 +372,8 @@ _results: BoundedCache[tuple[int, str], tuple[RenderedError, types.CallToolResul
 
 
 # The same results' wire form (``wire_form``), by the result's identity: dumped once, not by the SDK on every call.
-_wire_forms: BoundedCache[int, tuple[types.CallToolResult, dict[str, Any]]] = process_cache(
+# Each entry holds the result, its dump, and (made on first use) the dump stamped with a ``serverInfo``.
+_wire_forms: BoundedCache[int, list[Any]] = process_cache(
     "mcpserver.pipeline.wire_forms", scope="catalog", max_entries=RESULT_CACHE_SIZE
 )
 
@@ -387,16 +388,32 @@ def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
     validated = types.CallToolResult.model_validate(result, by_name=False)
     if rendered.event_id is None:  # an event ID is new with every failure: nothing to reuse
         _results.set(key, (rendered, validated))
-        _wire_forms.set(id(validated), (validated, validated.model_dump(by_alias=True, mode="json", exclude_none=True)))
+        _wire_forms.set(
+            id(validated), [validated, validated.model_dump(by_alias=True, mode="json", exclude_none=True), None]
+        )
     return validated
 
 
-def wire_form(result: types.CallToolResult | types.InputRequiredResult) -> Any:
+def wire_form(
+    result: types.CallToolResult | types.InputRequiredResult, *, server_info: Mapping[str, Any] | None = None
+) -> Any:
     """What the SDK's handler gets back for ``result``: a repeated failure's result as the SDK itself would dump
     it (the SDK takes a handler's dict as its wire form and copies it before it validates and sieves it), any other
-    result as it is."""
+    result as it is.
+
+    ``server_info``: the ``serverInfo`` a 2026-07-28 result carries in its ``_meta``, put into the repeated
+    failure's form once (the SDK stamps a result that lacks it with a new deep copy of the same, on every call).
+    """
     hit = _wire_forms.get(id(result))
-    return hit[1] if hit is not None and hit[0] is result else result
+    if hit is None or hit[0] is not result:
+        return result
+    if server_info is None:
+        return hit[1]
+    stamped = hit[2]
+    if stamped is None or stamped["_meta"][types.SERVER_INFO_META_KEY] is not server_info:
+        dumped = hit[1]
+        stamped = hit[2] = {**dumped, "_meta": {**dumped.get("_meta", {}), types.SERVER_INFO_META_KEY: server_info}}
+    return stamped
 
 
 def _goes_out_as_jsonrpc(rendered: RenderedError) -> bool:

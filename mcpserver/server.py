@@ -53,6 +53,12 @@ from mcpserver.tracing import OnlyWhenTracing
 
 logger = logging.getLogger("mcpserver.server")
 SERVER_NAME = "errcatalog"
+SERVER_VERSION = "1"
+# The ``serverInfo`` a 2026-07-28 result carries in ``_meta``, as the SDK would stamp it (``Server.server_info_stamp``):
+# a repeated failure's result carries it already (``pipeline.wire_form``), which spares the SDK's copy per call.
+SERVER_INFO = types.Implementation(name=SERVER_NAME, version=SERVER_VERSION).model_dump(
+    by_alias=True, mode="json", exclude_none=True
+)
 INSTRUCTIONS = (
     "errcatalog's tools. Failed calls return structured errors (toolError:v1 / needsInput:v1) that say what "
     "happened, why and what to do next; a needsInput result carries a question to put to the user."
@@ -180,7 +186,7 @@ async def handle_call_tool(
         locales=requested_locales(accept_language),
     )
     try:
-        return wire_form(await call_tool(call))
+        return wire_form(await call_tool(call), server_info=SERVER_INFO if modern else None)
     except MCPError:
         raise
     except Exception as exc:
@@ -251,7 +257,7 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
     # The SDK types each on_* handler keyword on its own; ours and the extensions' go over as one mapping.
     server = _Server(  # type: ignore[call-overload]
         SERVER_NAME,
-        version="1",
+        version=SERVER_VERSION,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=handle_call_tool,

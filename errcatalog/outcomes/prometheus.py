@@ -8,7 +8,9 @@ Counted where they happen, in the process that serves them:
   ``interactive="true"`` for a question or an elicitation (seed 003), so the interactive-error rate (interactive
   errors among errors, as the dashboard has it) is ``sum(rate(errcatalog_tool_errors_total{interactive="true"}[5m]))
   / sum(rate(errcatalog_tool_errors_total[5m]))``;
-- ``errcatalog_tool_call_duration_seconds{tool, outcome}``: a histogram of how long each call took to answer;
+- ``errcatalog_tool_call_duration_seconds{tool, outcome}``: a histogram of how long each call took to answer
+  (these three are counted on the request path in bulk, ``observe_call`` and ``fold_calls``: a scrape of the
+  process sees every call it answered, one of another process each call older than ``FOLD_SECONDS``);
 - ``errcatalog_outcome_events_{recorded,sent,dropped}_total`` and ``errcatalog_outcome_events_held``: the outcome
   recorder's counters (``errcatalog.outcomes.recorder``), copied by its sender thread after every send.
 
@@ -34,11 +36,14 @@ that: each container is a scrape target of its own.
 
 from __future__ import annotations
 
+import bisect
+import collections
 import logging
+import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
@@ -67,12 +72,32 @@ logger = logging.getLogger(__name__)
 UNKNOWN_TOOL = "(unknown)"
 # Seconds: from a cached answer (a few hundred microseconds) to a slow upstream's timeout.
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_BOUNDS = (*DURATION_BUCKETS, math.inf)  # the histogram's buckets: prometheus-client adds +Inf
 EPISODE_CACHE_SECONDS = 15.0
 # A scrape gives up on the buffer after this long, rather than hang the scrape.
 BUFFER_TIMEOUT_SECONDS = 1.0
 
 # The ``*_created`` series (when each label set was first seen) double the exposition and tell an operator nothing.
 disable_created_metrics()
+
+
+class _BulkHistogram(Histogram):
+    """A histogram that also takes many observations at once (``fold_calls``): their count per bucket and their sum,
+    one update per bucket instead of one per observation."""
+
+    def observe_counted(self, counts: list[int], total: float) -> None:
+        """Add ``counts[i]`` observations to bucket ``i`` (the buckets' bounds in order, ``+Inf`` last), whose values
+        sum to ``total``.
+
+        The same as calling ``observe`` for each (``_sum`` and ``_buckets`` are what it changes: prometheus-client
+        is pinned, and tests/errcatalog/outcomes/test_prometheus.py compares the two).
+        """
+        self._raise_if_not_observable()
+        self._sum.inc(total)
+        for bucket, count in zip(self._buckets, counts, strict=True):
+            if count:
+                bucket.inc(count)
+
 
 TOOL_CALLS = Counter(
     "errcatalog_tool_calls", "MCP tool calls answered, by tool, upstream and outcome.", ["tool", "upstream", "outcome"]
@@ -82,7 +107,7 @@ TOOL_ERRORS = Counter(
     "MCP tool calls that failed, by tool, upstream, catalog code and whether the error asked for input.",
     ["tool", "upstream", "code", "interactive"],
 )
-TOOL_CALL_DURATION = Histogram(
+TOOL_CALL_DURATION = _BulkHistogram(
     "errcatalog_tool_call_duration_seconds",
     "Time to answer an MCP tool call, by tool and outcome.",
     ["tool", "outcome"],
@@ -97,31 +122,89 @@ EVENTS_HELD = Gauge(
     "errcatalog_outcome_events_held", "Outcome events waiting in a web process to be sent.", multiprocess_mode="livesum"
 )
 
-# Label children by their values, as the bound methods a call ends in: ``labels()`` costs a lock and a dict lookup per
-# call, this one lookup. Bounded like the label values themselves.
-_Observers = tuple[Callable[[], None], Callable[[float], None], Callable[[], None] | None]
-_observers: dict[tuple[str, str, str, str | None, bool], _Observers] = {}
+# --- Calls: counted on the request path, folded into the metrics in bulk ----------------------------------------
+
+# prometheus_client takes a lock for every value it changes, three or four per call: about 2 µs of a call's 150 in
+# process, on the event loop. A call only appends its labels and duration to ``_unfolded`` (a deque append is
+# atomic, so any thread may add), and ``fold_calls`` moves what waits into the metrics, one update per label set:
+# every ``FOLD_SECONDS`` from a daemon thread, before each exposition of this process, and on the request path
+# when ``FOLD_AT`` calls wait (memory stays bounded whatever becomes of the thread). Under
+# ``PROMETHEUS_MULTIPROC_DIR`` a scrape served by another process sees a call within ``FOLD_SECONDS``.
+FOLD_SECONDS = 1.0
+FOLD_AT = 4096
+
+_CallKey = tuple[str, str, str, str | None, bool]  # tool, upstream, outcome, code, interactive
+_unfolded: collections.deque[tuple[_CallKey, float]] = collections.deque()
+_fold_lock = threading.Lock()
 
 
 def observe_call(event: OutcomeEvent, *, served: bool) -> None:
     """Count and time one answered call (``served``: the called name is a tool this server serves)."""
     tool = event.tool if served else UNKNOWN_TOOL
-    key = (tool, event.upstream or "", event.outcome, event.code, event.interactive)
-    observers = _observers.get(key)
-    if observers is None:
-        observers = _observers[key] = _observers_of(*key)
-    count, time_it, count_error = observers
-    count()
-    time_it(event.latency_ms / 1000)
-    if count_error is not None:
-        count_error()
+    _unfolded.append(
+        ((tool, event.upstream or "", event.outcome, event.code, event.interactive), event.latency_ms / 1000)
+    )
+    if len(_unfolded) >= FOLD_AT:
+        fold_calls()
+    elif not _folder.started:
+        _folder.start()
 
 
-def _observers_of(tool: str, upstream: str, outcome: str, code: str | None, interactive: bool) -> _Observers:
-    errors = None
-    if code is not None:
-        errors = TOOL_ERRORS.labels(tool, upstream, code, "true" if interactive else "false").inc
-    return TOOL_CALLS.labels(tool, upstream, outcome).inc, TOOL_CALL_DURATION.labels(tool, outcome).observe, errors
+def fold_calls() -> None:
+    """Move the calls observed so far into the metrics (those observed meanwhile wait for the next fold)."""
+    with _fold_lock:
+        buckets: dict[_CallKey, list[int]] = {}
+        seconds: dict[_CallKey, float] = {}
+        for _ in range(len(_unfolded)):
+            key, duration = _unfolded.popleft()  # only folds take, under the lock: never empty here
+            counts = buckets.get(key)
+            if counts is None:
+                counts = buckets[key] = [0] * len(_BOUNDS)
+            # The first bucket whose bound the duration does not exceed, as ``Histogram.observe`` picks it.
+            counts[bisect.bisect_left(_BOUNDS, duration)] += 1
+            seconds[key] = seconds.get(key, 0.0) + duration
+        for key, counts in buckets.items():
+            tool, upstream, outcome, code, interactive = key
+            calls = sum(counts)
+            TOOL_CALLS.labels(tool, upstream, outcome).inc(calls)
+            if code is not None:
+                TOOL_ERRORS.labels(tool, upstream, code, "true" if interactive else "false").inc(calls)
+            TOOL_CALL_DURATION.labels(tool, outcome).observe_counted(counts, seconds[key])
+
+
+class _Folder:
+    """The daemon thread that folds every ``FOLD_SECONDS``; started by the first call a process observes (a forked
+    child starts its own, without the parent's calls: those are the parent's to fold)."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._after_fork_in_child)
+
+    def start(self) -> None:
+        with self._lock:
+            if self.started:
+                return
+            threading.Thread(target=self._run, name="metrics-fold", daemon=True).start()
+            self.started = True
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(FOLD_SECONDS)
+            try:
+                fold_calls()
+            except Exception:  # the thread must outlive anything: the next fold counts the calls after these
+                logger.exception("Metrics: the calls observed could not be added to the metrics")
+
+    def _after_fork_in_child(self) -> None:
+        global _fold_lock
+        _unfolded.clear()
+        _fold_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self.started = False
+
+
+_folder = _Folder()
 
 
 class RecorderMirror:
@@ -263,6 +346,7 @@ _scraped.register(EpisodeCollector())
 
 def exposition() -> bytes:
     """Everything ``GET /metrics`` answers, in Prometheus's text format."""
+    fold_calls()  # this process's calls up to now; another process's within its FOLD_SECONDS
     return generate_latest(registry()) + generate_latest(_scraped)
 
 

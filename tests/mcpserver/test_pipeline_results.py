@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import copy
 
+import mcp_types as types
+import pytest
+
 from errcatalog.render import Failure, ParameterFault, render
 from mcpserver import pipeline
+from mcpserver.server import SERVER_INFO, SERVER_NAME, SERVER_VERSION
 
 
 def _rendered(snapshot, **extra):
@@ -67,3 +71,38 @@ def test_a_result_built_for_one_call_goes_to_the_sdk_as_it_is(default_snapshot):
     failure = Failure("SERVER_ERROR", tool_name="send_email", event_id="0123456789abcdef0123456789abcdef")
     result = pipeline._result_of(render(default_snapshot, failure, pick=0.0), "markdown")
     assert pipeline.wire_form(result) is result
+
+
+def test_a_reused_result_carries_the_servers_identity_on_2026_calls_as_the_sdk_would_stamp_it(default_snapshot):
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.runner import _dump_result
+    from mcp_types.methods import serialize_server_result
+
+    assert Server(SERVER_NAME, version=SERVER_VERSION).server_info_stamp == SERVER_INFO
+    result = pipeline._result_of(_rendered(default_snapshot), "markdown")
+    plain = pipeline.wire_form(result)
+    stamped = pipeline.wire_form(result, server_info=SERVER_INFO)
+    assert stamped == {**plain, "_meta": {types.SERVER_INFO_META_KEY: SERVER_INFO}}
+    assert "_meta" not in plain  # a 2025-11-25 result has no stamp: the SDK adds none there either
+    assert pipeline.wire_form(result, server_info=SERVER_INFO) is stamped  # made once
+    before, identity = copy.deepcopy(stamped), copy.deepcopy(SERVER_INFO)
+    for _ in range(2):
+        sent = serialize_server_result("tools/call", "2026-07-28", _dump_result(stamped))
+        assert sent["_meta"] == {types.SERVER_INFO_META_KEY: identity}
+        sent["_meta"][types.SERVER_INFO_META_KEY]["name"] = "changed on the way out"
+    assert pipeline.wire_form(result, server_info=SERVER_INFO) == before
+    assert identity == SERVER_INFO  # the identity stamped into later answers is unchanged
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_repeated_failure_reaches_each_generation_as_a_new_one_would(mcp):
+    async def scenario(client):
+        answers = [await client.call_tool("send_email", {"subject": "Lunch", "body": "Noon?"}) for _ in range(3)]
+        return [answer.model_dump(by_alias=True, exclude_none=True) for answer in answers]
+
+    answers = mcp.run(scenario)
+    for version, dumps in answers.items():
+        assert dumps[0] == dumps[1] == dumps[2], version
+        assert dumps[0]["structuredContent"]["code"] == "MISSING_PARAMETER"
+    assert answers["2026-07-28"][0]["_meta"] == {types.SERVER_INFO_META_KEY: {"name": "errcatalog", "version": "1"}}
+    assert "_meta" not in answers["2025-11-25"][0]

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -15,7 +17,7 @@ import pytest
 import redis
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from errcatalog.outcomes import partitions, prometheus
@@ -81,6 +83,115 @@ def test_the_recorder_thread_reports_what_it_sent(settings, redis_url):
     finally:
         recorder.reset()
     assert _recorder_values()["recorded"] - before["recorded"] == 5
+
+
+# --- Calls ----------------------------------------------------------------------------------------------------
+
+
+def _call(tool: str, seconds: float, *, code: str | None = None) -> OutcomeEvent:
+    return OutcomeEvent(
+        tool=tool, outcome="error" if code else "ok", code=code, interactive=bool(code), latency_ms=seconds * 1000
+    )
+
+
+def _own_samples(tool: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """This process's samples of ``tool``, as they stand (no fold first, unlike ``exposition``)."""
+    text = generate_latest(prometheus.registry()).decode()
+    return {key: count for key, count in samples(text).items() if ("tool", tool) in key[1]}
+
+
+def test_calls_folded_in_bulk_count_as_observed_one_by_one():
+    # Durations in every kind of place: on a bound (a bucket takes what does not exceed it), between bounds, past
+    # the last one, zero.
+    durations = [0.0, 0.0004, 0.001, 0.0010001, 0.0025, 0.3, 0.3, 59.9, 60.0, 75.0]
+    for seconds in durations:
+        prometheus.observe_call(_call("bulk_probe", seconds), served=True)
+    prometheus.observe_call(_call("bulk_probe", 0.002, code="MISSING_PARAMETER"), served=True)
+    prometheus.fold_calls()
+
+    reference = CollectorRegistry()
+    histogram = Histogram("errcatalog_tool_call_duration_seconds", "", ["tool", "outcome"],
+                          buckets=prometheus.DURATION_BUCKETS, registry=reference)  # fmt: skip
+    for seconds in durations:
+        histogram.labels("bulk_probe", "ok").observe(_call("bulk_probe", seconds).latency_ms / 1000)
+    histogram.labels("bulk_probe", "error").observe(_call("bulk_probe", 0.002).latency_ms / 1000)
+    expected = samples(generate_latest(reference).decode())
+
+    folded = _own_samples("bulk_probe")
+    durations_folded = {
+        key: count for key, count in folded.items() if key[0].startswith("errcatalog_tool_call_duration")
+    }
+    assert durations_folded.keys() == expected.keys()
+    for key, count in expected.items():
+        assert durations_folded[key] == pytest.approx(count), key
+    assert folded[("errcatalog_tool_calls_total", (("outcome", "ok"), ("tool", "bulk_probe"), ("upstream", "")))] == 10
+    errors = (("code", "MISSING_PARAMETER"), ("interactive", "true"), ("tool", "bulk_probe"), ("upstream", ""))
+    assert folded[("errcatalog_tool_errors_total", errors)] == 1
+
+
+def test_calls_reach_the_metrics_without_a_scrape():
+    # What another process's scrape reads (PROMETHEUS_MULTIPROC_DIR): the folding thread moves them in.
+    for _ in range(3):
+        prometheus.observe_call(_call("unscraped_probe", 0.01), served=True)
+    key = ("errcatalog_tool_calls_total", (("outcome", "ok"), ("tool", "unscraped_probe"), ("upstream", "")))
+    wait_until(lambda: _own_samples("unscraped_probe").get(key) == 3, what="three calls folded by the thread")
+
+
+def test_a_burst_is_folded_on_the_request_path(monkeypatch):
+    # Bounded memory whatever becomes of the folding thread.
+    monkeypatch.setattr(prometheus, "FOLD_AT", 10)
+    for _ in range(25):
+        prometheus.observe_call(_call("burst_probe", 0.01), served=True)
+        assert len(prometheus._unfolded) < 10
+    prometheus.fold_calls()
+    key = ("errcatalog_tool_calls_total", (("outcome", "ok"), ("tool", "burst_probe"), ("upstream", "")))
+    assert _own_samples("burst_probe")[key] == 25
+
+
+def test_calls_from_many_threads_are_all_counted_while_folds_run():
+    stop = threading.Event()
+
+    def fold_continually() -> None:
+        while not stop.is_set():
+            prometheus.fold_calls()
+
+    def call_many() -> None:
+        for _ in range(5000):
+            prometheus.observe_call(_call("threads_probe", 0.003), served=True)
+
+    folder = threading.Thread(target=fold_continually)
+    callers = [threading.Thread(target=call_many) for _ in range(4)]
+    folder.start()
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join()
+    stop.set()
+    folder.join()
+    prometheus.fold_calls()
+    text = generate_latest(prometheus.registry()).decode()
+    assert value(text, "errcatalog_tool_calls_total", tool="threads_probe", upstream="", outcome="ok") == 20_000
+    assert value(text, "errcatalog_tool_call_duration_seconds_count", tool="threads_probe", outcome="ok") == 20_000
+    assert value(text, "errcatalog_tool_call_duration_seconds_bucket", tool="threads_probe", outcome="ok",
+                 le="0.005") == 20_000  # fmt: skip
+
+
+def test_a_forked_child_folds_only_its_own_calls():
+    # The folding thread waits meanwhile, so the parent's call is still unfolded when the child is made.
+    with prometheus._fold_lock:
+        prometheus.observe_call(_call("fork_probe", 0.01), served=True)
+        pid = os.fork()
+        if pid == 0:  # the child reports through its exit status
+            try:
+                ok = not prometheus._unfolded and not prometheus._folder.started
+                prometheus.observe_call(_call("fork_probe", 0.01), served=True)
+                ok = ok and len(prometheus._unfolded) == 1 and prometheus._folder.started
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        assert prometheus._unfolded  # the parent's call is still its own to fold
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 # --- Ingest backlog -------------------------------------------------------------------------------------------
@@ -183,9 +294,15 @@ def test_several_processes_add_up(tmp_path):
         asyncio.run(call(first, 3))
         asyncio.run(call(second, 5))
         for app in (first, second):
-            text = app.get("/metrics", key=scraper).text
-            assert value(text, "errcatalog_tool_calls_total", tool="explain_error", upstream="", outcome="ok") == 8
-            assert value(text, "errcatalog_tool_call_duration_seconds_count", tool="explain_error", outcome="ok") == 8
+            # A scrape sees its own process's calls at once, the other's once that one folded them (FOLD_SECONDS).
+            def counted(app: ServedApp = app) -> bool:
+                text = app.get("/metrics", key=scraper).text
+                calls = value(text, "errcatalog_tool_calls_total", tool="explain_error", upstream="", outcome="ok")
+                timed = value(text, "errcatalog_tool_call_duration_seconds_count", tool="explain_error", outcome="ok")
+                assert calls <= 8 and timed <= 8, (calls, timed)
+                return calls == timed == 8
+
+            wait_until(counted, what="both processes' calls in one scrape")
     finally:
         first.stop()
         second.stop()
