@@ -1,7 +1,8 @@
 """One upstream, connected: a client session kept open by a supervisor task, its tools, its limits.
 
 ``UpstreamConnection.run`` is the supervisor: it connects (Streamable HTTP, or a child process over stdio), lists
-the upstream's tools, keeps them fresh (on ``notifications/tools/list_changed`` and on a timer) and reconnects with
+the upstream's tools, keeps them fresh (on a 2025-11-25 session's ``notifications/tools/list_changed``, and on a
+timer: a 2026-07-28 upstream's ``subscriptions/listen`` stream is not followed yet) and reconnects with
 a growing backoff when the connection drops or the process dies; a stdio child is replaced after its lifetime
 and stopped when the server stops. ``UpstreamConnection.call`` forwards one call from any task over the shared
 session, within the upstream's concurrency limit, timeout and circuit breaker, and turns every way it can fail
