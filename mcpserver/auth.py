@@ -10,6 +10,8 @@ missing, malformed, unknown or revoked, so it tells a prober nothing.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from errcatalog.access.tokens import client_token_authenticate, key_hash
-from errcatalog.caching import BoundedCache, process_cache
+from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from mcpserver.jsonrpc_errors import screened_send
 
@@ -82,45 +84,93 @@ _authenticate_async = sync_to_async(_authenticate, thread_sensitive=False)
 # once (the "tokens" scope of errcatalog.caching); a revocation made in another process takes effect here within
 # this many seconds.
 AUTH_CACHE_SECONDS = 5.0
+# A key in use is checked again in the background once its entry is this old, so that its entry is renewed before
+# it expires: no request waits for the database then, nor do all the requests in flight when it would expire.
+AUTH_RECHECK_SECONDS = 4.0
 _AUTH_CACHE_MAX = 10_000
-_accepted: BoundedCache[str, tuple[ClientIdentity, AuthenticatedUser]] = process_cache(
+Accepted = tuple[ClientIdentity, AuthenticatedUser]
+_accepted: BoundedCache[str, Accepted] = process_cache(
     "mcpserver.auth.accepted_keys", scope="tokens", max_entries=_AUTH_CACHE_MAX, max_age=AUTH_CACHE_SECONDS
 )
+
+
+class _Checks:
+    """The database checks of keys in flight, by key hash: one per key at a time, however many requests wait.
+
+    ``generation`` moves on whenever the "tokens" scope is cleared (a token saved or deleted in this process): a
+    check that began before keeps nothing, as it may have read a token before its revocation.
+    """
+
+    def __init__(self) -> None:
+        self.in_flight: dict[str, asyncio.Future[Accepted | None]] = {}
+        self.generation = 0
+
+    def forget(self) -> None:
+        self.generation += 1
+        self.in_flight.clear()
+
+
+_checks = _Checks()
+register_cache("mcpserver.auth.checks_in_flight", _checks.forget, scope="tokens")
 
 
 class TokenStoreUnavailable(RuntimeError):
     """The database that holds the tokens cannot be reached, and this key was not accepted recently."""
 
 
-async def _accepted_key(raw_key: str) -> tuple[ClientIdentity, AuthenticatedUser] | None:
+async def _accepted_key(raw_key: str) -> Accepted | None:
     """The caller behind ``raw_key`` and the SDK user bound to it, both built once per accepted key and period.
 
     Raises ``TokenStoreUnavailable`` when the database is unreachable and the key was not accepted recently.
     """
     digest = key_hash(raw_key)
-    hit = _accepted.get(digest)
-    if hit is not None:
-        return hit
-    stale = _accepted.get_with_age(digest)  # read before the database is tried, so its age is the call's
+    kept = _accepted.get_with_age(digest)  # read before the database is tried, so its age is the call's
+    if kept is not None and kept[1] < AUTH_CACHE_SECONDS:
+        if kept[1] >= AUTH_RECHECK_SECONDS and DATABASE.available():
+            _checking(digest, raw_key)
+        return kept[0]
     if not DATABASE.available():  # known to be down: no connect attempt until the next probe
-        return _accepted_during_outage(stale)
+        return _accepted_during_outage(kept)
+    try:
+        # Shielded: a request that goes away does not cancel the check the others wait for.
+        return await asyncio.shield(_checking(digest, raw_key))
+    except DATABASE_ERRORS:
+        return _accepted_during_outage(kept)
+
+
+def _checking(digest: str, raw_key: str) -> asyncio.Future[Accepted | None]:
+    """The database check of ``raw_key`` in flight, started if there is none (on this event loop)."""
+    check = _checks.in_flight.get(digest)
+    if check is None or check.done() or check.get_loop() is not asyncio.get_running_loop():
+        check = _checks.in_flight[digest] = asyncio.ensure_future(_check(digest, raw_key, _checks.generation))
+        check.add_done_callback(functools.partial(_check_done, digest))
+    return check
+
+
+async def _check(digest: str, raw_key: str, generation: int) -> Accepted | None:
     try:
         identity = await _authenticate_async(raw_key)
     except DATABASE_ERRORS as exc:
         DATABASE.failed(exc)
-        return _accepted_during_outage(stale)
+        raise
     DATABASE.succeeded()
     if identity is None:
         _accepted.pop(digest)
         return None
-    user = AuthenticatedUser(AccessToken(token=identity.key, client_id=identity.key, scopes=[]))
-    _accepted.set(digest, (identity, user))
-    return identity, user
+    accepted = identity, AuthenticatedUser(AccessToken(token=identity.key, client_id=identity.key, scopes=[]))
+    if generation == _checks.generation:
+        _accepted.set(digest, accepted)
+    return accepted
 
 
-def _accepted_during_outage(
-    stale: tuple[tuple[ClientIdentity, AuthenticatedUser], float] | None,
-) -> tuple[ClientIdentity, AuthenticatedUser]:
+def _check_done(digest: str, check: asyncio.Future[Accepted | None]) -> None:
+    if _checks.in_flight.get(digest) is check:
+        del _checks.in_flight[digest]
+    if not check.cancelled():
+        check.exception()  # a background check's failure is DATABASE's news (logged there), not asyncio's
+
+
+def _accepted_during_outage(stale: tuple[Accepted, float] | None) -> Accepted:
     # A token this process accepted shortly before the outage keeps working: the MCP path needs no database
     # once the catalog snapshot is loaded. Its entry stays in ``_accepted`` after it expired (until the cache is
     # cleared), which is what makes this possible.
@@ -270,7 +320,7 @@ class McpHttpGuard:
         # The SDK's JSON-RPC errors can quote the request; only catalog text and fixed strings go out.
         await self.app(scope, body, screened_send(send))
 
-    async def _identity(self, authorization: bytes | None) -> tuple[ClientIdentity, AuthenticatedUser] | None:
+    async def _identity(self, authorization: bytes | None) -> Accepted | None:
         scheme, _, raw_key = (authorization or b"").decode("latin-1").partition(" ")
         if scheme.lower() != "bearer" or not raw_key.strip():
             return None

@@ -30,7 +30,7 @@ from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
-from mcpserver import elicitation, tracing
+from mcpserver import elicitation, tracing, wire
 from mcpserver.call_settings import call_settings
 from mcpserver.calls import ToolCall, current_tool_call
 from mcpserver.gateway import served_tools
@@ -371,13 +371,6 @@ _results: BoundedCache[tuple[int, str], tuple[RenderedError, types.CallToolResul
 )
 
 
-# The same results' wire form (``wire_form``), by the result's identity: dumped once, not by the SDK on every call.
-# Each entry holds the result, its dump, and (made on first use) the dump stamped with a ``serverInfo``.
-_wire_forms: BoundedCache[int, list[Any]] = process_cache(
-    "mcpserver.pipeline.wire_forms", scope="catalog", max_entries=RESULT_CACHE_SIZE
-)
-
-
 def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
     key = (id(rendered), fmt)
     hit = _results.get(key)
@@ -388,32 +381,8 @@ def _result_of(rendered: RenderedError, fmt: str) -> types.CallToolResult:
     validated = types.CallToolResult.model_validate(result, by_name=False)
     if rendered.event_id is None:  # an event ID is new with every failure: nothing to reuse
         _results.set(key, (rendered, validated))
-        _wire_forms.set(
-            id(validated), [validated, validated.model_dump(by_alias=True, mode="json", exclude_none=True), None]
-        )
+        wire.remember(validated)  # and its wire form, made once
     return validated
-
-
-def wire_form(
-    result: types.CallToolResult | types.InputRequiredResult, *, server_info: Mapping[str, Any] | None = None
-) -> Any:
-    """What the SDK's handler gets back for ``result``: a repeated failure's result as the SDK itself would dump
-    it (the SDK takes a handler's dict as its wire form and copies it before it validates and sieves it), any other
-    result as it is.
-
-    ``server_info``: the ``serverInfo`` a 2026-07-28 result carries in its ``_meta``, put into the repeated
-    failure's form once (the SDK stamps a result that lacks it with a new deep copy of the same, on every call).
-    """
-    hit = _wire_forms.get(id(result))
-    if hit is None or hit[0] is not result:
-        return result
-    if server_info is None:
-        return hit[1]
-    stamped = hit[2]
-    if stamped is None or stamped["_meta"][types.SERVER_INFO_META_KEY] is not server_info:
-        dumped = hit[1]
-        stamped = hit[2] = {**dumped, "_meta": {**dumped.get("_meta", {}), types.SERVER_INFO_META_KEY: server_info}}
-    return stamped
 
 
 def _goes_out_as_jsonrpc(rendered: RenderedError) -> bool:

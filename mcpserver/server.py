@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from mcp.server import NotificationOptions, Server
 from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -33,19 +33,21 @@ from mcp.server.subscriptions import ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INTERNAL_ERROR
+from mcp_types.methods import validate_client_request
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import safe_identifier
+from mcpserver import wire
 from mcpserver.auth import ClientIdentity, McpHttpGuard, request_client
 from mcpserver.calls import ToolCall
 from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
 from mcpserver.gateway import gateway, served_tools
 from mcpserver.locale import requested_locales
-from mcpserver.pipeline import call_tool, wire_form
+from mcpserver.pipeline import call_tool
 from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sessions import SessionAdmission
@@ -54,8 +56,8 @@ from mcpserver.tracing import OnlyWhenTracing
 logger = logging.getLogger("mcpserver.server")
 SERVER_NAME = "errcatalog"
 SERVER_VERSION = "1"
-# The ``serverInfo`` a 2026-07-28 result carries in ``_meta``, as the SDK would stamp it (``Server.server_info_stamp``):
-# a repeated failure's result carries it already (``pipeline.wire_form``), which spares the SDK's copy per call.
+# The ``serverInfo`` a 2026-07-28 result carries in ``_meta``, as the SDK would stamp it (``Server.server_info_stamp``);
+# ``ModernToolCalls`` stamps it (``wire``).
 SERVER_INFO = types.Implementation(name=SERVER_NAME, version=SERVER_VERSION).model_dump(
     by_alias=True, mode="json", exclude_none=True
 )
@@ -164,6 +166,38 @@ def _can_elicit_form(capabilities: types.ClientCapabilities | None) -> bool:
 async def handle_call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    """``tools/call`` on a 2025-11-25 session (``ModernToolCalls`` serves 2026-07-28 calls): the SDK's runner puts
+    the result on the wire, a repeated failure's in the form it was given the first time."""
+    result = await _answer(ctx, params)
+    form = wire.remembered_form(result, ctx.protocol_version, server_info=SERVER_INFO)
+    return result if form is None else form
+
+
+class ModernToolCalls:
+    """The innermost server middleware: a 2026-07-28 ``tools/call`` served here, sent in its wire form.
+
+    The SDK's runner would check the request against the version's schema, parse its parameters, call the
+    handler, then dump, validate and stamp the result on every call; this takes the same steps (``wire``), except
+    that a repeated failure's result is sent in the form made the first time. About an eighth of a 2026-07-28
+    call's cost (``bench/call_path_bench.py``). The SDK documents that a middleware which answers without
+    ``call_next`` owns its result; the ones outside this (the span per message, request-state sealing) still see
+    it. Other methods and 2025-11-25 calls go on to the runner (a session's call also passes its initialize gate).
+    """
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        version = ctx.protocol_version
+        if ctx.method != "tools/call" or version not in MODERN_PROTOCOL_VERSIONS:
+            return await call_next(ctx)
+        # A malformed request raises pydantic's ValidationError, which the SDK answers as it would from the runner
+        # (INVALID_PARAMS, no pydantic text on the wire).
+        validate_client_request("tools/call", version, ctx.params)
+        params = types.CallToolRequestParams.model_validate(ctx.params or {}, by_name=False)
+        return wire.wire_result(await _answer(ctx, params), version, server_info=SERVER_INFO)
+
+
+async def _answer(
+    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     session_id, accept_language = _call_headers(ctx.request)
@@ -186,7 +220,7 @@ async def handle_call_tool(
         locales=requested_locales(accept_language),
     )
     try:
-        return wire_form(await call_tool(call), server_info=SERVER_INFO if modern else None)
+        return await call_tool(call)
     except MCPError:
         raise
     except Exception as exc:
@@ -274,6 +308,7 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
         keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
     )
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
+    server.middleware.append(ModernToolCalls())
     return server, reader
 
 

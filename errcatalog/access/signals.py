@@ -1,7 +1,9 @@
 """Every save or delete of a client token clears this process's caches of accepted tokens at once.
 
 Immediately, not after commit: a revocation must never wait, and a cache cleared once too often only costs one
-database read per key.
+database read per key. Except the save that only notes when a token was last used (``client_token_authenticate``,
+during a check of a key): it changes nothing a check decides, and clearing then would throw away every key's
+entry, and the check's own answer, whenever a token is first used in a while.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from django.dispatch import receiver
 from errcatalog.access.models import ClientToken
 from errcatalog.caching import caches_invalidate
 
+_LAST_USED_ONLY = frozenset({"last_used_at"})
+
 
 @receiver([post_save, post_delete], sender=ClientToken, dispatch_uid="errcatalog.access.tokens_changed")
-def _tokens_changed(**kwargs) -> None:
+def _tokens_changed(*, update_fields: frozenset[str] | None = None, **kwargs) -> None:
+    if update_fields == _LAST_USED_ONLY:
+        return
     caches_invalidate(scope="tokens")

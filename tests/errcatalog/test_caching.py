@@ -130,9 +130,11 @@ def test_every_per_process_cache_of_the_product_is_registered():
         "errcatalog.safety.static_texts": "process",
         "errcatalog.safety.template_sentences": "process",
         "mcpserver.auth.accepted_keys": "tokens",
+        "mcpserver.auth.checks_in_flight": "tokens",
         "mcpserver.jsonrpc_errors.sanctioned": "process",
         "mcpserver.pipeline.tool_results": "catalog",
         "mcpserver.pipeline.tracebacks_logged": "process",
+        "mcpserver.wire.forms": "catalog",
         "mcpserver.ratelimit.local_windows": "process",
         "mcpserver.validation.plain_schemas": "process",
         "mcpserver.validation.validators": "process",
@@ -157,4 +159,20 @@ def test_saving_or_deleting_a_client_token_clears_the_token_caches(django_user_m
     assert _CATALOG.get("key") == "value" and _PROCESS.get("key") == "value"
     _TOKENS.set("key", "value")
     token.delete()
+    assert _TOKENS.get("key") is None
+
+
+@pytest.mark.django_db
+def test_noting_when_a_token_was_last_used_keeps_the_token_caches(django_user_model):
+    # A check of a key notes its use (client_token_authenticate); that decides nothing a check decides.
+    from errcatalog.access.tokens import client_token_authenticate, client_token_create, client_token_revoke
+
+    owner = django_user_model.objects.create_user(username="owner", password="pw")
+    token, key = client_token_create(user=owner, name="cache test")
+    _TOKENS.set("key", "value")
+    assert client_token_authenticate(key) is not None
+    token.refresh_from_db()
+    assert token.last_used_at is not None
+    assert _TOKENS.get("key") == "value"
+    client_token_revoke(token=token)  # any other save still clears them
     assert _TOKENS.get("key") is None

@@ -212,3 +212,43 @@ def test_jsonrpc_channel_sends_input_errors_as_invalid_params(mcp, settings):
         assert error.data["required_parameter"] == "email"
         assert error.data["tool_name"] == "book_table"
         assert error.data["retry_capable"] is True
+
+
+def _call_2026(params: dict, name: str | None) -> tuple[bytes, dict]:
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {**params, "_meta": envelope}}
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    return json.dumps(body).encode(), headers | ({"Mcp-Name": name} if name is not None else {})
+
+
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ({"name": "book_table", "arguments": "guest=Ada"}, "book_table"),
+        ({"name": "book_table", "arguments": ["Ada"]}, "book_table"),
+        ({"name": "book_table", "inputResponses": "yes"}, "book_table"),
+        ({"arguments": {}}, None),
+    ],
+)
+def test_a_malformed_2026_call_is_invalid_params_with_nothing_of_it_on_the_wire(mcp, params, name):
+    # 2026-07-28 calls are served by our own server middleware (``ModernToolCalls``), which must refuse what the
+    # SDK's runner refuses, the way it refuses it: INVALID_PARAMS, no pydantic text, no echo of the request.
+    body, headers = _call_2026(params, name)
+    response = mcp.raw(body=body, headers=auth(mcp.key) | headers)
+    assert response.status_code in (200, 400)
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "error": {"code": -32602, "message": "Invalid request parameters"},
+    }
+
+
+def test_a_well_formed_2026_call_is_answered_by_the_tool(mcp):
+    body, headers = _call_2026({"name": "book_table", "arguments": {"guest": "Ada", "people": 2}}, "book_table")
+    answer = mcp.raw(body=body, headers=auth(mcp.key) | headers).json()["result"]
+    assert answer["resultType"] == "complete"
+    assert answer["structuredContent"]["code"] == "MISSING_PARAMETER"
+    assert answer["_meta"] == {"io.modelcontextprotocol/serverInfo": {"name": "errcatalog", "version": "1"}}

@@ -113,7 +113,13 @@ def test_the_server_wraps_the_sdks_span_middleware_and_leaves_the_others(setting
     assert OpenTelemetryMiddleware not in kinds
     assert kinds[0] is mcpserver_tracing.OnlyWhenTracing
     assert isinstance(server.middleware[0]._middleware, OpenTelemetryMiddleware)
-    assert len(kinds) == 2  # and the request-state boundary, as it was
+    # Then the request-state boundary, as it was, and innermost our own that serves 2026-07-28 calls, so the span
+    # of each message (outermost) sees their answers and the boundary seals a question's state.
+    from mcp.server.request_state import RequestStateBoundary
+
+    from mcpserver.server import ModernToolCalls
+
+    assert kinds[1:] == [RequestStateBoundary, ModernToolCalls]
 
 
 @pytest.mark.django_db(transaction=True)
