@@ -178,8 +178,8 @@ class ModernToolCalls:
 
     The SDK's runner would check the request against the version's schema, parse its parameters, call the
     handler, then dump, validate and stamp the result on every call; this takes the same steps (``wire``), except
-    that a repeated failure's result is sent in the form made the first time. About an eighth of a 2026-07-28
-    call's cost (``bench/call_path_bench.py``). The SDK documents that a middleware which answers without
+    that a repeated failure's result is sent in the form made the first time, which spares about an eighth of such
+    a call (``bench/call_path_bench.py``). The SDK documents that a middleware which answers without
     ``call_next`` owns its result; the ones outside this (the span per message, request-state sealing) still see
     it. Other methods and 2025-11-25 calls go on to the runner (a session's call also passes its initialize gate).
     """
