@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from mcpserver.jsonrpc_errors import screened_send
 
+logger = logging.getLogger("mcpserver.auth")
 UNAUTHORIZED_MESSAGE = (
     "A valid bearer token is required. Create one in admin (Client tokens) or with ./dev manage token_create."
 )
@@ -166,8 +168,13 @@ async def _check(digest: str, raw_key: str, generation: int) -> Accepted | None:
 def _check_done(digest: str, check: asyncio.Future[Accepted | None]) -> None:
     if _checks.in_flight.get(digest) is check:
         del _checks.in_flight[digest]
-    if not check.cancelled():
-        check.exception()  # a background check's failure is DATABASE's news (logged there), not asyncio's
+    if check.cancelled():
+        return
+    # Retrieved here, so that asyncio does not report a background check's failure as never retrieved: a database
+    # error is DATABASE's news (logged there); anything else is a bug, logged once here.
+    exc = check.exception()
+    if exc is not None and not isinstance(exc, DATABASE_ERRORS):
+        logger.error("Checking a client token failed", exc_info=exc)
 
 
 def _accepted_during_outage(stale: tuple[Accepted, float] | None) -> Accepted:

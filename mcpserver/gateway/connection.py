@@ -1,8 +1,8 @@
 """One upstream, connected: a client session kept open by a supervisor task, its tools, its limits.
 
 ``UpstreamConnection.run`` is the supervisor: it connects (Streamable HTTP, or a child process over stdio), lists
-the upstream's tools, keeps them fresh (on a 2025-11-25 session's ``notifications/tools/list_changed``, and on a
-timer: a 2026-07-28 upstream's ``subscriptions/listen`` stream is not followed yet) and reconnects with
+the upstream's tools, keeps them fresh (on a 2025-11-25 session's ``notifications/tools/list_changed``, on the
+tool changes of a 2026-07-28 upstream's ``subscriptions/listen`` stream, and on a timer) and reconnects with
 a growing backoff when the connection drops or the process dies; a stdio child is replaced after its lifetime
 and stopped when the server stops. ``UpstreamConnection.call`` forwards one call from any task over the shared
 session, within the upstream's concurrency limit, timeout and circuit breaker, and turns every way it can fail
@@ -37,6 +37,7 @@ from jsonschema.exceptions import SchemaError
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import validate_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -259,6 +260,16 @@ class UpstreamConnection:
         self._wake.set()
 
     async def _serve(self, client: Client) -> None:
+        """Serve the session until it ends; a 2026-07-28 upstream's tool changes are followed meanwhile."""
+        async with anyio.create_task_group() as tasks:
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                tasks.start_soon(self._follow_tool_changes, client)
+            try:
+                await self._watch(client)
+            finally:
+                tasks.cancel_scope.cancel()
+
+    async def _watch(self, client: Client) -> None:
         """Wait while the session is good: refresh the tools when asked or due; return to reconnect."""
         refresh_every = self.settings["TOOLS_REFRESH_SECONDS"]
         lifetime = self.settings["STDIO_MAX_LIFETIME_SECONDS"] if self.config.transport == Transport.STDIO else 0
@@ -356,9 +367,44 @@ class UpstreamConnection:
         return types.ElicitResult(action="cancel" if answer.action == "cancel" else "decline")
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self._refresh = True
-            self._wake.set()
+        if isinstance(message, types.ToolListChangedNotification):  # a 2025-11-25 session's
+            self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        self._refresh = True
+        self._wake.set()
+
+    async def _follow_tool_changes(self, client: Client) -> None:
+        """A 2026-07-28 upstream's ``subscriptions/listen`` stream of tool changes, each one a new listing.
+
+        Every time the stream is acknowledged the tools are listed again (a change between the listing and the
+        stream would be missed otherwise). When it drops they are listed at once, which also finds an upstream
+        that went away (the listing fails, the supervisor reconnects), and it is opened again after a growing
+        pause. An upstream that refuses the stream, or tool changes on it, has its tools re-read on the timer.
+        """
+        name, pause = self.config.name, self.settings["RECONNECT_MIN_SECONDS"]
+        followed = False
+        while True:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    if not subscription.honored.tools_list_changed:
+                        logger.info("Upstream %s does not report its tool changes; re-read on the timer", name)
+                        return
+                    followed = True
+                    self._tools_changed()
+                    pause = self.settings["RECONNECT_MIN_SECONDS"]
+                    async for _event in subscription:
+                        self._tools_changed()
+            except (ListenNotSupportedError, MCPError) as exc:
+                if not followed:  # refused. The class only: the upstream's words are logged redacted elsewhere.
+                    logger.info("Upstream %s: no stream of tool changes (%s); re-read on the timer", name, _kind(exc))
+                    return
+                logger.debug("Upstream %s: its stream of tool changes failed (%s)", name, _kind(exc))
+            except (SubscriptionLost, TimeoutError, OSError, httpx2.HTTPError) as exc:
+                logger.debug("Upstream %s: its stream of tool changes ended (%s)", name, _kind(exc))
+            self._tools_changed()
+            await anyio.sleep(pause)
+            pause = min(pause * 2, self.settings["RECONNECT_MAX_SECONDS"])
 
     async def _list_tools(self, client: Client) -> None:
         tools: dict[str, types.Tool] = {}
@@ -697,6 +743,10 @@ class _Chunks(httpx2.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self.response.content.iter_any():
             yield chunk
+
+
+def _kind(exc: BaseException) -> str:
+    return type(exc).__name__
 
 
 def _proxied(url: str) -> bool:

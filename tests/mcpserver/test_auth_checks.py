@@ -120,3 +120,19 @@ def test_a_request_that_goes_away_does_not_cancel_the_check_others_wait_for(chec
     identity, _user = asyncio.run(scenario())
     assert identity.name == "checked"
     assert checks.calls == 1
+
+
+def test_a_check_that_fails_for_another_reason_than_the_database_is_logged_and_raised(monkeypatch, key, caplog):
+    async def broken(raw_key: str):
+        raise RuntimeError("a bug in the check")
+
+    monkeypatch.setattr(auth, "_authenticate_async", broken)
+
+    async def scenario():
+        with pytest.raises(RuntimeError):
+            await auth._accepted_key(key)
+        await asyncio.sleep(0)  # the check's done callback
+
+    with caplog.at_level("ERROR", logger="mcpserver.auth"):
+        asyncio.run(scenario())
+    assert [record.getMessage() for record in caplog.records] == ["Checking a client token failed"]

@@ -132,6 +132,45 @@ def test_a_stdio_process_is_replaced_after_its_lifetime_without_cutting_a_call()
     assert late == "late" and first != second and state == "stopped"
 
 
+def test_a_2026_upstreams_tool_changes_reach_the_gateway_from_its_stream(upstream):
+    # The timer would re-read them in five minutes; the upstream's subscriptions/listen stream says so at once.
+    changes = 0
+
+    def changed() -> None:
+        nonlocal changes
+        changes += 1
+
+    async def scenario() -> tuple[str, list[str]]:
+        connection = UpstreamConnection(_config(upstream.url), SETTINGS, changed)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.run)
+            await connection.call("echo", {"text": "up"})
+            version = connection.protocol_version
+            await connection.call("grow", {"name": "sprouted"})
+            with anyio.fail_after(10):
+                while "sprouted" not in connection.tools:
+                    await anyio.sleep(0.02)
+            grown = [(await connection.call("sprouted", {})).content[0].text]
+            # Killed and started again: the new process serves its own tools, and the new session is followed too.
+            upstream.kill()
+            await anyio.to_thread.run_sync(upstream.start)
+            with anyio.fail_after(20):
+                while "sprouted" in connection.tools or connection.state != "connected":
+                    await anyio.sleep(0.05)
+            await connection.call("grow", {"name": "regrown"})
+            with anyio.fail_after(10):
+                while "regrown" not in connection.tools:
+                    await anyio.sleep(0.02)
+            grown.append((await connection.call("regrown", {})).content[0].text)
+            connection.stop()
+        return version, grown
+
+    version, grown = anyio.run(scenario)
+    assert version == "2026-07-28"
+    assert grown == ["sprouted", "regrown"]
+    assert changes == 4  # the first listing, the change, the new process's listing, its change
+
+
 @pytest.mark.parametrize("answers_as", ["http", "http-json"])
 def test_a_2026_call_over_http_is_one_post_answered_as_the_sdks_client_answers_it(answers_as, monkeypatch):
     # ``UpstreamConnection._post_call``: the SDK's client is not used for the call itself (it would fail here),

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Annotated
 
-from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
@@ -51,6 +51,18 @@ def send_note(to: str, subject: str) -> str:
 def pid() -> int:
     """The server's process ID."""
     return os.getpid()
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Serve one more tool, ``name``, and tell the clients listening for tool changes."""
+
+    def grown() -> str:
+        return name
+
+    server.add_tool(grown, name=name, description="A tool added while the server runs.")
+    await ctx.notify_tools_changed()
+    return name
 
 
 @server.tool()
