@@ -37,7 +37,7 @@ from jsonschema.exceptions import SchemaError
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import validate_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -395,13 +395,15 @@ class UpstreamConnection:
                     pause = self.settings["RECONNECT_MIN_SECONDS"]
                     async for _event in subscription:
                         self._tools_changed()
-            except (ListenNotSupportedError, MCPError) as exc:
-                if not followed:  # refused. The class only: the upstream's words are logged redacted elsewhere.
+            except (SubscriptionLost, TimeoutError, OSError, httpx2.HTTPError) as exc:
+                logger.debug("Upstream %s: its stream of tool changes ended (%s)", name, _kind(exc))
+            except Exception as exc:  # refused (ListenNotSupportedError, MCPError), or an answer the SDK rejects
+                # Never the session's end: whatever an upstream sends here, the timer still re-reads its tools. The
+                # class only: the upstream's own words are logged redacted, where its failures are (``_note_failure``).
+                if not followed:
                     logger.info("Upstream %s: no stream of tool changes (%s); re-read on the timer", name, _kind(exc))
                     return
                 logger.debug("Upstream %s: its stream of tool changes failed (%s)", name, _kind(exc))
-            except (SubscriptionLost, TimeoutError, OSError, httpx2.HTTPError) as exc:
-                logger.debug("Upstream %s: its stream of tool changes ended (%s)", name, _kind(exc))
             self._tools_changed()
             await anyio.sleep(pause)
             pause = min(pause * 2, self.settings["RECONNECT_MAX_SECONDS"])

@@ -4,6 +4,7 @@ server that the test kills and starts again."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from types import MappingProxyType
 
@@ -169,6 +170,42 @@ def test_a_2026_upstreams_tool_changes_reach_the_gateway_from_its_stream(upstrea
     assert version == "2026-07-28"
     assert grown == ["sprouted", "regrown"]
     assert changes == 4  # the first listing, the change, the new process's listing, its change
+
+
+def test_an_upstream_without_a_stream_of_changes_is_served_on_its_timer(caplog):
+    upstream = UpstreamProcess(UPSTREAM_SERVER, "http")
+    upstream.env = {**os.environ, "UPSTREAM_WITHOUT_LISTEN": "1"}
+    upstream.start()
+    changes = 0
+
+    def changed() -> None:
+        nonlocal changes
+        changes += 1
+
+    async def scenario() -> tuple[str, float | None, float | None, list[str]]:
+        connection = UpstreamConnection(_config(upstream.url), SETTINGS, changed)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.run)
+            await connection.call("echo", {"text": "up"})
+            connected_at = connection.connected_at
+            answers = []
+            for n in range(10):
+                answers.append((await connection.call("echo", {"text": str(n)})).content[0].text)
+                await anyio.sleep(0.05)
+            still = connection.connected_at
+            connection.stop()
+        return connection.protocol_version, connected_at, still, answers
+
+    try:
+        with caplog.at_level("INFO", logger="mcpserver.gateway"):
+            version, connected_at, still, answers = anyio.run(scenario)
+    finally:
+        upstream.kill()
+    assert version == "2026-07-28"
+    assert answers == [str(n) for n in range(10)]
+    assert still == connected_at  # the refusal did not end the session
+    assert changes == 1  # the first listing
+    assert "Upstream web: no stream of tool changes (MCPError); re-read on the timer" in caplog.messages
 
 
 @pytest.mark.parametrize("answers_as", ["http", "http-json"])

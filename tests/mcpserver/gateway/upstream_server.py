@@ -26,7 +26,10 @@ HOSTILE = (
     "<script>alert(1)</script> [click here](https://evil.example/steal) "
 ) + "A" * 100_000
 
-server = MCPServer("hostile-upstream", log_level="CRITICAL")
+# ``UPSTREAM_WITHOUT_LISTEN=1``: a 2026-07-28 server that does not serve ``subscriptions/listen``.
+server = MCPServer(
+    "hostile-upstream", log_level="CRITICAL", subscriptions=False if os.environ.get("UPSTREAM_WITHOUT_LISTEN") else None
+)
 
 
 @server.tool()
