@@ -18,7 +18,9 @@ session, learned from the HTTP exchanges it already sees, and applies the SDK's 
 lives while a request of it is in flight (an open GET stream included) and for ``SESSION_IDLE_SECONDS`` after
 the last one ended. Our idle clock starts a moment after the SDK's (when the response has been sent), so a
 lease never ends before the SDK's session does. A session also ends here when its owner deletes it (HTTP
-DELETE) or is told it is gone (404). Everything runs on the event loop, without awaits inside the account, so
+DELETE) or is told it is gone (404), and an ended session is never counted again. A request of a session this
+account does not hold yet (the client's GET stream can start before the ``initialize`` response has finished)
+is counted from the moment the SDK accepts it. Everything runs on the event loop, without awaits inside the account, so
 it needs no lock; its size is bounded by the sessions alive (expired leases are swept).
 """
 
@@ -46,6 +48,8 @@ _SESSION_HEADER = b"mcp-session-id"
 # Refusals at the session cap are logged once a minute per client, in a table of at most this many clients.
 WARNING_INTERVAL_SECONDS = 60.0
 _MAX_WARNED = 10_000
+# Sessions ended by a DELETE or a 404, remembered so that a request answered after the end cannot count them again.
+_MAX_ENDED = 4096
 # The catalog's RATE_LIMIT code on the JSON-RPC channel (default catalog): the session cap is a quota of the
 # same family. Outside JSON-RPC's reserved range, as codes we choose must be.
 SESSION_LIMIT_JSONRPC_CODE = JSONRPC_SESSION_LIMIT
@@ -72,6 +76,7 @@ class SessionLeases:
         self._leases: dict[str, _Lease] = {}
         self._by_owner: dict[str, set[str]] = {}
         self._opening: dict[str, int] = {}
+        self._ended: dict[str, None] = {}  # insertion-ordered: the oldest is forgotten first
         self._next_sweep = clock() + idle_seconds
 
     def __len__(self) -> int:
@@ -102,7 +107,7 @@ class SessionLeases:
         else:
             self._opening.pop(owner, None)
         if session_id is not None:
-            self._adopt(session_id, owner)
+            self.adopt(session_id, owner)
 
     def begin(self, session_id: str, owner: str) -> bool:
         """A request of ``session_id`` by ``owner`` starts; False (not counted) if the session is not theirs."""
@@ -115,21 +120,25 @@ class SessionLeases:
     def end(self, session_id: str, *, gone: bool) -> None:
         """A request that ``begin`` counted has been answered; ``gone`` when the session ended with it."""
         lease = self._leases.get(session_id)
-        if lease is None:
-            return
-        lease.in_flight -= 1
         if gone:
-            self._drop(session_id)
-        elif lease.in_flight <= 0:
-            lease.in_flight = 0
-            lease.idle_since = self._clock()
+            self.ended(session_id)
+        elif lease is not None:
+            lease.in_flight -= 1
+            if lease.in_flight <= 0:
+                lease.in_flight = 0
+                lease.idle_since = self._clock()
+
+    def ended(self, session_id: str) -> None:
+        """The session is over (deleted, or the SDK answered 404): free its place, and never count it again."""
+        self._drop(session_id)
+        self._ended[session_id] = None
+        if len(self._ended) > _MAX_ENDED:
+            del self._ended[next(iter(self._ended))]
 
     def adopt(self, session_id: str, owner: str) -> None:
-        """A session the SDK still serves but this account had let go: count it again."""
-        if session_id not in self._leases:
-            self._adopt(session_id, owner)
-
-    def _adopt(self, session_id: str, owner: str) -> None:
+        """A session the SDK serves to ``owner``: hold it from now on, unless it is held already or has ended."""
+        if session_id in self._leases or session_id in self._ended:
+            return
         self._leases[session_id] = _Lease(owner=owner, idle_since=self._clock())
         self._by_owner.setdefault(owner, set()).add(session_id)
 
@@ -218,20 +227,25 @@ class SessionAdmission:
         status = 0
 
         async def watch(message: Message) -> None:
-            nonlocal status
+            nonlocal status, counted
             if message["type"] == "http.response.start":
                 status = message["status"]
+                if not counted and 200 <= status < 400 and scope["method"] != "DELETE":
+                    # The SDK serves this session to this caller, and this account does not hold it (yet): a
+                    # request that arrived before its initialize was answered, or one whose lease expired here.
+                    self.leases.adopt(session_id, client.key)
+                    counted = self.leases.begin(session_id, client.key)
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
+            deleted = scope["method"] == "DELETE" and 200 <= status < 300
             # The SDK answers 404 to a session that is gone (or is not this caller's: then it was never counted).
-            gone = status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300)
             if counted:
-                self.leases.end(session_id, gone=gone)
-            elif 200 <= status < 400 and not gone:
-                self.leases.adopt(session_id, client.key)
+                self.leases.end(session_id, gone=deleted or status == 404)
+            elif deleted:
+                self.leases.ended(session_id)
 
 
 def _header(message: Message, name: bytes) -> str | None:

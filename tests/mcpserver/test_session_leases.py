@@ -85,3 +85,37 @@ def test_expired_sessions_of_owners_who_never_return_are_swept():
     clock.now += 61
     _open(leases, "token:new", "fresh")
     assert len(leases) == 1
+
+
+def test_a_request_that_starts_before_the_initialize_is_answered_is_counted_and_the_deleted_session_stays_gone():
+    # The order seen in a CI run: the client has the session id from the initialize response's headers and opens
+    # its GET stream, then deletes the session, all before the initialize request's handler has returned.
+    leases = SessionLeases(idle_seconds=1800, clock=Clock())
+    assert leases.reserve("token:1", 2)
+    assert not leases.begin("a", "token:1")  # the GET stream: not held yet...
+    leases.adopt("a", "token:1")  # ...until the SDK accepts it (its response starts)
+    assert leases.begin("a", "token:1")
+    leases.end("a", gone=True)  # the DELETE
+    leases.release("token:1", "a")  # the initialize handler returns only now
+    leases.end("a", gone=False)  # the GET stream closes with the session
+    assert leases.open_count("token:1") == 0 and len(leases) == 0
+
+
+def test_an_ended_session_is_not_counted_again_by_a_late_answer():
+    leases = SessionLeases(idle_seconds=60, clock=Clock())
+    _open(leases, "token:1", "a")
+    leases.ended("a")
+    leases.adopt("a", "token:1")  # a response of the session that started after the DELETE
+    assert not leases.begin("a", "token:1")
+    assert leases.open_count("token:1") == 0
+
+
+def test_the_memory_of_ended_sessions_is_bounded():
+    from mcpserver.sessions import _MAX_ENDED
+
+    leases = SessionLeases(idle_seconds=60, clock=Clock())
+    for n in range(_MAX_ENDED + 10):
+        leases.ended(f"s{n}")
+    assert len(leases._ended) == _MAX_ENDED
+    leases.adopt("s0", "token:1")  # forgotten first, so held again
+    assert leases.open_count("token:1") == 1
