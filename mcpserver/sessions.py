@@ -19,9 +19,10 @@ lives while a request of it is in flight (an open GET stream included) and for `
 the last one ended. Our idle clock starts a moment after the SDK's (when the response has been sent), so a
 lease never ends before the SDK's session does. A session also ends here when its owner deletes it (HTTP
 DELETE) or is told it is gone (404), and an ended session is never counted again. A request of a session this
-account does not hold yet (the client's GET stream can start before the ``initialize`` response has finished)
-is counted from the moment the SDK accepts it. Everything runs on the event loop, without awaits inside the account, so
-it needs no lock; its size is bounded by the sessions alive (expired leases are swept).
+account does not hold yet (the client's GET stream can start before the ``initialize`` request's handler has
+returned) is counted from the moment the SDK accepts it. Everything runs on the event loop, without awaits inside
+the account, so it needs no lock; its size is bounded by the sessions alive (expired leases are swept) and the
+last ``_MAX_ENDED`` ended ones.
 """
 
 from __future__ import annotations

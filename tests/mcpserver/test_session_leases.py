@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from mcpserver.sessions import SessionLeases
+import asyncio
+
+from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity
+from mcpserver.sessions import SessionAdmission, SessionLeases
 
 
 class Clock:
@@ -119,3 +122,59 @@ def test_the_memory_of_ended_sessions_is_bounded():
     assert len(leases._ended) == _MAX_ENDED
     leases.adopt("s0", "token:1")  # forgotten first, so held again
     assert leases.open_count("token:1") == 1
+
+
+class _SlowToReturnSdk:
+    """An ASGI stand-in for the SDK's session manager whose ``initialize`` handler answers (headers and body) and
+    returns only when told: the order in which a real client's GET stream and DELETE can overtake it."""
+
+    def __init__(self) -> None:
+        self.initialize_may_return = asyncio.Event()
+        self.stream_may_end = asyncio.Event()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["method"] == "POST":  # initialize
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"mcp-session-id", b"s1")]})
+            await send({"type": "http.response.body", "body": b"{}"})
+            await self.initialize_may_return.wait()
+        elif scope["method"] == "GET":  # the session's stream, open until the session ends
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await self.stream_may_end.wait()
+            await send({"type": "http.response.body", "body": b""})
+        else:  # DELETE
+            self.stream_may_end.set()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_session_deleted_before_its_initialize_handler_returned_frees_its_place(settings):
+    settings.MCP = {**settings.MCP, "MAX_SESSIONS_PER_TOKEN": 1, "RATE_LIMIT_PER_MINUTE": 0}
+    sdk = _SlowToReturnSdk()
+    admission = SessionAdmission(sdk, idle_seconds=1800)
+    client = ClientIdentity(key="token:1", name="one")
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    def request(method: str, session: bytes | None = None):
+        headers = [(b"mcp-session-id", session)] if session else []
+        scope = {"type": "http", "method": method, "headers": headers, CLIENT_SCOPE_KEY: client}
+        return admission(scope, receive, send)
+
+    async def scenario() -> int:
+        initialize = asyncio.create_task(request("POST"))
+        await asyncio.sleep(0)  # answered; its handler has not returned
+        stream = asyncio.create_task(request("GET", b"s1"))
+        await asyncio.sleep(0)
+        await request("DELETE", b"s1")
+        await stream
+        sdk.initialize_may_return.set()
+        await initialize
+        return admission.leases.open_count("token:1")
+
+    assert asyncio.run(scenario()) == 0
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [200, 200, 200]
