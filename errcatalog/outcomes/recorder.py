@@ -2,11 +2,11 @@
 
 Interface (fixed):
 - ``record(event: OutcomeEvent) -> None``: called once per tool call on the request path. O(1), never raises,
-  never blocks on I/O. Appends to a bounded in-process buffer; a background flusher sends batches to the
-  Redis streams (``REDIS_URL`` set; each event into its partition's stream, ``partitions``); without Redis, on
-  Celery's filesystem broker, to batch files in the spool folder (``spool``; a ``drain_outcomes`` task asks a
-  worker to store them now, at most once per ``DRAIN_REQUEST_SECONDS``); on another broker, as
-  ``errcatalog.ingest_outcomes`` Celery tasks.
+  never blocks on I/O. Encodes the event and appends it to a bounded in-process buffer; a background flusher
+  sends batches to the Redis streams (``REDIS_URL`` set; each event into its partition's stream,
+  ``partitions``); without Redis, on Celery's filesystem broker, to batch files in the spool folder (``spool``;
+  a ``drain_outcomes`` task asks a worker to store them now, at most once per ``DRAIN_REQUEST_SECONDS``); on
+  another broker, as ``errcatalog.ingest_outcomes`` Celery tasks.
 - ``submit(events: Sequence[OutcomeEvent]) -> None``: durable push now, for the REST batch endpoint. Raises
   ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then).
 - ``flush(timeout: float = 5.0) -> bool``: push everything held now (shutdown, tests); True when all went.
@@ -14,12 +14,18 @@ Interface (fixed):
 - ``reset()``: stop the flusher and forget everything held and counted (tests, and a forked child).
 
 Why this shape: a tool call must not wait for Redis (the issue allows 100 µs at the median), and must keep
-serving while Redis is down. So ``record`` only appends to a bounded ``deque`` (no lock, no I/O); a daemon thread
-wakes every ``FLUSH_INTERVAL_MS`` (sooner when half of ``MAX_UNSENT`` or ``BATCH_SIZE`` events wait) and sends
-them in one pipelined round trip. What a SIGKILL of the process loses is what it holds unsent: at most
-``MAX_UNSENT`` events while the buffer is reachable (the other half covers calls answered during a send).
-Events leave the process buffer only when the send succeeded; while it fails they stay, up to
-``LOCAL_BUFFER_MAX``, the oldest dropped and counted beyond that.
+serving while Redis is down. So ``record`` only encodes the event (about a microsecond) and appends it to a
+bounded ``deque`` (no lock, no I/O); a daemon thread wakes every ``FLUSH_INTERVAL_MS`` (sooner when half of
+``MAX_UNSENT`` or ``BATCH_SIZE`` events wait) and sends them in one pipelined round trip. What a SIGKILL of the
+process loses is what it holds unsent: at most ``MAX_UNSENT`` events while the buffer is reachable (the other half
+covers calls answered during a send). Events leave the process buffer only when the send succeeded; while it
+fails they stay, up to ``LOCAL_BUFFER_MAX``, the oldest dropped and counted beyond that.
+
+Why the request path encodes: the flusher shares the GIL with the event loop, and a thread waiting for it gets it
+only when the holder lets go (or after ``sys.getswitchinterval()``, 5 ms). Encoding a batch of 500 events held it
+for about a millisecond at a stretch, and every request in flight waited that long: under load, three in four of
+the event loop's slow steps were spent waiting for the flusher. Spread over the calls, the same work costs each
+about a microsecond, and the flusher holds the GIL only for the moments between its system calls.
 
 Settings: ``record`` must not read ``django.conf.settings`` itself (one attribute read through Django's lazy proxy
 costs about 1 µs, more than the rest of ``record``), so the recorder keeps a copy of the few values it needs. The
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import logging
 import os
 import threading
@@ -42,6 +49,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 import redis
 from celery import current_app
 from django.conf import settings
@@ -77,6 +85,10 @@ for i = 2, #ARGV do
 end
 return #ARGV - 1
 """
+
+
+# An event as the recorder holds it: with its wire form, made on the request path.
+_Held = tuple[OutcomeEvent, bytes]
 
 
 class BufferUnavailable(RuntimeError):
@@ -153,8 +165,9 @@ class _Recorder:
         self._start_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._buffer: collections.deque[OutcomeEvent] = collections.deque(maxlen=1)
-        self._retry: list[OutcomeEvent] = []  # the sender's batch that did not go yet: oldest events held
+        # Each event with its wire form (``OutcomeEvent.to_json``), made by ``record``.
+        self._buffer: collections.deque[_Held] = collections.deque(maxlen=1)
+        self._retry: list[_Held] = []  # the sender's batch that did not go yet: oldest events held
         # Copies of settings (see the module docstring); ``_enabled`` is None until they are read.
         self._enabled: bool | None = None
         self._limit = 0  # LOCAL_BUFFER_MAX
@@ -165,9 +178,9 @@ class _Recorder:
         self._redis: redis.Redis | None = None
         self._add_all: Any = None  # the ``_ADD_ALL`` script on ``_redis``
         self._redis_url = ""
-        # Request path: accepted, pushed out of the full buffer, failed inside ``record``.
+        # Request path: accepted, pushed out of the full buffer, failed inside ``record`` (unencodable included).
         self.recorded = self.dropped_full = self.dropped_failed = 0
-        # Sender: sent, dropped while paused (beyond the bound) or unencodable. ``submit``: sent.
+        # Sender: sent, dropped while paused (beyond the bound). ``submit``: sent.
         self.sent = self.dropped_sending = self.submitted = 0
         self._paused_since_dropped: int | None = None  # ``dropped`` when the pause began; None while healthy
         # Spool batches written since the last ``drain_outcomes`` was sent, and when that was (``time.monotonic``).
@@ -184,11 +197,16 @@ class _Recorder:
         enabled = self._enabled
         if not enabled and (enabled is not None or not self.load_settings()):
             return
+        self.recorded += 1
+        try:
+            held = (event, event.to_json())
+        except Exception:  # not an OutcomeEvent, or a value JSON cannot carry: it can never be recorded
+            self.dropped_failed += 1
+            return
         buffer = self._buffer
         if len(buffer) == buffer.maxlen:
             self.dropped_full += 1  # the append pushes the oldest out
-        buffer.append(event)
-        self.recorded += 1
+        buffer.append(held)
         if len(buffer) == self._wake_at:
             self._wake.set()  # a full batch, or half of what a SIGKILL may lose, waits: send it now
         if self._thread is None:
@@ -274,7 +292,7 @@ class _Recorder:
                     if budget is not None:
                         budget -= len(self._retry)
                 try:
-                    self.sent += self._send(destination, self._retry, sender=True)
+                    self.sent += self._send(destination, self._retry)
                 except Exception as exc:
                     self._trim_held()
                     self._failed(destination, exc)
@@ -298,7 +316,7 @@ class _Recorder:
         except Exception as exc:  # the batches are safe on disk: a failed request only delays them to beat's drain
             logger.debug("Outcome recorder: could not send drain_outcomes (%s)", type(exc).__name__)
 
-    def _take(self, count: int) -> list[OutcomeEvent]:
+    def _take(self, count: int) -> list[_Held]:
         buffer, batch = self._buffer, []
         for _ in range(min(count, len(buffer))):
             try:
@@ -315,45 +333,28 @@ class _Recorder:
             del self._retry[:dropped]
             self.dropped_sending += dropped
 
-    def _send(self, destination: _Destination, batch: list[OutcomeEvent], *, sender: bool) -> int:
-        """Send one batch; returns how many went (events that fail to encode are dropped and counted)."""
+    def _send(self, destination: _Destination, batch: list[_Held]) -> int:
+        """Send one batch (not empty); returns how many went."""
         if destination.redis_url:
-            encoded = self._encode(batch, OutcomeEvent.to_json, sender=sender)
-            if encoded:
-                base, count, maxlen = destination.stream_key, destination.partitions, destination.stream_maxlen
-                by_stream: dict[str, list[bytes]] = {}
-                for event, payload in encoded:
-                    # Each event into its episode key's partition (``partitions``), in the order they came.
-                    key = partitions.stream_key(base, partitions.partition(event_key(event), count))
-                    by_stream.setdefault(key, []).append(payload)
-                client = self._client(destination.redis_url)
-                pipe = client.pipeline(transaction=False)
-                for key, entries in by_stream.items():
-                    self._add_all(keys=[key], args=[maxlen, *entries], client=pipe)
-                pipe.execute()
+            base, count, maxlen = destination.stream_key, destination.partitions, destination.stream_maxlen
+            by_stream: dict[str, list[bytes]] = {}
+            for event, payload in batch:
+                # Each event into its episode key's partition (``partitions``), in the order they came.
+                key = partitions.stream_key(base, partitions.partition(event_key(event), count))
+                by_stream.setdefault(key, []).append(payload)
+            client = self._client(destination.redis_url)
+            pipe = client.pipeline(transaction=False)
+            for key, entries in by_stream.items():
+                self._add_all(keys=[key], args=[maxlen, *entries], client=pipe)
+            pipe.execute()
+        elif destination.spool_dir:
+            # Raises (the events stay held) unless the batch is on disk.
+            spool.spool_write_encoded(Path(destination.spool_dir), [payload for _event, payload in batch])
+            self._drain_owed = True
         else:
-            encoded = self._encode(batch, OutcomeEvent.to_wire, sender=sender)
-            if encoded:
-                payloads = [payload for _event, payload in encoded]
-                if destination.spool_dir:
-                    spool.spool_write(Path(destination.spool_dir), payloads)  # raises (events stay held) unless durable
-                    self._drain_owed = True
-                else:
-                    # A broker that gives a dead worker's message back (acks_late).
-                    current_app.send_task(INGEST_TASK, args=[payloads])
-        return len(encoded)
-
-    def _encode(self, batch: list[OutcomeEvent], encode: Any, *, sender: bool) -> list[tuple[OutcomeEvent, Any]]:
-        encoded = []
-        for event in batch:
-            try:
-                encoded.append((event, encode(event)))
-            except Exception:  # not an OutcomeEvent, or a value JSON cannot carry: it can never be recorded
-                if sender:
-                    self.dropped_sending += 1
-        if sender and len(encoded) < len(batch):
-            batch[:] = [event for event, _payload in encoded]  # a retry of this batch must not count them twice
-        return encoded
+            # A broker that gives a dead worker's message back (acks_late).
+            current_app.send_task(INGEST_TASK, args=[[orjson.loads(payload) for _event, payload in batch]])
+        return len(batch)
 
     def _client(self, url: str) -> redis.Redis:
         if self._redis is None or url != self._redis_url:
@@ -395,10 +396,13 @@ class _Recorder:
             return
         destination = _destination()
         with self._submit_lock:
+            held = []
+            for event in events:
+                with contextlib.suppress(Exception):  # not an OutcomeEvent, or a value JSON cannot carry
+                    held.append((event, event.to_json()))
             try:
-                for start in range(0, len(events), destination.batch_size):
-                    batch = list(events[start : start + destination.batch_size])
-                    self.submitted += self._send(destination, batch, sender=False)
+                for start in range(0, len(held), destination.batch_size):
+                    self.submitted += self._send(destination, held[start : start + destination.batch_size])
             except Exception as exc:
                 raise BufferUnavailable(f"the outcome buffer cannot take events ({type(exc).__name__})") from None
             self._request_drain(now=True)

@@ -1,7 +1,8 @@
 """The outcome buffer of the embedded setup (no Redis, Celery's filesystem broker): batch files in a folder.
 
 - ``spool_write(folder: Path, payloads: list[dict]) -> None``: store one batch of wire events as a file, durably
-  (written aside, flushed to disk, then renamed into place: a reader never sees half a batch).
+  (written aside, flushed to disk, then renamed into place: a reader never sees half a batch);
+  ``spool_write_encoded(folder, encoded: list[bytes])`` the same for events already encoded as JSON.
 - ``spool_drain(folder: Path, store: Callable[[list[dict]], int], *, deadline: float) -> int``: hand the waiting
   batches to ``store`` oldest first, deleting each file only after ``store`` returned; returns what it stored.
 - ``spool_size(folder: Path) -> int``: batch files waiting (tests, people).
@@ -48,11 +49,16 @@ _sequence = itertools.count()
 
 def spool_write(folder: Path, payloads: list[dict[str, Any]]) -> None:
     """Store one batch durably; raises ``OSError`` when it cannot (the caller keeps the events and retries)."""
+    spool_write_encoded(folder, [orjson.dumps(payload) for payload in payloads])
+
+
+def spool_write_encoded(folder: Path, encoded: list[bytes]) -> None:
+    """``spool_write`` of payloads already encoded as JSON, one object each (the recorder's)."""
     # Names sort in the order batches were written: nanoseconds first, then this process's own sequence; the
     # number of events last, so a backlog is counted from the names alone (``spool_backlog``).
-    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):010d}-{len(payloads)}{_SUFFIX}"
+    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):010d}-{len(encoded)}{_SUFFIX}"
     pending = folder / f"{_PENDING_PREFIX}{name}"
-    data = memoryview(orjson.dumps(payloads))
+    data = memoryview(b"[" + b",".join(encoded) + b"]")
     try:
         fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileNotFoundError:  # the first batch, or the folder was removed: made here, not looked for every time

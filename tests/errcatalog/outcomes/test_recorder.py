@@ -135,10 +135,10 @@ def test_a_flusher_round_sends_what_was_held_when_it_began_and_leaves_later_call
         recorder.record(make_event(n))
     real_send, batches = recorder._Recorder._send, []
 
-    def send_while_calls_arrive(self, destination, batch, *, sender):
+    def send_while_calls_arrive(self, destination, batch):
         batches.append(len(batch))
         recorder.record(make_event(100 + len(batches)))  # a call answered during this send
-        return real_send(self, destination, batch, sender=sender)
+        return real_send(self, destination, batch)
 
     monkeypatch.setattr(recorder._Recorder, "_send", send_while_calls_arrive)
 
