@@ -59,6 +59,7 @@ class Application:
                     stack = contextlib.AsyncExitStack()
                     await stack.enter_async_context(self.mcp.run())
                     self._exit_stack = stack
+                    await asyncio.to_thread(recorder.prepare)
                 except Exception as exc:
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return

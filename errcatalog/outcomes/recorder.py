@@ -9,6 +9,7 @@ Interface (fixed):
   another broker, as ``errcatalog.ingest_outcomes`` Celery tasks.
 - ``submit(events: Sequence[OutcomeEvent]) -> None``: durable push now, for the REST batch endpoint. Raises
   ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then).
+- ``prepare() -> None``: at a server's start, the slow first part of sending (Celery's imports) done ahead.
 - ``flush(timeout: float = 5.0) -> bool``: push everything held now (shutdown, tests); True when all went.
 - ``stats() -> RecorderStats``: counters for people and tests (recorded, sent, dropped, held, paused).
 - ``reset()``: stop the flusher and forget everything held and counted (tests, and a forked child).
@@ -229,6 +230,18 @@ class _Recorder:
             self._limit = limit
         self._enabled = enabled
         return enabled
+
+    def prepare(self) -> None:
+        """Ask for a drain now when batches go to the spool: the first request imports Celery's sending side (80 ms
+        of holding the GIL, which would otherwise stall the first calls a process serves), and a worker stores at
+        once what a previous process left in the folder."""
+        if not self.load_settings():
+            return
+        destination = _destination()
+        if destination.spool_dir and not destination.redis_url:
+            with self._send_lock:
+                self._drain_owed = True
+                self._request_drain(now=True)
 
     def settings_changed(self) -> None:
         self._enabled = None
@@ -484,6 +497,14 @@ def submit(events: Sequence[OutcomeEvent]) -> None:
     a reporter that sends its events explicitly gets them stored (or a 503 it can retry on), never silently lost.
     """
     _recorder.submit(events)
+
+
+def prepare() -> None:
+    """At a server's start: do now the slow first part of sending (see ``_Recorder.prepare``)."""
+    try:
+        _recorder.prepare()
+    except Exception:  # recording's settings are checked on use; a start must not fail here
+        logger.exception("Outcome recorder: could not prepare")
 
 
 def flush(timeout: float = 5.0) -> bool:

@@ -353,6 +353,25 @@ def test_the_flusher_asks_for_a_drain_at_most_once_per_interval_and_always_after
     assert len(messages) <= elapsed / 0.5 + 1, (len(messages), elapsed)
 
 
+def test_a_server_start_asks_for_a_drain_when_batches_go_to_the_spool(outcomes, settings, tmp_path):
+    # Celery's first message imports its sending side (about 80 ms holding the GIL): at start, not under the
+    # first calls; and what a previous process left in the spool is stored at once.
+    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, SPOOL_DIR=str(tmp_path / "spool"))
+    settings.REDIS_URL = ""
+    with celery_filesystem_broker(tmp_path / "queue") as app:
+        recorder.prepare()
+        messages = read_task_messages(app)
+    assert messages == [("errcatalog.drain_outcomes", [])]
+    assert recorder.stats() == recorder.RecorderStats(recorded=0, sent=0, dropped=0, held=0, paused=False)
+
+
+def test_a_server_start_sends_nothing_when_batches_go_to_redis(outcomes, stream, tmp_path):
+    outcomes(FLUSH_INTERVAL_MS=NEVER_MS, SPOOL_DIR=str(tmp_path / "spool"))
+    with celery_filesystem_broker(tmp_path / "queue") as app:
+        recorder.prepare()
+        assert read_task_messages(app) == []
+
+
 def test_an_unwritable_spool_keeps_the_events_held(outcomes, settings, tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
