@@ -1,8 +1,8 @@
 """Redis down must not mean errcatalog down: the served application while its Redis is SIGKILLed and restarted.
 
 Each test serves ``config.asgi:application`` with uvicorn in a subprocess (``served_app.ServedApp``) on the test's
-PostgreSQL database and a ``redis-server`` of its own on a free port, which the test kills with SIGKILL. The
-PostgreSQL outage is in ``test_database_outage.py``.
+database (on SQLite, a copy the test pushes and pulls: ``WorkerDatabase``) and a ``redis-server`` of its own on a
+free port, which the test kills with SIGKILL. The PostgreSQL outage is in ``test_database_outage.py``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 
@@ -65,12 +66,17 @@ def served(tmp_path, redis_server, worker_database, api_key) -> Iterator[ServedA
         ERRCATALOG_OUTCOMES_LOCAL_BUFFER=str(LOCAL_BUFFER),
         LOG_LEVEL="INFO",
     )
+    worker_database.push()  # SQLite: the catalog and the token, into the served app's copy
     app = ServedApp(env, tmp_path).start()
     yield app
     app.stop()
 
 
-def _edit_catalog() -> None:
+def _edit_catalog(worker_database) -> None:
+    if worker_database.file is not None:  # SQLite: the served app reads its own copy; its triggers raise the revision
+        with contextlib.closing(sqlite3.connect(worker_database.file, timeout=30)) as db, db:
+            db.execute("UPDATE errcatalog_errorcode SET explanation = ? WHERE code = 'NETWORK_ERROR'", [EDITED])
+        return
     try:
         ErrorCode.objects.filter(code="NETWORK_ERROR").update(explanation=EDITED)
     finally:
@@ -121,7 +127,7 @@ def test_mcp_calls_are_answered_and_counted_through_a_redis_outage(
             # The catalog is edited during the outage, in another process: the app learns of it from the
             # database's catalog revision, which needs no Redis.
             edited_at = len(answers)
-            await asyncio.to_thread(_edit_catalog)
+            await asyncio.to_thread(_edit_catalog, worker_database)
             await wait_for(lambda: any(EDITED in text for text in answers[edited_at:]), "the edit to show", 10)
             # Well past the recorder's bound, so events are dropped (and counted) while Redis is away.
             await wait_for(lambda: len(answers) >= killed_at + 3 * LOCAL_BUFFER, "calls during the outage")
@@ -164,6 +170,7 @@ def test_mcp_calls_are_answered_and_counted_through_a_redis_outage(
     with celery_app_on(redis_server.url, {}):
         # What beat does in production, once a second.
         for _ in range(90):
+            worker_database.pull()
             if OutcomeRecord.objects.count() >= len(answers) - dropped:
                 break
             drain_outcomes.delay()
