@@ -87,6 +87,12 @@ def remove_sql(vendor: str, table: str) -> list[str]:
     raise NotImplementedError(f"errcatalog supports PostgreSQL and SQLite, not {vendor}")
 
 
+def reinstall_sql(vendor: str, table: str) -> list[str]:
+    """``table``'s triggers removed and installed again: for a migration whose schema change SQLite makes by
+    rebuilding the table (an added column), which drops the table's triggers with it."""
+    return [*remove_sql(vendor, table), *install_sql(vendor, table)]
+
+
 def remove_function_sql(vendor: str) -> list[str]:
     return [f"DROP FUNCTION IF EXISTS {_POSTGRESQL_FUNCTION}()"] if vendor == "postgresql" else []
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from django.conf import settings
 from django.db import connection, transaction
 
+from errcatalog.background import OnDemandThread
 from errcatalog.caching import caches_invalidate, register_cache
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.revision import Revision, catalog_revision
@@ -64,7 +65,7 @@ def catalog_snapshot() -> CatalogSnapshot:
     held = _held
     if held is None:
         held = _first_build()
-    if not _watching:
+    if not _watcher.running:
         _watch()
     return held.snapshot
 
@@ -73,7 +74,7 @@ async def acatalog_snapshot() -> CatalogSnapshot:
     """``catalog_snapshot`` for async code: no thread hop once the process holds a snapshot."""
     held = _held
     if held is not None:
-        if not _watching:
+        if not _watcher.running:
             _watch()
         return held.snapshot
     from asgiref.sync import sync_to_async
@@ -264,10 +265,6 @@ register_cache("errcatalog.catalog.snapshot.held", _forget, scope="process")
 
 # --- Watching the revision --------------------------------------------------------------------------------
 
-# Whether this process has a watcher thread (reset in a forked child, which has no threads).
-_watching = False
-_watch_lock = threading.Lock()
-
 
 def _poll_seconds() -> float:
     return float(settings.ERRCATALOG["CATALOG_POLL_SECONDS"])
@@ -275,27 +272,21 @@ def _poll_seconds() -> float:
 
 def _watch() -> None:
     """Start this process's watcher thread, unless it runs or polling is off (``CATALOG_POLL_SECONDS`` 0)."""
-    global _watching
-    if _poll_seconds() <= 0:
-        return
-    with _watch_lock:
-        if _watching:
-            return
-        _watching = True
-    threading.Thread(target=_watch_revision, name="errcatalog-catalog-watcher", daemon=True).start()
+    if _poll_seconds() > 0:
+        _watcher.ensure()
 
 
 def _watch_revision() -> None:
-    global _watching
     try:
         while (interval := _poll_seconds()) > 0:
             time.sleep(interval)
             if _poll_seconds() > 0:
                 _check_revision()
     finally:
-        with _watch_lock:
-            _watching = False
         connection.close()
+
+
+_watcher = OnDemandThread("errcatalog-catalog-watcher", _watch_revision)
 
 
 def _check_revision() -> None:
@@ -316,11 +307,9 @@ def _check_revision() -> None:
 
 
 def _after_fork_in_child() -> None:
-    # A forked child (a Celery pool process) has none of its parent's threads: no watcher, and no thread that
-    # could release a lock the parent held at the fork.
-    global _watching, _watch_lock, _build_lock
-    _watching = False
-    _watch_lock = threading.Lock()
+    # A forked child (a Celery pool process) has none of its parent's threads (the watcher forgets its own), and
+    # none that could release a lock the parent held at the fork.
+    global _build_lock
     _build_lock = threading.Lock()
 
 

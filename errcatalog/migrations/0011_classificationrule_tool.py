@@ -3,7 +3,7 @@ its triggers; they are installed again so that rule changes keep raising the cat
 
 from django.db import migrations, models
 
-from errcatalog.catalog.revision import install_sql, remove_sql
+from errcatalog.catalog.revision import reinstall_sql
 
 TABLE = "errcatalog_classificationrule"
 HELP = "Only for this tool, by the name /mcp serves it under (blank: any)."
@@ -11,7 +11,7 @@ HELP = "Only for this tool, by the name /mcp serves it under (blank: any)."
 
 def reinstall_triggers(apps, schema_editor):
     vendor = schema_editor.connection.vendor
-    for statement in [*remove_sql(vendor, TABLE), *install_sql(vendor, TABLE)]:
+    for statement in reinstall_sql(vendor, TABLE):
         schema_editor.execute(statement, params=None)
 
 

@@ -4,7 +4,7 @@ changes keep raising the catalog revision (as 0011 does for the rules)."""
 
 from django.db import migrations, models
 
-from errcatalog.catalog.revision import install_sql, remove_sql
+from errcatalog.catalog.revision import reinstall_sql
 
 TABLE = "errcatalog_errorcode"
 CHOICES = [("fixed", "Fixed weights"), ("adaptive", "Adaptive (from recovery rates)")]
@@ -14,7 +14,7 @@ FROZEN_HELP = "Adaptive: keep the current weights (the allocator leaves this cod
 
 def reinstall_triggers(apps, schema_editor):
     vendor = schema_editor.connection.vendor
-    for statement in [*remove_sql(vendor, TABLE), *install_sql(vendor, TABLE)]:
+    for statement in reinstall_sql(vendor, TABLE):
         schema_editor.execute(statement, params=None)
 
 

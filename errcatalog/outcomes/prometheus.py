@@ -62,6 +62,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from errcatalog.background import OnDemandThread
 from errcatalog.dependencies import DATABASE_ERRORS
 from errcatalog.outcomes import partitions
 from errcatalog.outcomes.events import OutcomeEvent
@@ -149,8 +150,8 @@ def observe_call(event: OutcomeEvent, *, served: bool) -> None:
     )
     if len(_unfolded) >= FOLD_AT:
         fold_calls()
-    elif not _folder.started:
-        _folder.start()
+    else:
+        _folder.ensure()
 
 
 def fold_calls() -> None:
@@ -175,39 +176,27 @@ def fold_calls() -> None:
             TOOL_CALL_DURATION.labels(tool, outcome).observe_counted(counts, seconds[key])
 
 
-class _Folder:
-    """The daemon thread that folds every ``FOLD_SECONDS``; started by the first call a process observes (a forked
-    child starts its own, without the parent's calls: those are the parent's to fold)."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self._lock = threading.Lock()
-        os.register_at_fork(after_in_child=self._after_fork_in_child)
-
-    def start(self) -> None:
-        with self._lock:
-            if self.started:
-                return
-            threading.Thread(target=self._run, name="metrics-fold", daemon=True).start()
-            self.started = True
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(FOLD_SECONDS)
-            try:
-                fold_calls()
-            except Exception:  # the thread must outlive anything: the next fold counts the calls after these
-                logger.exception("Metrics: the calls observed could not be added to the metrics")
-
-    def _after_fork_in_child(self) -> None:
-        global _fold_lock
-        _unfolded.clear()
-        _fold_lock = threading.Lock()
-        self._lock = threading.Lock()
-        self.started = False
+def _fold_forever() -> None:
+    while True:
+        time.sleep(FOLD_SECONDS)
+        try:
+            fold_calls()
+        except Exception:  # the thread must outlive anything: the next fold counts the calls after these
+            logger.exception("Metrics: the calls observed could not be added to the metrics")
 
 
-_folder = _Folder()
+# Started by the first call a process observes (a forked child starts its own).
+_folder = OnDemandThread("metrics-fold", _fold_forever)
+
+
+def _after_fork_in_child() -> None:
+    # The parent's calls are the parent's to fold; a lock it held at the fork would never be released here.
+    global _fold_lock
+    _unfolded.clear()
+    _fold_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class RecorderMirror:

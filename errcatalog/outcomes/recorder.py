@@ -57,6 +57,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 
+from errcatalog.background import OnDemandThread
 from errcatalog.outcomes import partitions, prometheus, spool
 from errcatalog.outcomes.episodes import event_key
 from errcatalog.outcomes.events import OutcomeEvent
@@ -158,12 +159,12 @@ class _Recorder:
     """
 
     def __init__(self) -> None:
+        self._flusher = OnDemandThread("outcome-recorder", self._run)
         self._init_state()
 
     def _init_state(self) -> None:
         self._send_lock = threading.Lock()  # one sender at a time, so batches leave in the order they came
         self._submit_lock = threading.Lock()
-        self._start_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         # Each event with its wire form (``OutcomeEvent.to_json``), made by ``record``.
@@ -175,7 +176,6 @@ class _Recorder:
         self._batch_size = 1 << 30  # BATCH_SIZE
         self._wake_at = 1 << 30  # the flusher is woken when this many events wait: BATCH_SIZE or MAX_UNSENT / 2
         self._interval = 0.1  # FLUSH_INTERVAL_MS, in seconds
-        self._thread: threading.Thread | None = None
         self._redis: redis.Redis | None = None
         self._add_all: Any = None  # the ``_ADD_ALL`` script on ``_redis``
         self._redis_url = ""
@@ -210,8 +210,7 @@ class _Recorder:
         buffer.append(held)
         if len(buffer) == self._wake_at:
             self._wake.set()  # a full batch, or half of what a SIGKILL may lose, waits: send it now
-        if self._thread is None:
-            self._start()
+        self._flusher.ensure()
 
     def load_settings(self) -> bool:
         """Copy the settings ``record`` and the flusher use; returns ``ENABLED``."""
@@ -245,18 +244,8 @@ class _Recorder:
 
     def settings_changed(self) -> None:
         self._enabled = None
-        if self._thread is not None:
+        if self._flusher.running:
             self._wake.set()  # the flusher picks up a new destination or interval now
-
-    def _start(self) -> None:
-        with self._start_lock:
-            if self._thread is not None:
-                return
-            self._stop.clear()
-            self._wake.clear()
-            thread = threading.Thread(target=self._run, name="outcome-recorder", daemon=True)
-            self._thread = thread
-        thread.start()
 
     # --- Sender: the flusher thread, or ``flush`` --------------------------------------------------------------
 
@@ -444,11 +433,9 @@ class _Recorder:
         )
 
     def stop(self, timeout: float = 5.0) -> None:
-        thread = self._thread
         self._stop.set()
         self._wake.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        self._flusher.join(timeout)
         if self._redis is not None:
             self._redis.close()
 
@@ -524,5 +511,5 @@ def reset() -> None:
 
 @atexit.register
 def _flush_at_exit() -> None:
-    if _recorder._thread is not None:  # nothing was ever recorded in this process: nothing to do
+    if _recorder._flusher.running:  # nothing was ever recorded in this process: nothing to do
         flush(timeout=2.0)

@@ -183,9 +183,9 @@ def test_a_forked_child_folds_only_its_own_calls():
         pid = os.fork()
         if pid == 0:  # the child reports through its exit status
             try:
-                ok = not prometheus._unfolded and not prometheus._folder.started
+                ok = not prometheus._unfolded and not prometheus._folder.running
                 prometheus.observe_call(_call("fork_probe", 0.01), served=True)
-                ok = ok and len(prometheus._unfolded) == 1 and prometheus._folder.started
+                ok = ok and len(prometheus._unfolded) == 1 and prometheus._folder.running
             except BaseException:
                 ok = False
             os._exit(0 if ok else 1)
