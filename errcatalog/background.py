@@ -30,14 +30,19 @@ class OnDemandThread:
         return self._thread is not None
 
     def ensure(self) -> None:
-        """Start the thread unless it runs."""
+        """Start the thread unless it runs. Raises what ``Thread.start`` raises (no thread to be had: the next
+        call tries again)."""
         if self._thread is not None:
             return
         with self._lock:
             if self._thread is not None:
                 return
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-            self._thread.start()
+            try:
+                self._thread.start()
+            except BaseException:
+                self._thread = None
+                raise
 
     def join(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the thread to end (after the caller asked its target to return)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import threading
 
+import pytest
+
 from errcatalog.background import OnDemandThread
 
 
@@ -72,3 +74,22 @@ def test_a_forked_child_starts_its_own_thread():
     assert target.runs == 1  # the parent's thread is the parent's alone
     target.release.set()
     thread.join(5)
+
+
+def test_a_thread_that_could_not_start_is_tried_again_by_the_next_caller(monkeypatch):
+    target = _Target()
+    target.release.set()
+    thread = OnDemandThread("test-on-demand-refused", target)
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(threading.Thread, "start", refused)
+        with pytest.raises(RuntimeError):
+            thread.ensure()
+    assert not thread.running
+    thread.ensure()
+    assert target.started.wait(5)
+    thread.join(5)
+    assert target.runs == 1
