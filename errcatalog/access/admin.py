@@ -93,7 +93,7 @@ class ClientTokenAdmin(admin.ModelAdmin):
             messages.WARNING,
         )
 
-    @admin.action(description="Revoke selected tokens")
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke(self, request, queryset) -> None:
         tokens = list(queryset.filter(revoked_at__isnull=True))
         for token in tokens:
