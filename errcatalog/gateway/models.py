@@ -10,7 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from errcatalog.gateway.secrets import is_secret_reference
+from errcatalog.gateway.secrets import is_secret_reference, upstream_binding
 from errcatalog.vocabulary import is_tool_name
 
 # A tool of upstream `git` named `status` is served as `git__status`: both parts stay within MCP's tool-name
@@ -48,8 +48,8 @@ class Upstream(models.Model):
     """One upstream MCP server whose tools ``/mcp`` serves under ``prefix``.
 
     Header and environment values are stored as references (``env:NAME``, read from our environment when the
-    upstream is connected) or sealed with a key derived from ``SECRET_KEY`` (``errcatalog.gateway.secrets``);
-    neither is ever shown back.
+    upstream is connected) or sealed with a key derived from ``SECRET_KEY`` and the upstream's name and URL (or
+    command) (``errcatalog.gateway.secrets``); neither is ever shown back.
     """
 
     name = models.CharField(
@@ -111,6 +111,11 @@ class Upstream(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def binding(self) -> str:
+        """What its sealed values are bound to (``secrets.upstream_binding``)."""
+        return upstream_binding(transport=self.transport, name=self.name, url=self.url, command=self.command)
 
     def clean(self) -> None:
         problems = upstream_problems(self.__dict__)

@@ -282,11 +282,11 @@ class UpstreamAdmin(SimpleHistoryAdmin):
 
     @admin.display(description="stored headers")
     def stored_headers(self, obj: Upstream) -> str:
-        return _described(obj.headers)
+        return _described(obj.headers, obj.binding)
 
     @admin.display(description="stored environment")
     def stored_env(self, obj: Upstream) -> str:
-        return _described(obj.env)
+        return _described(obj.env, obj.binding)
 
     @admin.action(description="Test connection (connect, list tools, disconnect)")
     def test_connection(self, request: Any, queryset: Any) -> None:
@@ -308,7 +308,8 @@ class UpstreamAdmin(SimpleHistoryAdmin):
                 self.message_user(request, f"Upstream {upstream.name}: {result.failure}", messages.ERROR)
 
 
-def _described(values: dict[str, str]) -> Any:
+def _described(values: dict[str, str], binding: str) -> Any:
     if not values:
         return "none"
-    return format_html_join("", "<div><code>{}</code>: {}</div>", ((k, describe(v)) for k, v in values.items()))
+    described = ((k, describe(v, binding=binding)) for k, v in values.items())
+    return format_html_join("", "<div><code>{}</code>: {}</div>", described)

@@ -295,8 +295,9 @@ class UpstreamConnection:
     async def _open(self, stack: AsyncExitStack) -> Client:
         config = self.config
         try:
-            headers = {name: resolve(name, stored) for name, stored in config.headers.items()}
-            env = {name: resolve(name, stored) for name, stored in config.env.items()}
+            binding = config.binding
+            headers = {name: resolve(name, stored, binding=binding) for name, stored in config.headers.items()}
+            env = {name: resolve(name, stored, binding=binding) for name, stored in config.env.items()}
         except SecretUnavailable as exc:
             raise UpstreamConnectionError(config.name, f"not configured: {exc}") from None
         self._secrets = tuple(v for v in (*headers.values(), *env.values()) if v)
