@@ -35,6 +35,7 @@ from errcatalog.gateway.services import (
     upstream_validate,
     upstreams_import,
 )
+from errcatalog.gateway.targets import private_target
 from mcpserver.gateway.connection import probe
 
 _LINES = {"rows": 3, "cols": 60}
@@ -288,12 +289,15 @@ class UpstreamAdmin(SimpleHistoryAdmin):
     def stored_env(self, obj: Upstream) -> str:
         return _described(obj.env, obj.binding)
 
-    @admin.action(description="Test connection (connect, list tools, disconnect)")
+    @admin.action(description="Test connection (connect, list tools, disconnect)", permissions=["change"])
     def test_connection(self, request: Any, queryset: Any) -> None:
+        """Connect to each selected upstream as the gateway would. It sends the stored values to the upstream's
+        address and, for stdio, runs its command: it needs the change permission, a superuser for stdio (and
+        for an address on this network, unless the deployment allows them), and an enabled upstream."""
         for upstream in queryset:
-            if upstream.transport == Transport.STDIO and not settings.GATEWAY["STDIO"]:
-                message = f"Upstream {upstream.name}: stdio upstreams are turned off here"
-                self.message_user(request, message, messages.WARNING)
+            refusal = self._untestable(request, upstream)
+            if refusal:
+                self.message_user(request, f"Upstream {upstream.name}: {refusal}", messages.WARNING)
                 continue
             result = async_to_sync(probe)(upstream_config(upstream), settings.GATEWAY)
             if result.ok:
@@ -306,6 +310,25 @@ class UpstreamAdmin(SimpleHistoryAdmin):
                 )
             else:
                 self.message_user(request, f"Upstream {upstream.name}: {result.failure}", messages.ERROR)
+
+    def _untestable(self, request: Any, upstream: Upstream) -> str:
+        """Why ``request``'s user may not test ``upstream`` now; empty when they may."""
+        if not self.has_change_permission(request, upstream):
+            return "only a superuser may test a stdio upstream" if upstream.transport == Transport.STDIO else (
+                "you may not change it, so you may not test it")  # fmt: skip
+        if not upstream.enabled:
+            return "disabled, not tested (enable it first)"
+        if upstream.transport == Transport.STDIO and not settings.GATEWAY["STDIO"]:
+            return "stdio upstreams are turned off here"
+        if (
+            upstream.transport == Transport.HTTP
+            and not request.user.is_superuser
+            and not settings.GATEWAY["ALLOW_PRIVATE"]
+            and private_target(upstream.url)
+        ):
+            # Checked again here: the name may resolve elsewhere now than when it was saved.
+            return "only a superuser may test an upstream on a loopback, link-local or private address"
+        return ""
 
 
 def _described(values: dict[str, str], binding: str) -> Any:
