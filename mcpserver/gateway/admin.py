@@ -63,7 +63,8 @@ class UpstreamForm(forms.ModelForm):
         required=False,
         widget=forms.Textarea(attrs=_LINES),
         help_text="One per line, NAME: value or NAME: env:VARIABLE. Filled in, it replaces the stored headers; "
-        "left empty, they are kept. Values are sealed and never shown again.",
+        "left empty, they are kept, unless the URL changes: then they are dropped (they were entered for the old "
+        "address). Values are sealed for this upstream and never shown again.",
     )
     clear_headers = forms.BooleanField(required=False, help_text="Remove every stored header.")
     env_entry = forms.CharField(
@@ -71,7 +72,8 @@ class UpstreamForm(forms.ModelForm):
         required=False,
         widget=forms.Textarea(attrs=_LINES),
         help_text="Variables the stdio process gets (and nothing else of ours), one per line, NAME: value or "
-        "NAME: env:VARIABLE. Filled in, it replaces the stored ones; left empty, they are kept.",
+        "NAME: env:VARIABLE. Filled in, it replaces the stored ones; left empty, they are kept, unless the "
+        "command changes: then they are dropped.",
     )
     clear_env = forms.BooleanField(required=False, help_text="Remove every stored variable.")
     args_entry = forms.CharField(
@@ -194,7 +196,15 @@ class UpstreamAdmin(SimpleHistoryAdmin):
     def save_model(self, request: Any, obj: Upstream, form: UpstreamForm, change: bool) -> None:
         fields = form.upstream_fields()
         if change:
-            upstream_update(actor=request.user, upstream=obj, change_reason="admin", **fields)
+            had = {name: bool(getattr(obj, name)) for name in ("headers", "env")}
+            changed = upstream_update(actor=request.user, upstream=obj, change_reason="admin", **fields)
+            for name, what in (("headers", "headers"), ("env", "variables")):
+                if had[name] and name in changed and name not in fields:
+                    self.message_user(
+                        request,
+                        f"The stored {what} were dropped: they were entered for the old address. Enter them again.",
+                        messages.WARNING,
+                    )
         else:
             created = upstream_create(actor=request.user, change_reason="admin", **fields)
             obj.__dict__.update(created.__dict__)  # the admin goes on with obj (its messages, its redirect)
