@@ -174,8 +174,8 @@ class UpstreamHealth(models.Model):
     Each process writes its own rows (``errcatalog.gateway.services.upstream_health_report``) when a connection's
     state changes and at least every ``HEALTH_REPORT_SECONDS``, so admin and ``manage.py upstreams`` show every
     process's view, whichever process serves them. A row not refreshed for a while is a process that stopped.
-    ``last_failure`` is the upstream's own text, redacted: for staff, never for a model. These rows are not catalog
-    data: writing them raises no catalog revision.
+    ``last_failure`` says what failed in fixed words (the gateway's ``failure_for_staff``), never the upstream's
+    text. These rows are not catalog data: writing them raises no catalog revision.
     """
 
     upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="health")

@@ -854,7 +854,7 @@ class ProbeResult:
     ok: bool
     protocol_version: str | None = None
     tools: tuple[str, ...] = ()
-    failure: str = ""  # the upstream's own text, redacted: for staff, never for a model
+    failure: str = ""  # fixed words for staff (``failure_for_staff``), never the upstream's text
     seconds: float = 0.0
 
 
