@@ -314,6 +314,17 @@ GATEWAY: dict[str, Any] = {
     # stdio upstreams run a command on this server, as powerful as a shell (only superusers may define one). Off:
     # none may be created and none runs.
     "STDIO": env_bool("ERRCATALOG_GATEWAY_STDIO", True),
+    # An upstream's header or variable value may be an env: reference to a variable of the web process's
+    # environment, which is sent to wherever the upstream points. Superusers may name any variable; other staff
+    # only those listed here (comma-separated names, or prefixes ending in *, e.g. "UPSTREAM_*"). Empty by
+    # default; errcatalog's own variables (SECRET_KEY, DATABASE_URL, ERRCATALOG_*, ...) never, even if listed.
+    "ENV_ALLOWLIST": tuple(
+        name.strip() for name in env_str("ERRCATALOG_GATEWAY_ENV_ALLOWLIST", "").split(",") if name.strip()
+    ),
+    # HTTP upstreams on loopback, link-local or private addresses (the host name resolved, every address checked)
+    # may be added or pointed at only by superusers, unless this is on: staff could otherwise reach this network's
+    # own services through the gateway.
+    "ALLOW_PRIVATE": env_bool("ERRCATALOG_GATEWAY_ALLOW_PRIVATE", False),
     # After this many transport failures in a row (timeouts, refused or dropped connections, 5xx) an upstream's
     # circuit opens: calls are answered SERVICE_UNAVAILABLE at once for BREAKER_SECONDS, then one call probes it.
     "BREAKER_FAILURES": env_int("ERRCATALOG_GATEWAY_BREAKER_FAILURES", 5, minimum=1),

@@ -10,7 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from errcatalog.gateway.secrets import is_secret_reference
+from errcatalog.gateway.secrets import is_secret_reference, upstream_binding
 from errcatalog.vocabulary import is_tool_name
 
 # A tool of upstream `git` named `status` is served as `git__status`: both parts stay within MCP's tool-name
@@ -48,8 +48,8 @@ class Upstream(models.Model):
     """One upstream MCP server whose tools ``/mcp`` serves under ``prefix``.
 
     Header and environment values are stored as references (``env:NAME``, read from our environment when the
-    upstream is connected) or sealed with a key derived from ``SECRET_KEY`` (``errcatalog.gateway.secrets``);
-    neither is ever shown back.
+    upstream is connected) or sealed with a key derived from ``SECRET_KEY`` and the upstream's name and URL (or
+    command) (``errcatalog.gateway.secrets``); neither is ever shown back.
     """
 
     name = models.CharField(
@@ -112,6 +112,11 @@ class Upstream(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def binding(self) -> str:
+        """What its sealed values are bound to (``secrets.upstream_binding``)."""
+        return upstream_binding(transport=self.transport, name=self.name, url=self.url, command=self.command)
+
     def clean(self) -> None:
         problems = upstream_problems(self.__dict__)
         if problems:
@@ -169,8 +174,8 @@ class UpstreamHealth(models.Model):
     Each process writes its own rows (``errcatalog.gateway.services.upstream_health_report``) when a connection's
     state changes and at least every ``HEALTH_REPORT_SECONDS``, so admin and ``manage.py upstreams`` show every
     process's view, whichever process serves them. A row not refreshed for a while is a process that stopped.
-    ``last_failure`` is the upstream's own text, redacted: for staff, never for a model. These rows are not catalog
-    data: writing them raises no catalog revision.
+    ``last_failure`` says what failed in fixed words (the gateway's ``failure_for_staff``), never the upstream's
+    text. These rows are not catalog data: writing them raises no catalog revision.
     """
 
     upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="health")

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth
+from errcatalog.gateway.secrets import upstream_binding
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,11 @@ class UpstreamConfig:
     timeout_seconds: float
     max_concurrency: int
     tools: frozenset[str] | None  # None: every tool the upstream lists
+
+    @property
+    def binding(self) -> str:
+        """What its sealed values are bound to (``secrets.upstream_binding``)."""
+        return upstream_binding(transport=self.transport, name=self.name, url=self.url, command=self.command)
 
 
 def upstream_config(upstream: Upstream) -> UpstreamConfig:

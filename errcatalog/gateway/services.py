@@ -1,9 +1,22 @@
 """The one write path of upstreams, used by admin and ``catalog_import``; and of their reported health.
 
-Every value an operator enters for a header or a variable is stored as a reference or sealed here
-(``errcatalog.gateway.secrets``), so no caller can store one in the clear. A stdio upstream runs a command on this
-server, as powerful as a shell: only a superuser (or a caller with no user, the command line) may create one, turn
-an upstream into one or change one, and none may while ``GATEWAY["STDIO"]`` is off. Every change is in the history.
+Every value an operator enters for a header or a variable is stored as a reference or sealed here for its upstream
+(``errcatalog.gateway.secrets``), so no caller can store one in the clear, nor send a stored one elsewhere. The
+rules, for every caller (admin, its import form, ``upstream_import``, a catalog document's ``upstreams``):
+
+- A stdio upstream runs a command on this server, as powerful as a shell: only a superuser (or a caller with no
+  user, the command line) may create one, turn an upstream into one or change one, and none may while
+  ``GATEWAY["STDIO"]`` is off.
+- An ``env:`` reference sends a variable of the web process's environment to the upstream: staff who are not
+  superusers may give only those ``secrets.env_reference_allowed`` allows (or keep one the upstream already has).
+- A sealed value given opens only for the upstream it was sealed for (name and URL or command); one that does not
+  is refused, except from a superuser or the command line, whose older unbound values are sealed again for the
+  upstream and whose values sealed elsewhere are stored as they are (they stay unreadable: "enter it again").
+- Changing where an upstream sends its values (transport, URL, or command) drops its stored headers and variables
+  unless the same change gives them again: they were entered for the old address.
+- An HTTP upstream on a loopback, link-local or private address needs a superuser or ``GATEWAY["ALLOW_PRIVATE"]``.
+
+Every change is in the history.
 """
 
 from __future__ import annotations
@@ -21,25 +34,28 @@ from django.utils import timezone
 
 from errcatalog.gateway.client_config import upstreams_from_client_config
 from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth
-from errcatalog.gateway.secrets import ENV_PREFIX, SEALED_PREFIX, SecretUnavailable, resolve, stored_value
+from errcatalog.gateway.secrets import (
+    SEALED_PREFIX,
+    check_value,
+    env_reference,
+    env_reference_allowed,
+    opened,
+    opened_unbound,
+    seal,
+)
+from errcatalog.gateway.targets import private_target
 
 _SECRET_FIELDS = ("headers", "env")
+# The fields that say where an upstream's values go: changing one drops the stored values.
+_TARGET_FIELDS = ("transport", "url", "command")
 
 
 class Actor(Protocol):
     is_superuser: bool
 
 
-def _sealed(fields: Mapping[str, Any]) -> dict[str, Any]:
-    fields = dict(fields)
-    for name in _SECRET_FIELDS:
-        values = fields.get(name)
-        if isinstance(values, Mapping):
-            try:
-                fields[name] = {key: stored_value(value) for key, value in values.items()}
-            except ValueError as exc:
-                raise ValidationError({name: str(exc)}) from None
-    return fields
+def _trusted(actor: Actor | None) -> bool:
+    return actor is None or actor.is_superuser
 
 
 def _check_stdio(actor: Actor | None, *rows: Mapping[str, Any] | Upstream) -> None:
@@ -54,21 +70,105 @@ def _check_stdio(actor: Actor | None, *rows: Mapping[str, Any] | Upstream) -> No
         raise PermissionDenied("Only a superuser may add or change a stdio upstream: it runs a command here.")
 
 
+def _target(upstream: Upstream) -> tuple[str, ...]:
+    return tuple(str(getattr(upstream, name)) for name in _TARGET_FIELDS)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """An upstream's stored values of one field that still hold (its address is unchanged), and their binding."""
+
+    values: Mapping[str, Any]
+    binding: str | None
+
+
+def _stored_values(
+    field_name: str, values: Mapping[str, Any], *, actor: Actor | None, candidate: Upstream, kept: _Kept
+) -> dict[str, str]:
+    """The values to store for ``values`` entered for ``candidate``'s ``field_name``; ``kept`` may be given again
+    as they are."""
+    binding = candidate.binding
+    stored = {}
+    for key, raw in values.items():
+        try:
+            raw = check_value(raw)
+        except ValueError as exc:
+            raise ValidationError({field_name: str(exc)}) from None
+        variable = env_reference(raw)
+        if variable is not None:
+            if not (_trusted(actor) or kept.values.get(key) == raw or env_reference_allowed(variable)):
+                raise ValidationError(
+                    {field_name: f"{key}: only a superuser may refer to the environment variable {variable} (other "
+                     "staff: only to those ERRCATALOG_GATEWAY_ENV_ALLOWLIST names). Enter the value itself."}
+                )  # fmt: skip
+            stored[key] = raw
+        elif raw.startswith(SEALED_PREFIX):
+            stored[key] = _given_sealed(field_name, key, raw, actor=actor, binding=binding, kept=kept)
+        else:
+            stored[key] = seal(raw, binding=binding)
+    return stored
+
+
+def _given_sealed(field_name: str, key: str, raw: str, *, actor: Actor | None, binding: str, kept: _Kept) -> str:
+    if opened(raw, binding=binding) is not None:
+        return raw
+    if kept.values.get(key) == raw and kept.binding is not None:
+        clear = opened(raw, binding=kept.binding)
+        if clear is not None:  # the same address under another name: sealed again for the new name
+            return seal(clear, binding=binding)
+    if _trusted(actor):
+        clear = opened_unbound(raw)
+        if clear is not None:
+            return seal(clear, binding=binding)
+        return raw  # sealed with another SECRET_KEY or for another upstream: stored, and shown as unreadable
+    raise ValidationError(
+        {field_name: f"{key}: this sealed value belongs to another upstream or address. Enter the value itself."}
+    )
+
+
+def _check_target(actor: Actor | None, candidate: Upstream, previous: Upstream | None) -> None:
+    if candidate.transport != Transport.HTTP or _trusted(actor) or settings.GATEWAY["ALLOW_PRIVATE"]:
+        return
+    if previous is not None and previous.transport == candidate.transport and previous.url == candidate.url:
+        return  # not changed by this actor
+    if private_target(candidate.url):
+        raise ValidationError(
+            {"url": "Only a superuser may point an upstream at a loopback, link-local or private address "
+             "(or set ERRCATALOG_GATEWAY_ALLOW_PRIVATE=1)."}
+        )  # fmt: skip
+
+
 def upstream_validate(*, actor: Actor | None, upstream: Upstream | None = None, **fields: Any) -> Upstream:
     """``upstream`` (or a new one) with ``fields`` applied and its values sealed, checked but not saved.
 
     Raises ``ValidationError`` (by field) or ``PermissionDenied`` (a stdio upstream without a superuser). Admin's
-    form calls it to show problems at their fields; the services call it before every save.
+    form calls it to show problems at their fields; the services call it before every save. The rules are the
+    module's.
     """
-    fields = _sealed(fields)
+    plain = {name: value for name, value in fields.items() if name not in _SECRET_FIELDS}
     if upstream is None:
         _check_stdio(actor, fields)
-        candidate = Upstream(**fields)
+        candidate = Upstream(**plain)
     else:
         _check_stdio(actor, upstream, {"transport": upstream.transport, **fields})
         candidate = copy.copy(upstream)
-        for name, value in fields.items():
+        for name, value in plain.items():
             setattr(candidate, name, value)
+    moved = upstream is not None and _target(upstream) != _target(candidate)
+    for name in _SECRET_FIELDS:
+        current = getattr(upstream, name) if upstream is not None else {}
+        holds = upstream is not None and not moved and isinstance(current, Mapping)
+        kept = _Kept(current, upstream.binding) if holds and upstream is not None else _Kept({}, None)
+        if name in fields:
+            values = fields[name]
+            if isinstance(values, Mapping):
+                values = _stored_values(name, values, actor=actor, candidate=candidate, kept=kept)
+            setattr(candidate, name, values)
+        elif upstream is None or moved:
+            setattr(candidate, name, {})  # a change of address: the values were entered for the old one
+        elif holds and upstream.name != candidate.name:  # renamed: the values sealed again for the new name
+            setattr(candidate, name, _stored_values(name, current, actor=None, candidate=candidate, kept=kept))
+    _check_target(actor, candidate, upstream)
     candidate.full_clean(validate_constraints=False)
     return candidate
 
@@ -89,11 +189,17 @@ def upstream_create(*, actor: Actor | None, change_reason: str = "", **fields: A
 @transaction.atomic
 def upstream_update(*, actor: Actor | None, upstream: Upstream, change_reason: str = "", **fields: Any) -> list[str]:
     """Save the fields that differ; return their names. Header and variable values given are sealed afresh, so
-    giving them counts as a change (``upstreams_import`` compares what they hold first)."""
+    giving them counts as a change (``upstreams_import`` compares what they hold first). A change of address drops
+    the stored values not given again (the module's rules), and they count as changed."""
     changed = [name for name, value in fields.items() if getattr(upstream, name) != value]
     if not changed:
         return []
+    if any(name in _TARGET_FIELDS for name in changed):  # values given with a new address are entered again
+        changed += [name for name in _SECRET_FIELDS if name in fields and name not in changed]
     checked = upstream_validate(actor=actor, upstream=upstream, **{name: fields[name] for name in changed})
+    changed += [
+        name for name in _SECRET_FIELDS if name not in changed and getattr(checked, name) != getattr(upstream, name)
+    ]
     for name in changed:
         setattr(upstream, name, getattr(checked, name))
     _save(upstream, change_reason, update_fields=[*changed, "updated_at"])
@@ -185,29 +291,30 @@ def _upsert(
 
 def _changed(upstream: Upstream, fields: Mapping[str, Any]) -> dict[str, Any]:
     """The fields an import changes. Sealing a value gives a new text each time, so a sealed value is compared by
-    what it holds."""
+    what it holds; when the address changes, the values are given again (they are dropped otherwise)."""
+    moved = any(name in fields and getattr(upstream, name) != fields[name] for name in _TARGET_FIELDS)
     changed = {}
     for name, value in fields.items():
-        if name in _SECRET_FIELDS and isinstance(value, Mapping):
-            current = getattr(upstream, name)
-            if current.keys() == value.keys() and all(_holds(current[k], v) for k, v in value.items()):
+        current = getattr(upstream, name)
+        if name in _SECRET_FIELDS:
+            same_keys = not moved and isinstance(value, Mapping) and current.keys() == value.keys()
+            if same_keys and all(_holds(current[key], given, upstream.binding) for key, given in value.items()):
                 continue
-        elif getattr(upstream, name) == value:
+        elif current == value:
             continue
         changed[name] = value
     return changed
 
 
-def _holds(stored: str, value: str) -> bool:
+def _holds(stored: str, value: str, binding: str) -> bool:
     if stored == value:
         return True
-    if not stored.startswith(SEALED_PREFIX) or value.startswith(ENV_PREFIX):
+    if not isinstance(value, str) or env_reference(value) is not None:
         return False
-    try:
-        clear = resolve("", value) if value.startswith(SEALED_PREFIX) else value
-        return resolve("", stored) == clear
-    except SecretUnavailable:
+    clear = opened(stored, binding=binding)
+    if clear is None:
         return False
+    return clear == (opened(value, binding=binding) if value.startswith(SEALED_PREFIX) else value)
 
 
 # --- Health, as each serving process reports it ------------------------------------------------------------------

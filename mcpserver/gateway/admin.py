@@ -35,6 +35,7 @@ from errcatalog.gateway.services import (
     upstream_validate,
     upstreams_import,
 )
+from errcatalog.gateway.targets import private_target
 from mcpserver.gateway.connection import probe
 
 _LINES = {"rows": 3, "cols": 60}
@@ -62,7 +63,8 @@ class UpstreamForm(forms.ModelForm):
         required=False,
         widget=forms.Textarea(attrs=_LINES),
         help_text="One per line, NAME: value or NAME: env:VARIABLE. Filled in, it replaces the stored headers; "
-        "left empty, they are kept. Values are sealed and never shown again.",
+        "left empty, they are kept, unless the URL changes: then they are dropped (they were entered for the old "
+        "address). Values are sealed for this upstream and never shown again.",
     )
     clear_headers = forms.BooleanField(required=False, help_text="Remove every stored header.")
     env_entry = forms.CharField(
@@ -70,7 +72,8 @@ class UpstreamForm(forms.ModelForm):
         required=False,
         widget=forms.Textarea(attrs=_LINES),
         help_text="Variables the stdio process gets (and nothing else of ours), one per line, NAME: value or "
-        "NAME: env:VARIABLE. Filled in, it replaces the stored ones; left empty, they are kept.",
+        "NAME: env:VARIABLE. Filled in, it replaces the stored ones; left empty, they are kept, unless the "
+        "command changes: then they are dropped.",
     )
     clear_env = forms.BooleanField(required=False, help_text="Remove every stored variable.")
     args_entry = forms.CharField(
@@ -193,7 +196,15 @@ class UpstreamAdmin(SimpleHistoryAdmin):
     def save_model(self, request: Any, obj: Upstream, form: UpstreamForm, change: bool) -> None:
         fields = form.upstream_fields()
         if change:
-            upstream_update(actor=request.user, upstream=obj, change_reason="admin", **fields)
+            had = {name: bool(getattr(obj, name)) for name in ("headers", "env")}
+            changed = upstream_update(actor=request.user, upstream=obj, change_reason="admin", **fields)
+            for name, what in (("headers", "headers"), ("env", "variables")):
+                if had[name] and name in changed and name not in fields:
+                    self.message_user(
+                        request,
+                        f"The stored {what} were dropped: they were entered for the old address. Enter them again.",
+                        messages.WARNING,
+                    )
         else:
             created = upstream_create(actor=request.user, change_reason="admin", **fields)
             obj.__dict__.update(created.__dict__)  # the admin goes on with obj (its messages, its redirect)
@@ -282,18 +293,21 @@ class UpstreamAdmin(SimpleHistoryAdmin):
 
     @admin.display(description="stored headers")
     def stored_headers(self, obj: Upstream) -> str:
-        return _described(obj.headers)
+        return _described(obj.headers, obj.binding)
 
     @admin.display(description="stored environment")
     def stored_env(self, obj: Upstream) -> str:
-        return _described(obj.env)
+        return _described(obj.env, obj.binding)
 
-    @admin.action(description="Test connection (connect, list tools, disconnect)")
+    @admin.action(description="Test connection (connect, list tools, disconnect)", permissions=["change"])
     def test_connection(self, request: Any, queryset: Any) -> None:
+        """Connect to each selected upstream as the gateway would. It sends the stored values to the upstream's
+        address and, for stdio, runs its command: it needs the change permission, a superuser for stdio (and
+        for an address on this network, unless the deployment allows them), and an enabled upstream."""
         for upstream in queryset:
-            if upstream.transport == Transport.STDIO and not settings.GATEWAY["STDIO"]:
-                message = f"Upstream {upstream.name}: stdio upstreams are turned off here"
-                self.message_user(request, message, messages.WARNING)
+            refusal = self._untestable(request, upstream)
+            if refusal:
+                self.message_user(request, f"Upstream {upstream.name}: {refusal}", messages.WARNING)
                 continue
             result = async_to_sync(probe)(upstream_config(upstream), settings.GATEWAY)
             if result.ok:
@@ -307,8 +321,28 @@ class UpstreamAdmin(SimpleHistoryAdmin):
             else:
                 self.message_user(request, f"Upstream {upstream.name}: {result.failure}", messages.ERROR)
 
+    def _untestable(self, request: Any, upstream: Upstream) -> str:
+        """Why ``request``'s user may not test ``upstream`` now; empty when they may."""
+        if not self.has_change_permission(request, upstream):
+            return "only a superuser may test a stdio upstream" if upstream.transport == Transport.STDIO else (
+                "you may not change it, so you may not test it")  # fmt: skip
+        if not upstream.enabled:
+            return "disabled, not tested (enable it first)"
+        if upstream.transport == Transport.STDIO and not settings.GATEWAY["STDIO"]:
+            return "stdio upstreams are turned off here"
+        if (
+            upstream.transport == Transport.HTTP
+            and not request.user.is_superuser
+            and not settings.GATEWAY["ALLOW_PRIVATE"]
+            and private_target(upstream.url)
+        ):
+            # Checked again here: the name may resolve elsewhere now than when it was saved.
+            return "only a superuser may test an upstream on a loopback, link-local or private address"
+        return ""
 
-def _described(values: dict[str, str]) -> Any:
+
+def _described(values: dict[str, str], binding: str) -> Any:
     if not values:
         return "none"
-    return format_html_join("", "<div><code>{}</code>: {}</div>", ((k, describe(v)) for k, v in values.items()))
+    described = ((k, describe(v, binding=binding)) for k, v in values.items())
+    return format_html_join("", "<div><code>{}</code>: {}</div>", described)

@@ -67,6 +67,7 @@ logger = logging.getLogger("mcpserver.gateway")
 # HTTP error status, or that the request never got an answer (refused, cut off).
 _STATUS_KEY = "errcatalogHttpStatus"
 _TRANSPORT_KEY = "errcatalogTransportFailed"
+_KIND_KEY = "errcatalogFailureClass"
 # How the SDK's client (mcp 2.3, streamable_http.py) words the errors it makes up for an answer it cannot read.
 _SDK_GARBAGE_MESSAGES = ("Failed to parse JSON response", "Failed to parse SSE message", "Unexpected content type")
 # JSON-RPC codes of the SDK's own making that mean the connection is gone rather than the call refused.
@@ -139,12 +140,15 @@ class CircuitBreaker:
 
 
 class _FailureKeepingTransport(httpx2.AsyncBaseTransport):
-    """Makes every failed POST answer its request with a JSON-RPC error that says what happened.
+    """Makes every failed POST answer its request with a JSON-RPC error that says what happened, and every
+    redirect a failure.
 
     The SDK's transport reports an HTTP error status as a bare INTERNAL_ERROR (this keeps the status and a
     Retry-After in the error's data, for the catalog's status rules), and a POST that fails to connect or is cut
     off ends its writer task without answering the request at all (the call would wait for its timeout; this
-    answers it at once as a connection failure).
+    answers it at once as a connection failure). A redirect is never followed (the client does not, and a
+    redirect reaching it is answered here as an error without its ``Location``): it would carry the call's
+    arguments and the configured headers to an address the upstream chose.
     """
 
     def __init__(self, inner: httpx2.AsyncBaseTransport):
@@ -152,13 +156,21 @@ class _FailureKeepingTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if request.method != "POST":
-            return await self.inner.handle_async_request(request)
+            response = await self.inner.handle_async_request(request)
+            if 300 <= response.status_code < 400:
+                await response.aclose()
+                return httpx2.Response(502)
+            return response
         try:
             response = await self.inner.handle_async_request(request)
         except httpx2.TransportError as exc:
-            return _error_response(502, {_TRANSPORT_KEY: True}, f"{type(exc).__name__}: {exc}")
-        if response.status_code < 400:
+            data = {_TRANSPORT_KEY: True, _KIND_KEY: type(exc).__name__}
+            return _error_response(502, data, f"{type(exc).__name__}: {exc}")
+        if response.status_code < 300:
             return response
+        if 300 <= response.status_code < 400:
+            await response.aclose()
+            return _error_response(502, {_STATUS_KEY: response.status_code}, f"HTTP {response.status_code}")
         if response.headers.get("content-type", "").lower().startswith("application/json"):
             return response  # may carry the JSON-RPC error itself, which says more than the status
         await response.aclose()
@@ -295,10 +307,12 @@ class UpstreamConnection:
     async def _open(self, stack: AsyncExitStack) -> Client:
         config = self.config
         try:
-            headers = {name: resolve(name, stored) for name, stored in config.headers.items()}
-            env = {name: resolve(name, stored) for name, stored in config.env.items()}
+            binding = config.binding
+            headers = {name: resolve(name, stored, binding=binding) for name, stored in config.headers.items()}
+            env = {name: resolve(name, stored, binding=binding) for name, stored in config.env.items()}
         except SecretUnavailable as exc:
-            raise UpstreamConnectionError(config.name, f"not configured: {exc}") from None
+            text = f"not configured: {exc}"  # our own words: the value's name and why it cannot be read
+            raise UpstreamConnectionError(config.name, text, for_staff=text) from None
         self._secrets = tuple(v for v in (*headers.values(), *env.values()) if v)
         if config.transport == Transport.STDIO:
             # The child gets the SDK's minimal environment (HOME, PATH, SHELL, TERM, USER, LOGNAME) and the variables
@@ -463,9 +477,10 @@ class UpstreamConnection:
         else:
             detail = f"{type(exc).__name__}: {exc}"
         text = redacted_for_people(detail, known=self._secrets)
+        shown = failure_for_staff(exc, self.config.timeout_seconds)
         # An upstream that stays down fails the same way at every attempt: said once, then again when it changes.
-        repeated = self.state == "down" and text == self.last_failure
-        self.last_failure = text
+        repeated = self.state == "down" and shown == self.last_failure
+        self.last_failure = shown
         self.last_failure_at = time.time()
         log = logger.debug if repeated else logger.warning
         log("Upstream %s failed while %s: %s", self.config.name, when, text)
@@ -559,10 +574,11 @@ class UpstreamConnection:
         body = json.dumps({"jsonrpc": "2.0", "id": request_id, **data}, separators=(",", ":"))
         headers = {**_POST_HEADERS, **options.get("headers", {})}
         try:
-            async with poster.post(self.config.url, data=body, headers=headers) as response:
+            # Never a redirect: it would carry the arguments and the configured headers where the upstream chose.
+            async with poster.post(self.config.url, data=body, headers=headers, allow_redirects=False) as response:
                 message = await _answer_to(response, request_id)
         except aiohttp.ClientError as exc:  # refused, cut off, not HTTP: as ``_FailureKeepingTransport`` says it
-            data = {_TRANSPORT_KEY: True}
+            data = {_TRANSPORT_KEY: True, _KIND_KEY: type(exc).__name__}
             raise MCPError(types.CONNECTION_CLOSED, f"{type(exc).__name__}: {exc}", data) from None
         except RuntimeError as exc:  # aiohttp's "Session is closed": the session ended meanwhile
             raise anyio.ClosedResourceError from exc
@@ -648,7 +664,7 @@ class UpstreamConnection:
 
     def _noted(self, error: UpstreamError) -> UpstreamError:
         """Keep a call's failure of the upstream itself (not of its tool) as the connection's last, for its health."""
-        self.last_failure, self.last_failure_at = error.detail, time.time()
+        self.last_failure, self.last_failure_at = error.for_staff, time.time()
         return error
 
     def _jsonrpc_failure(self, exc: MCPError) -> UpstreamError:
@@ -659,7 +675,7 @@ class UpstreamConnection:
         name, data = self.config.name, exc.data
         if isinstance(data, dict) and data.get(_TRANSPORT_KEY):
             self._connection_lost()
-            return UpstreamConnectionError(name, exc.message, secrets=self._secrets)
+            return UpstreamConnectionError(name, exc.message, secrets=self._secrets, kind=_known_kind(data))
         status = data.get(_STATUS_KEY) if isinstance(data, dict) else None
         if isinstance(status, int):
             if status == 404:  # the upstream forgot our session (it restarted): connect again
@@ -700,6 +716,8 @@ async def _answer_to(response: aiohttp.ClientResponse, request_id: str) -> dict[
     """
     content_type = response.headers.get("content-type", "").lower()
     status = response.status
+    if 300 <= status < 400:  # a redirect, not followed (``_post_call``): a failure, whatever its body says
+        raise MCPError(types.INTERNAL_ERROR, f"HTTP {status}", {_STATUS_KEY: status})
     if content_type.startswith("application/json"):  # may be a JSON-RPC error, which says more than the status
         message = json.loads(await _body(response))
         if not isinstance(message, dict):
@@ -751,6 +769,49 @@ def _kind(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _is_exception_class(module: Any, name: object) -> bool:
+    found = getattr(module, name, None) if isinstance(name, str) and name.isidentifier() else None
+    return isinstance(found, type) and issubclass(found, Exception)
+
+
+def _known_kind(data: Mapping[str, Any]) -> str:
+    """The class of a transport failure our HTTP clients reported in a JSON-RPC error's data; empty for anything
+    else, such as an upstream's own error data that claims to be one."""
+    kind = data.get(_KIND_KEY)
+    return kind if _is_exception_class(httpx2, kind) or _is_exception_class(aiohttp, kind) else ""  # type: ignore[return-value]
+
+
+def failure_for_staff(exc: BaseException, timeout_seconds: float) -> str:
+    """How a failure to connect or to list tools is shown to staff (health, connection test, ``upstreams``): the
+    kind of failure in fixed words, the class of its cause, an HTTP status or JSON-RPC code, never the upstream's
+    own text (a pydantic error would quote the answer back, ``input_value=...``)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the transports' task groups wrap the cause
+        exc = exc.exceptions[0]
+    if isinstance(exc, UpstreamError):
+        return exc.for_staff
+    if isinstance(exc, TimeoutError):
+        return f"TimeoutError: no answer within {timeout_seconds:g} s"
+    if isinstance(exc, MCPError):
+        data = exc.data if isinstance(exc.data, dict) else {}
+        if data.get(_TRANSPORT_KEY):
+            return f"{_known_kind(data) or 'TransportError'}: the connection failed"
+        status = data.get(_STATUS_KEY)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return f"an HTTP error status (HTTP {status})"
+        if exc.code in _CONNECTION_CODES:
+            return "the connection was closed"
+        if exc.message.startswith(_SDK_GARBAGE_MESSAGES):
+            return "an answer that is not valid MCP"
+        return f"a JSON-RPC error (JSON-RPC error {exc.code})"
+    if isinstance(exc, ValidationError):
+        return f"ValidationError: an answer that is not valid MCP ({exc.error_count()} errors)"
+    if isinstance(exc, ValueError):
+        return f"{_kind(exc)}: an answer that is not valid MCP"
+    if isinstance(exc, (OSError, httpx2.TransportError, aiohttp.ClientError)):
+        return f"{_kind(exc)}: the connection failed"
+    return f"{_kind(exc)}: the upstream failed"
+
+
 def _proxied(url: str) -> bool:
     """Whether the environment sends requests to ``url`` through a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``,
     ``ALL_PROXY``, less ``NO_PROXY``), as the SDK's httpx client reads it."""
@@ -793,7 +854,7 @@ class ProbeResult:
     ok: bool
     protocol_version: str | None = None
     tools: tuple[str, ...] = ()
-    failure: str = ""  # the upstream's own text, redacted: for staff, never for a model
+    failure: str = ""  # fixed words for staff (``failure_for_staff``), never the upstream's text
     seconds: float = 0.0
 
 

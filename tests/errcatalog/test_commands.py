@@ -210,8 +210,9 @@ def test_import_writes_the_upstreams_of_a_document_and_seals_a_clear_value(tmp_p
     out = run("catalog_import", str(path), verbosity=2)
 
     assert "create upstream web" in out
-    stored = Upstream.objects.get(name="web").headers["X-Team"]
-    assert stored.startswith("sealed:") and resolve("X-Team", stored) == "blue"
+    web = Upstream.objects.get(name="web")
+    stored = web.headers["X-Team"]
+    assert stored.startswith("sealed:") and resolve("X-Team", stored, binding=web.binding) == "blue"
     assert "create upstream" not in run("catalog_import", str(path), verbosity=2)  # the same value: unchanged
 
 

@@ -67,7 +67,7 @@ class Command(BaseCommand):
         )
         for kind, values in (("header", upstream.headers), ("variable", upstream.env)):
             for name, stored in values.items():
-                self.stdout.write(f"  {kind} {name}: {describe(stored)}")
+                self.stdout.write(f"  {kind} {name}: {describe(stored, binding=upstream.binding)}")
 
     def _health(self, processes: list[ProcessHealth]) -> None:
         self.stdout.write(f"  health: {health_summary(processes)}")

@@ -7,9 +7,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from errcatalog.gateway.client_config import ClientConfigError, upstreams_from_client_config
 from errcatalog.gateway.models import Upstream
-from errcatalog.gateway.secrets import SecretUnavailable, describe, resolve, stored_value
+from errcatalog.gateway.secrets import SecretUnavailable, _fernet, describe, resolve, seal
 from errcatalog.gateway.selectors import upstream_configs
-from errcatalog.gateway.services import upstream_create, upstream_update, upstreams_import
+from errcatalog.gateway.services import upstream_create, upstream_update, upstreams_import, upstreams_sync
 from errcatalog.safety import redacted_for_people
 
 pytestmark = pytest.mark.django_db
@@ -37,29 +37,29 @@ def test_a_header_value_is_stored_sealed_and_read_back_only_when_connecting():
     upstream = upstream_create(actor=Staff(), **_http(headers={"Authorization": f"Bearer {TOKEN}"}))
     stored = Upstream.objects.get(pk=upstream.pk).headers["Authorization"]
     assert TOKEN not in stored and stored.startswith("sealed:")
-    assert resolve("Authorization", stored) == f"Bearer {TOKEN}"
-    assert describe(stored) == "sealed (set)"
+    assert resolve("Authorization", stored, binding=upstream.binding) == f"Bearer {TOKEN}"
+    assert describe(stored, binding=upstream.binding) == "sealed (set)"
     # Nor is it in the history.
     assert all(TOKEN not in str(row.headers) for row in upstream.history.all())
 
 
 def test_an_env_reference_is_kept_as_it_is_and_read_from_the_environment(monkeypatch):
-    upstream = upstream_create(actor=Staff(), **_http(headers={"Authorization": "env:REMOTE_TOKEN"}))
-    stored = upstream.headers["Authorization"]
+    upstream = upstream_create(actor=Superuser(), **_http(headers={"Authorization": "env:REMOTE_TOKEN"}))
+    stored, binding = upstream.headers["Authorization"], upstream.binding
     assert stored == "env:REMOTE_TOKEN"
-    assert "NOT SET" in describe(stored)
+    assert "NOT SET" in describe(stored, binding=binding)
     with pytest.raises(SecretUnavailable, match="REMOTE_TOKEN is not set"):
-        resolve("Authorization", stored)
+        resolve("Authorization", stored, binding=binding)
     monkeypatch.setenv("REMOTE_TOKEN", "Bearer x")
-    assert resolve("Authorization", stored) == "Bearer x"
-    assert describe(stored) == "from $REMOTE_TOKEN (set)"
+    assert resolve("Authorization", stored, binding=binding) == "Bearer x"
+    assert describe(stored, binding=binding) == "from $REMOTE_TOKEN (set)"
 
 
 def test_a_value_sealed_with_another_secret_key_says_to_enter_it_again(settings):
-    sealed = stored_value("Bearer x")
+    sealed = seal("Bearer x", binding="http\nremote\nhttps://mcp.example.com/mcp")
     settings.SECRET_KEY = "another key entirely, rotated"
     with pytest.raises(SecretUnavailable, match="enter the value again"):
-        resolve("Authorization", sealed)
+        resolve("Authorization", sealed, binding="http\nremote\nhttps://mcp.example.com/mcp")
 
 
 def test_only_a_superuser_may_add_or_change_a_stdio_upstream():
@@ -158,3 +158,58 @@ def test_upstream_text_for_people_is_cut_and_loses_credentials():
         assert secret not in shown
     assert shown.startswith("failed: Authorization: [REDACTED]")
     assert len(shown) <= 2000
+
+
+# --- Every write path keeps a secret where it was entered for -----------------------------------------------------
+
+
+def test_an_import_by_staff_refuses_env_references_the_deployment_did_not_allow(settings):
+    block = {"mcpServers": {"x": {"type": "http", "url": "https://8.8.8.8/mcp", "headers": {"X-Key": "${SECRET_KEY}"}}}}
+    with pytest.raises(ValidationError, match="SECRET_KEY"):
+        upstreams_import(block, actor=Staff())
+    settings.GATEWAY = {**settings.GATEWAY, "ENV_ALLOWLIST": ("SECRET_KEY",)}  # never, even when listed
+    with pytest.raises(ValidationError, match="SECRET_KEY"):
+        upstreams_import(block, actor=Staff())
+    assert not Upstream.objects.exists()
+    assert upstreams_import(block, actor=Superuser()).created == ["x"]
+
+
+def test_a_catalog_document_moving_an_upstream_drops_its_values_unless_given_again():
+    upstream_create(actor=None, **_http(headers={"Authorization": f"Bearer {TOKEN}"}))
+    exported = Upstream.objects.get().headers
+    # The exported (sealed) values with a new URL: sealed for the old address, they would not open there.
+    upstreams_sync([_http(url="https://other.example.com/mcp", headers=exported)], actor=None)
+    moved = Upstream.objects.get()
+    with pytest.raises(SecretUnavailable):
+        resolve("Authorization", moved.headers["Authorization"], binding=moved.binding)
+    # Given again in the clear with the new URL, they are sealed for it.
+    upstreams_sync([_http(url="https://third.example.com/mcp", headers={"Authorization": "Bearer new"})], actor=None)
+    again = Upstream.objects.get()
+    assert resolve("Authorization", again.headers["Authorization"], binding=again.binding) == "Bearer new"
+    # The same document again changes nothing.
+    entry = _http(url="https://third.example.com/mcp", headers={"Authorization": "Bearer new"})
+    assert upstreams_sync([entry], actor=None).unchanged == ["remote"]
+
+
+def test_changing_the_url_through_the_services_drops_values_not_given_again():
+    upstream = upstream_create(actor=Superuser(), **_http(headers={"Authorization": "env:REMOTE_TOKEN"}))
+    assert set(upstream_update(actor=Staff(), upstream=upstream, url="https://8.8.4.4/mcp")) == {"url", "headers"}
+    assert Upstream.objects.get().headers == {}
+
+
+def test_a_stdio_command_changed_drops_its_variables():
+    upstream = upstream_create(actor=None, **_stdio(env={"TOKEN": "clear"}))
+    upstream_update(actor=Superuser(), upstream=upstream, command="npx")
+    assert Upstream.objects.get().env == {}
+
+
+def test_an_older_unbound_sealed_value_opens_only_when_the_migration_or_a_superuser_seals_it_again():
+    legacy = "sealed:" + _fernet(None).encrypt(b"Bearer old").decode()
+    with pytest.raises(ValidationError, match="belongs to another upstream"):
+        upstream_create(actor=Staff(), **_http(headers={"Authorization": legacy}))
+    upstream = upstream_create(actor=Superuser(), **_http(headers={"Authorization": legacy}))
+    assert resolve("Authorization", upstream.headers["Authorization"], binding=upstream.binding) == "Bearer old"
+    # Stored unbound (as before migration 0017), it no longer opens at all.
+    Upstream.objects.update(headers={"Authorization": legacy})
+    with pytest.raises(SecretUnavailable):
+        resolve("Authorization", legacy, binding=upstream.binding)

@@ -77,7 +77,9 @@ def test_a_staff_user_who_is_not_a_superuser_cannot_add_a_stdio_upstream(operato
     assert not Upstream.objects.exists()
 
 
-def test_a_pasted_mcpservers_block_becomes_upstreams_with_the_variables_to_set(operator):
+def test_a_pasted_mcpservers_block_becomes_upstreams_with_the_variables_to_set(operator, settings):
+    # Staff who are not superusers may refer only to variables the deployment allows.
+    settings.GATEWAY = {**settings.GATEWAY, "ENV_ALLOWLIST": ("UPSTREAM_*",)}
     listing = operator.get(reverse("admin:errcatalog_upstream_changelist")).content.decode()
     assert reverse("admin:errcatalog_upstream_import") in listing
     block = '{"mcpServers": {"GitHub": {"type": "http", "url": "https://mcp.example.com/mcp", ' \
