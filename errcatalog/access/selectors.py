@@ -8,9 +8,10 @@ from collections.abc import Iterable
 
 from errcatalog.access.models import ClientToken
 
-# Outcome client keys: ``token:<id>`` for an MCP client (mcpserver.auth), ``token:<id>/<client>`` for a client
-# named by a reporter through the outcomes API (errcatalog.web.api.views).
-_TOKEN_CLIENT_KEY = re.compile(r"token:(\d{1,18})(?:/(.+))?", re.DOTALL)
+# Outcome client keys: ``token:<id>`` for an MCP client (mcpserver.auth), ``reporter:<id>`` and
+# ``reporter:<id>/<client>`` for a reporter through the outcomes API (errcatalog.outcomes.events.reporter_client),
+# ``token:<id>/<client>`` for a reporter's client before reporters had their own prefix.
+_TOKEN_CLIENT_KEY = re.compile(r"(?:token|reporter):(\d{1,18})(?:/(.+))?", re.DOTALL)
 
 
 def client_display_names(keys: Iterable[str]) -> dict[str, str]:
@@ -33,3 +34,11 @@ def client_display_names(keys: Iterable[str]) -> dict[str, str]:
             name = f"{name} #{token_id}"
         names[key] = f"{name} / {client}" if client else name
     return names
+
+
+def allocation_reporter_ids() -> list[int]:
+    """The live tokens whose reported outcomes staff opted in to adaptive allocation."""
+    live = ClientToken.objects.filter(
+        can_report_outcomes=True, outcomes_count_for_allocation=True, revoked_at__isnull=True
+    )
+    return list(live.values_list("pk", flat=True))
