@@ -1,5 +1,20 @@
 from django.db import migrations, models
 
+# FUNCTION_NOT_FOUND's shipped wording named the tool the caller asked for; the endpoint no longer passes a name
+# nothing serves, so the shipped wording changes with it. A wording an editor changed is left as it is.
+OLD_MESSAGE = "The tool {tool_name} does not exist."
+NEW_MESSAGE = "No tool of that name exists on this server."
+
+
+def _reword(old: str, new: str):
+    def reword(apps, schema_editor):
+        variants = apps.get_model("errcatalog", "TemplateVariant").objects
+        variants.filter(error_code__code="FUNCTION_NOT_FOUND", name="default", locale="", message=old).update(
+            message=new
+        )
+
+    return reword
+
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -26,4 +41,5 @@ class Migration(migrations.Migration):
                 "errcatalog's own calls do. Only people who may change variant weights may set it.",
             ),
         ),
+        migrations.RunPython(_reword(OLD_MESSAGE, NEW_MESSAGE), _reword(NEW_MESSAGE, OLD_MESSAGE)),
     ]
