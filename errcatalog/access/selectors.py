@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import ALLOCATION_OPT_IN_PERMISSION
 
 # Outcome client keys: ``token:<id>`` for an MCP client (mcpserver.auth), ``reporter:<id>`` and
 # ``reporter:<id>/<client>`` for a reporter through the outcomes API (errcatalog.outcomes.events.reporter_client),
@@ -37,8 +38,13 @@ def client_display_names(keys: Iterable[str]) -> dict[str, str]:
 
 
 def allocation_reporter_ids() -> list[int]:
-    """The live tokens whose reported outcomes staff opted in to adaptive allocation."""
-    live = ClientToken.objects.filter(
+    """The live tokens whose reported outcomes staff opted in to adaptive allocation.
+
+    A token never does more than its user: the opt-in holds only while the token's user is active and may change
+    variants themselves (``ALLOCATION_OPT_IN_PERMISSION``), so a user who loses the permission takes it from their
+    tokens at once. Read once per allocation run; few tokens report.
+    """
+    opted = ClientToken.objects.filter(
         can_report_outcomes=True, outcomes_count_for_allocation=True, revoked_at__isnull=True
-    )
-    return list(live.values_list("pk", flat=True))
+    ).select_related("user")
+    return [token.pk for token in opted if token.user.is_active and token.user.has_perm(ALLOCATION_OPT_IN_PERMISSION)]

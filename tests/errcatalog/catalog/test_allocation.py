@@ -278,8 +278,9 @@ def test_reported_outcomes_move_allocation_only_when_staff_opted_the_reporter_in
     adaptive_code, outcome_buffer, plain_user, opted_in
 ):
     from errcatalog.access.tokens import client_token_create
-    from tests.errcatalog.web.api.conftest import bearer_client
+    from tests.errcatalog.web.api.conftest import bearer_client, grant
 
+    grant(plain_user, "change_templatevariant")  # who may opt a reporter in: someone who may change the weights
     _token, key = client_token_create(
         user=plain_user, name="reporter", can_report_outcomes=True, outcomes_count_for_allocation=opted_in
     )
