@@ -253,6 +253,9 @@ ERRCATALOG: dict[str, Any] = {
     # REST request bodies nesting JSON arrays/objects deeper than this are refused (400) before they are parsed:
     # no request of the API nests more than a few levels, and Python's decoder recurses once per level.
     "API_MAX_JSON_DEPTH": env_int("ERRCATALOG_API_MAX_JSON_DEPTH", 64, minimum=8),
+    # Outcome reports (POST /api/v1/outcomes/, up to 1000 events each) a reporting token may send per minute,
+    # counted in the cache (Redis when configured, so across processes); over it, 429 with Retry-After. 0: no limit.
+    "OUTCOME_REPORTS_PER_MINUTE": env_int("ERRCATALOG_API_OUTCOME_REPORTS_PER_MINUTE", 60, minimum=0),
     # Every process reads the catalog revision this often (one single-row read) and rebuilds its snapshot when a
     # change was committed anywhere: an edit is served everywhere within about this long. 0 turns polling off
     # (a process then sees only its own edits).

@@ -1,6 +1,6 @@
 """One tool call, from the request to the result: the spine of the MCP endpoint.
 
-``call_tool`` reads top to bottom: rate limit → scope → known tool → argument validation → elicitation of
+``call_tool`` reads top to bottom: rate limit → known tool within the scope → argument validation → elicitation of
 missing input → run → result. Every failure on the way becomes a ``Failure`` rendered from the catalog
 (``errcatalog.render``), so what reaches the model is catalog text and server-controlled values only.
 Each call ends in one ``OutcomeEvent`` handed to the outcome recorder (``errcatalog.outcomes``).
@@ -64,25 +64,28 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
     mcp = call_settings.MCP
     enabled = served_tools(registry.enabled_by_name(mcp["TOOLSETS"]))
     spec = enabled.get(call.name)
-    fmt = _format(spec, call.arguments)
     if spec is not None:
         call.upstream = spec.upstream
         call.served = True
+    # A tool outside the token's scope is answered exactly as a tool that does not exist (same code, same face,
+    # alternatives from the tools the token may call): a scoped token learns nothing of the tools hidden from it.
+    if spec is not None and call.client is not None and not call.client.allows_tool(spec.name):
+        spec = None
+    fmt = _format(spec, call.arguments)
+    # Only a tool the caller may call is named back to the model; never a name the caller typed.
+    tool_name = spec.name if spec is not None else None
 
     # Every call counts against the rate limit, before anything else is decided: calls outside the token's scope
     # and of unknown tools cost a refusal to answer, so they must not be free to repeat.
     if call.client is not None:
         retry_after = await rate_limit_retry_after(call.client.key, per_minute=mcp["RATE_LIMIT_PER_MINUTE"])
         if retry_after is not None:
-            return await _fail(call, Failure("RATE_LIMIT", tool_name=call.name, retry_after=retry_after), fmt)
-
-    if spec is not None and call.client is not None and not call.client.allows_tool(spec.name):
-        return await _fail(call, Failure("PERMISSION_DENIED", tool_name=call.name), fmt)
+            return await _fail(call, Failure("RATE_LIMIT", tool_name=tool_name, retry_after=retry_after), fmt)
 
     if spec is None:
         visible = [name for name in enabled if call.client is None or call.client.allows_tool(name)]
         alternatives = did_you_mean(call.name, visible) or tuple(sorted(visible)[:FALLBACK_ALTERNATIVES])
-        return await _fail(call, Failure("FUNCTION_NOT_FOUND", tool_name=call.name, alternatives=alternatives), fmt)
+        return await _fail(call, Failure("FUNCTION_NOT_FOUND", alternatives=alternatives), fmt)
 
     arguments = dict(call.arguments)
     # Answers our elicitation added in an earlier round of this call, before the tool asked for more input.

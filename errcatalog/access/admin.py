@@ -8,19 +8,47 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from errcatalog.access.models import ClientToken
-from errcatalog.access.tokens import client_token_create, client_token_revoke
+from errcatalog.access.tokens import client_token_create, client_token_grant_denial, client_token_revoke
 from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
 
 # Short JSON lists (["send_email"]) fit on one line.
 _JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
 # What a token may do besides calling tools.
-_RIGHTS = ("can_write_catalog", "can_read_metrics", "can_read_catalog")
+_RIGHTS = (
+    "can_write_catalog",
+    "can_read_metrics",
+    "can_read_catalog",
+    "can_report_outcomes",
+    "outcomes_count_for_allocation",
+)
 
 
 class ClientTokenForm(forms.ModelForm):
+    # The person saving the form, set by ``ClientTokenAdmin.get_form``: a token must be within their rights.
+    grantor = None
+
     class Meta:
         model = ClientToken
         fields = ("name", "user", "tool_scope", *_RIGHTS)
+
+    def clean(self):
+        cleaned = super().clean() or {}
+        owner = cleaned.get("user") if "user" in self.fields else self.instance.user
+        if owner is None or self.grantor is None:
+            return cleaned
+        # Only rights being given now are checked: a right a superuser gave stays when its owner renames the token.
+        denial = client_token_grant_denial(
+            grantor=self.grantor,
+            owner=owner,
+            can_read_metrics=self._given("can_read_metrics"),
+            outcomes_count_for_allocation=self._given("outcomes_count_for_allocation"),
+        )
+        if denial is not None:
+            raise ValidationError(denial)
+        return cleaned
+
+    def _given(self, right: str) -> bool:
+        return bool(self.cleaned_data.get(right)) and right in self.changed_data
 
     def clean_tool_scope(self):
         scope = self.cleaned_data["tool_scope"]
@@ -59,6 +87,25 @@ class ClientTokenAdmin(admin.ModelAdmin):
         ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
     )
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"grantor": request.user})
+
+    def get_changeform_initial_data(self, request):
+        # Most people create tokens for themselves, and only superusers may create them for anyone else.
+        return {"user": request.user.pk, **super().get_changeform_initial_data(request)}
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return super().has_change_permission(request, obj) and self._own_or_superuser(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return super().has_delete_permission(request, obj) and self._own_or_superuser(request, obj)
+
+    @staticmethod
+    def _own_or_superuser(request, obj: ClientToken | None) -> bool:
+        # A token is its owner's identity: others' tokens are for superusers to change, revoke or delete.
+        return obj is None or request.user.is_superuser or obj.user_id == request.user.pk
+
     def get_fieldsets(self, request, obj=None):
         return self.add_fieldsets if obj is None else self.fieldsets
 
@@ -83,6 +130,9 @@ class ClientTokenAdmin(admin.ModelAdmin):
             can_write_catalog=obj.can_write_catalog,
             can_read_metrics=obj.can_read_metrics,
             can_read_catalog=obj.can_read_catalog,
+            can_report_outcomes=obj.can_report_outcomes,
+            outcomes_count_for_allocation=obj.outcomes_count_for_allocation,
+            granted_by=request.user,
         )
         # The admin's own add flow (log entry, redirect) continues with ``obj``, so it becomes the created row.
         obj.pk = token.pk
@@ -95,6 +145,8 @@ class ClientTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke(self, request, queryset) -> None:
+        if not request.user.is_superuser:
+            queryset = queryset.filter(user=request.user)
         tokens = list(queryset.filter(revoked_at__isnull=True))
         for token in tokens:
             client_token_revoke(token=token)

@@ -30,6 +30,15 @@ class ClientToken(models.Model):
         help_text="May read the error catalog over MCP: each code as a resource (errcatalog://codes/…) and each "
         "interactive code's question as a prompt.",
     )
+    can_report_outcomes = models.BooleanField(
+        default=False,
+        help_text="May report outcomes of calls to tools it may call (POST /api/v1/outcomes/), rate-limited.",
+    )
+    outcomes_count_for_allocation = models.BooleanField(
+        default=False,
+        help_text="Its reported outcomes count towards adaptive allocation's variant weights, as errcatalog's own "
+        "calls do. Only people who may change variant weights may set it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)

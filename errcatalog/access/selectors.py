@@ -7,10 +7,12 @@ from collections import Counter
 from collections.abc import Iterable
 
 from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import ALLOCATION_OPT_IN_PERMISSION
 
-# Outcome client keys: ``token:<id>`` for an MCP client (mcpserver.auth), ``token:<id>/<client>`` for a client
-# named by a reporter through the outcomes API (errcatalog.web.api.views).
-_TOKEN_CLIENT_KEY = re.compile(r"token:(\d{1,18})(?:/(.+))?", re.DOTALL)
+# Outcome client keys: ``token:<id>`` for an MCP client (mcpserver.auth), ``reporter:<id>`` and
+# ``reporter:<id>/<client>`` for a reporter through the outcomes API (errcatalog.outcomes.events.reporter_client),
+# ``token:<id>/<client>`` for a reporter's client before reporters had their own prefix.
+_TOKEN_CLIENT_KEY = re.compile(r"(?:token|reporter):(\d{1,18})(?:/(.+))?", re.DOTALL)
 
 
 def client_display_names(keys: Iterable[str]) -> dict[str, str]:
@@ -33,3 +35,16 @@ def client_display_names(keys: Iterable[str]) -> dict[str, str]:
             name = f"{name} #{token_id}"
         names[key] = f"{name} / {client}" if client else name
     return names
+
+
+def allocation_reporter_ids() -> list[int]:
+    """The live tokens whose reported outcomes staff opted in to adaptive allocation.
+
+    A token never does more than its user: the opt-in holds only while the token's user is active and may change
+    variants themselves (``ALLOCATION_OPT_IN_PERMISSION``), so a user who loses the permission takes it from their
+    tokens at once. Read once per allocation run; few tokens report.
+    """
+    opted = ClientToken.objects.filter(
+        can_report_outcomes=True, outcomes_count_for_allocation=True, revoked_at__isnull=True
+    ).select_related("user")
+    return [token.pk for token in opted if token.user.is_active and token.user.has_perm(ALLOCATION_OPT_IN_PERMISSION)]

@@ -27,6 +27,42 @@ _MAX_KEY_LENGTH = 128
 LAST_USED_PRECISION = timedelta(minutes=1)
 
 
+# Adaptive allocation rewrites variant weights, so counting a reporter's outcomes towards it is a right of those who
+# may change weights themselves.
+ALLOCATION_OPT_IN_PERMISSION = "errcatalog.change_templatevariant"
+OTHER_USERS_MESSAGE = "Only superusers create or change tokens of other users; choose yourself as the user."
+METRICS_NOT_HELD_MESSAGE = "Only staff users may give a token metrics read access."
+ALLOCATION_NOT_HELD_MESSAGE = (
+    "Counting a token's reported outcomes towards adaptive allocation needs the permission to change variants."
+)
+
+
+class TokenGrantRefused(Exception):
+    """A person asked for a token beyond their own rights; the message says which rule, in our own words."""
+
+
+def client_token_grant_denial(
+    *, grantor, owner, can_read_metrics: bool = False, outcomes_count_for_allocation: bool = False
+) -> str | None:
+    """Why ``grantor`` may not hold a token of ``owner`` with these rights, or None when it may.
+
+    A token acts as its owner, so a token of someone else is that person's identity: only superusers create or
+    change tokens of other users, and nobody else gives a token more than they hold themselves. Metrics go to
+    staff only (their tokens read metrics anyway); the allocation opt-in needs the permission to change variants.
+    Catalog writes need no rule here: a token writes only as far as its owner's model permissions go, checked at
+    every request (``errcatalog.web.api.permissions``), and reporting outcomes stays within the token's tool scope.
+    """
+    if grantor.is_superuser:
+        return None
+    if owner.pk != grantor.pk:
+        return OTHER_USERS_MESSAGE
+    if can_read_metrics and not grantor.is_staff:
+        return METRICS_NOT_HELD_MESSAGE
+    if outcomes_count_for_allocation and not grantor.has_perm(ALLOCATION_OPT_IN_PERMISSION):
+        return ALLOCATION_NOT_HELD_MESSAGE
+    return None
+
+
 def key_hash(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode()).hexdigest()
 
@@ -40,8 +76,25 @@ def client_token_create(
     can_write_catalog: bool = False,
     can_read_metrics: bool = False,
     can_read_catalog: bool = True,
+    can_report_outcomes: bool = False,
+    outcomes_count_for_allocation: bool = False,
+    granted_by=None,
 ) -> tuple[ClientToken, str]:
-    """Create a token for ``user`` and return it with its raw key, which is not stored and cannot be recovered."""
+    """Create a token for ``user`` and return it with its raw key, which is not stored and cannot be recovered.
+
+    ``granted_by`` is the person asking (admin); the token must be within their rights
+    (``client_token_grant_denial``), else ``TokenGrantRefused``. None is an operator at the server's shell
+    (``manage.py``), who holds the database and the secret key anyway and is trusted like a superuser.
+    """
+    if granted_by is not None:
+        denial = client_token_grant_denial(
+            grantor=granted_by,
+            owner=user,
+            can_read_metrics=can_read_metrics,
+            outcomes_count_for_allocation=outcomes_count_for_allocation,
+        )
+        if denial is not None:
+            raise TokenGrantRefused(denial)
     raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
     token = ClientToken.objects.create(
         user=user,
@@ -52,6 +105,8 @@ def client_token_create(
         can_write_catalog=can_write_catalog,
         can_read_metrics=can_read_metrics,
         can_read_catalog=can_read_catalog,
+        can_report_outcomes=can_report_outcomes,
+        outcomes_count_for_allocation=outcomes_count_for_allocation,
     )
     return token, raw_key
 

@@ -8,6 +8,10 @@ weights through the catalog's write path, so each change is in the variant's his
 with the numbers behind it as the reason) and reaches every process like any edit. The renderer keeps picking by
 weight from its frozen snapshot: the call path is unchanged and never queries.
 
+Only calls errcatalog served count, and outcomes reported through the API by tokens staff opted in
+(``ClientToken.outcomes_count_for_allocation``): any other report is a claim nobody checked, and letting it count
+would let whoever holds a reporting token choose the wording every caller gets.
+
 Guard rails, in ``ERRCATALOG["ALLOCATION"]``: every active variant keeps ``MIN_SHARE_PERCENT`` (so it keeps being
 measured); shares stay even until every active variant has ``MIN_EPISODES`` ended episodes; one run moves a share by
 at most ``MAX_STEP_PERCENT`` points; ``allocation_frozen`` on a code keeps its weights as they are.
@@ -28,6 +32,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from errcatalog.access.selectors import allocation_reporter_ids
 from errcatalog.catalog import services
 from errcatalog.catalog.models import Allocation, ErrorCode, TemplateVariant
 from errcatalog.outcomes.metrics import variant_recoveries
@@ -101,8 +106,9 @@ def allocate(*, now: datetime | None = None, seed: int | str | None = None) -> l
     days = settings.ERRCATALOG["ALLOCATION"]["WINDOW_DAYS"]
     changes: list[str] = []
     codes = ErrorCode.objects.filter(allocation=Allocation.ADAPTIVE, allocation_frozen=False, active=True)
+    reporters = allocation_reporter_ids()
     for code in codes.prefetch_related("variants"):
-        results = {r.variant: r for r in variant_recoveries(code.code, days=days, now=now)}
+        results = {r.variant: r for r in variant_recoveries(code.code, days=days, now=now, counted_reporters=reporters)}
         for locale, variants in _active_by_locale(code):
             if len(variants) < 2:
                 continue
@@ -176,8 +182,9 @@ def allocation_report(*, now: datetime | None = None) -> list[dict[str, Any]]:
     since = now - timedelta(days=days)
     report = []
     codes = ErrorCode.objects.filter(allocation=Allocation.ADAPTIVE, active=True).prefetch_related("variants")
+    reporters = allocation_reporter_ids()
     for code in codes:
-        results = {r.variant: r for r in variant_recoveries(code.code, days=days, now=now)}
+        results = {r.variant: r for r in variant_recoveries(code.code, days=days, now=now, counted_reporters=reporters)}
         for locale, variants in _active_by_locale(code):
             total = sum(v.weight for v in variants) or 1
             rows = []

@@ -59,6 +59,20 @@ class _EventIds:
 new_event_id = _EventIds()
 
 
+# The client of an event reported through the REST API: "reporter:<token id>", or "reporter:<token id>/<client>" for
+# a client the reporter names. Apart from the MCP endpoint's "token:<id>", so a reported event never joins an episode
+# of calls errcatalog served, and every rollup row says whether errcatalog observed its calls itself (adaptive
+# allocation counts only those, and reporters staff opted in). Before, reporters' clients were "token:<id>/<client>".
+REPORTER_CLIENT_PREFIX = "reporter:"
+LEGACY_REPORTER_CLIENT = r"^token:[0-9]+/"
+
+
+def reporter_client(token_id: int, client: str | None) -> str:
+    """The stored client of an event a token reported, naming the reporter's own client when it sent one."""
+    prefix = f"{REPORTER_CLIENT_PREFIX}{token_id}"
+    return f"{prefix}/{client}" if client else prefix
+
+
 # Not frozen: a frozen dataclass's __init__ costs twice as much, on every tool call. Treat events as immutable
 # (``dataclasses.replace`` makes a changed copy).
 @dataclass(slots=True)
@@ -67,7 +81,7 @@ class OutcomeEvent:
 
     tool: str  # the called name, or vocabulary.INVALID_TOOL_NAME for a name outside the vocabulary
     outcome: str  # "ok", "error" or "input_required" (a 2026-07-28 elicitation round trip is under way)
-    client: str | None = None  # "token:<id>", "ip:<address>", or a reporter's own client name under its token
+    client: str | None = None  # "token:<id>", "ip:<address>", or ``reporter_client`` for a reported event
     session: str | None = None
     code: str | None = None  # catalog code of an error
     variant: str | None = None  # the template variant the error was rendered with

@@ -71,6 +71,7 @@ from django.utils import timezone
 
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.outcomes import stats
+from errcatalog.outcomes.events import LEGACY_REPORTER_CLIENT, REPORTER_CLIENT_PREFIX, reporter_client
 from errcatalog.outcomes.models import Episode, RollupSummary
 from errcatalog.outcomes.rollups import (
     COUNTERS,
@@ -268,21 +269,33 @@ def variant_retry_annotations(
     }
 
 
-def variant_recoveries(code: str, *, days: int, now: datetime | None = None) -> list[stats.VariantResult]:
+def variant_recoveries(
+    code: str, *, days: int, now: datetime | None = None, counted_reporters: Iterable[int] | None = None
+) -> list[stats.VariantResult]:
     """Each variant of ``code``: its retried-and-ended episodes over ``days`` days and how many recovered.
 
     Read from the daily rollups (the current UTC day and the ``days - 1`` before it), as the admin's retry success
     column and the dashboard's comparison are; same-named variants of different locales share their numbers.
+    With ``counted_reporters`` (token ids), only calls errcatalog observed itself and those the listed tokens
+    reported count: anyone else's reports are claims nobody checked.
     """
     since = day_start(now or timezone.now()) - timedelta(days=days - 1)
     retried = F("recovered") + F("exhausted") + F("abandoned") - F("abandoned_without_retry")
-    rows = (
-        RollupSummary.objects.filter(span=RollupSummary.Span.DAY, code=code, bucket__gte=since)
-        .order_by()
-        .values("variant")
-        .annotate(episodes=Sum(retried), recovered=Sum("recovered"))
-    )
+    cells = RollupSummary.objects.filter(span=RollupSummary.Span.DAY, code=code, bucket__gte=since)
+    if counted_reporters is not None:
+        cells = cells.filter(_observed_or_reported_by(counted_reporters))
+    rows = cells.order_by().values("variant").annotate(episodes=Sum(retried), recovered=Sum("recovered"))
     return [stats.VariantResult(r["variant"], r["episodes"] or 0, r["recovered"] or 0) for r in rows]
+
+
+def _observed_or_reported_by(reporters: Iterable[int]) -> Q:
+    """Rollup rows of calls errcatalog served, or reported by one of ``reporters`` (token ids)."""
+    reported = Q(client__startswith=REPORTER_CLIENT_PREFIX) | Q(client__regex=LEGACY_REPORTER_CLIENT)
+    allowed = Q()
+    for token_id in reporters:
+        own = reporter_client(token_id, None)
+        allowed |= Q(client=own) | Q(client__startswith=f"{own}/")
+    return ~reported | allowed if allowed else ~reported
 
 
 def sentry_url(event_id: str) -> str | None:

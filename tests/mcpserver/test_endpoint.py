@@ -51,6 +51,17 @@ def test_unknown_tool_is_function_not_found_with_alternatives(mcp):
         assert "explain_error" in result.content[0].text
 
 
+def test_an_unknown_tool_is_never_named_back_to_the_model_only_the_real_close_ones(mcp):
+    async def scenario(client):
+        return await client.call_tool("explain_eror", {"code": "X", "format": "both"})
+
+    for result in mcp.run(scenario).values():
+        said = json.dumps(result.structured_content) + "".join(c.text for c in result.content)
+        assert "explain_eror" not in said
+        assert result.structured_content["details"]["alternatives"][0] == "explain_error"
+        assert "No tool of that name exists on this server." in said
+
+
 def test_unknown_tool_without_close_names_still_lists_some(mcp):
     async def scenario(client):
         return await client.call_tool("zzzz", {})

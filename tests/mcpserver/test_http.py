@@ -53,8 +53,25 @@ def test_scoped_token_sees_and_calls_only_its_tools(mcp, token_owner):
 
     for names, denied, allowed in mcp.run(scenario, key=key).values():
         assert names == ["explain_error"]
-        assert denied.structured_content["code"] == "PERMISSION_DENIED"
+        assert denied.structured_content["code"] == "FUNCTION_NOT_FOUND"
         assert not allowed.is_error
+
+
+def test_a_scoped_token_gets_the_same_answer_for_a_hidden_tool_as_for_a_missing_one(mcp, token_owner):
+    _token, key = client_token_create(user=token_owner, name="scoped", tool_scope=["explain_error"])
+
+    async def scenario(client):
+        # Both names are as far from the one tool the token may call, so both answers offer the same alternatives.
+        hidden = await client.call_tool("list_error_codes", {"format": "json"})
+        missing = await client.call_tool("list_error_cotes", {"format": "json"})
+        return hidden, missing
+
+    for hidden, missing in mcp.run(scenario, key=key).values():
+        assert hidden.is_error and missing.is_error
+        assert hidden.structured_content == missing.structured_content
+        assert [c.text for c in hidden.content] == [c.text for c in missing.content]
+        assert hidden.structured_content["details"]["alternatives"] == ["explain_error"]
+        assert "list_error_codes" not in json.dumps(hidden.structured_content) + hidden.content[0].text
 
 
 def test_foreign_host_is_refused(mcp):

@@ -220,8 +220,23 @@ def test_calls_outside_the_tokens_scope_count_against_the_rate_limit(mcp, limits
             return denied, allowed_tool
 
     denied, third = asyncio.run(scenario())
-    assert [r.structured_content["code"] for r in denied] == ["PERMISSION_DENIED", "PERMISSION_DENIED"]
+    # Outside the scope, a tool is answered as one that does not exist (and still costs a call).
+    assert [r.structured_content["code"] for r in denied] == ["FUNCTION_NOT_FOUND", "FUNCTION_NOT_FOUND"]
     assert third.structured_content["code"] == "RATE_LIMIT"
+
+
+def test_a_rate_limited_call_of_an_unknown_tool_does_not_name_it(mcp, limits):
+    limits(per_minute=1)
+
+    async def scenario():
+        async with mcp.client(mode="auto") as client:  # 2026-07-28: no initialize to count
+            return [await client.call_tool("made_up_tool", {"format": "both"}) for _ in range(2)]
+
+    first, limited = asyncio.run(scenario())
+    assert first.structured_content["code"] == "FUNCTION_NOT_FOUND"
+    assert limited.structured_content["code"] == "RATE_LIMIT"
+    for result in (first, limited):
+        assert "made_up_tool" not in json.dumps(result.structured_content) + "".join(c.text for c in result.content)
 
 
 def test_many_attempts_leave_at_most_the_cap_alive(mcp, limits, token_owner):

@@ -1,7 +1,8 @@
-"""``manage.py token_create --user U --name N [--write] [--metrics] [--no-catalog] [--tool T ...]``: a client token.
+"""``manage.py token_create --user U --name N [--write] [--metrics] [--no-catalog] [--report-outcomes
+[--count-for-allocation]] [--tool T ...]``: a client token.
 
 Its key is printed once, alone on stdout (so ``KEY=$(manage.py token_create ...)`` works); the explanation goes
-to stderr.
+to stderr. The command is run by an operator at the server's shell, who may create a token for any user.
 """
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ class Command(BaseCommand):
             help="Hide the catalog's MCP resources and prompts from this token (they are readable by default).",
         )
         parser.add_argument(
+            "--report-outcomes",
+            action="store_true",
+            help="Allow reporting outcomes of calls to the tools it may call (POST /api/v1/outcomes/), rate-limited.",
+        )
+        parser.add_argument(
+            "--count-for-allocation",
+            action="store_true",
+            help="Count the outcomes this token reports towards adaptive allocation (with --report-outcomes); "
+            "without it they show in metrics but never move variant weights.",
+        )
+        parser.add_argument(
             "--tool",
             action="append",
             default=[],
@@ -43,7 +55,17 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, user: str, name: str, write: bool, metrics: bool, catalog: bool, tool: list[str], **options
+        self,
+        *args,
+        user: str,
+        name: str,
+        write: bool,
+        metrics: bool,
+        catalog: bool,
+        report_outcomes: bool,
+        count_for_allocation: bool,
+        tool: list[str],
+        **options,
     ) -> None:
         user_model = get_user_model()
         try:
@@ -57,6 +79,8 @@ class Command(BaseCommand):
         bad = [t for t in tool if safe_identifier(t) == REDACTED]
         if bad:
             raise CommandError(f"Not a tool name: {', '.join(map(repr, bad))}.")
+        if count_for_allocation and not report_outcomes:
+            raise CommandError("--count-for-allocation needs --report-outcomes: the token reports nothing otherwise.")
         token, raw_key = client_token_create(
             user=owner,
             name=name,
@@ -64,11 +88,24 @@ class Command(BaseCommand):
             can_write_catalog=write,
             can_read_metrics=metrics,
             can_read_catalog=catalog,
+            can_report_outcomes=report_outcomes,
+            outcomes_count_for_allocation=count_for_allocation,
         )
         scope = ", ".join(token.tool_scope) if token.tool_scope else "all tools"
         rights = "catalog read and write" if write else "catalog read-only"
-        rights += ", metrics" if metrics else ""
+        # A staff user's tokens read metrics whatever the flag says (errcatalog.web.api.views.MetricsReadAccess).
+        if metrics:
+            rights += ", metrics"
+        elif owner.is_staff:
+            rights += ", metrics (as a staff user's token, while the user is staff)"
         rights += "" if catalog else ", no catalog resources or prompts"
+        if report_outcomes:
+            rights += ", reports outcomes" + (" counted for allocation" if count_for_allocation else "")
+        if metrics and owner.is_staff:
+            self.stderr.write(
+                f"Note: {user} is staff, and a staff user's tokens read metrics without --metrics; the flag only "
+                f"keeps this token reading them if {user} stops being staff."
+            )
         self.stderr.write(
             f"Created token {token.name!r} ({token.key_prefix}…) for {user}: {rights}, {scope}.\n"
             "Store the key now; it is not shown again."

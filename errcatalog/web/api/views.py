@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import exceptions, permissions, status, viewsets
+from rest_framework import exceptions, permissions, status, throttling, viewsets
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -25,7 +25,7 @@ from errcatalog.catalog.models import Category, ClassificationRule, ErrorCode, K
 from errcatalog.catalog.previews import render_preview
 from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.outcomes import recorder
-from errcatalog.outcomes.events import InvalidEvent, OutcomeEvent, from_wire
+from errcatalog.outcomes.events import REPORTER_CLIENT_PREFIX, InvalidEvent, OutcomeEvent, from_wire, reporter_client
 from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.render.classify import classify
 from errcatalog.web.api.permissions import CatalogModelPermissions, catalog_write_denial, permission_name
@@ -314,12 +314,29 @@ class MetricsReadAccess(permissions.BasePermission):
 
 
 class ReporterTokenAccess(permissions.BasePermission):
-    """Outcomes are reported with a client token: the token names the reporter, whose clients it namespaces."""
+    """Outcomes are reported with a client token created to report them: the token names the reporter, whose
+    clients it namespaces. Reports feed the metrics everyone reads, so an ordinary MCP or catalog key sends none."""
 
-    message = "Report outcomes with a client token (Authorization: Bearer <key>)."
+    message = "Report outcomes with a client token created with outcome reporting rights (Authorization: Bearer <key>)."
 
     def has_permission(self, request, view) -> bool:
-        return isinstance(request.auth, ClientToken)
+        return isinstance(request.auth, ClientToken) and request.auth.can_report_outcomes
+
+
+class OutcomeReportThrottle(throttling.SimpleRateThrottle):
+    """At most ``OUTCOME_REPORTS_PER_MINUTE`` requests per reporting token, counted in the shared cache (Redis when
+    configured, so across processes); over it, 429 with Retry-After."""
+
+    scope = "outcome_reports"
+
+    def get_rate(self) -> str | None:
+        per_minute = settings.ERRCATALOG["OUTCOME_REPORTS_PER_MINUTE"]
+        return f"{per_minute}/min" if per_minute else None
+
+    def get_cache_key(self, request, view) -> str | None:
+        if not isinstance(request.auth, ClientToken):
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
 
 
 class OutcomeBufferUnavailable(exceptions.APIException):
@@ -376,6 +393,7 @@ class MetricsView(APIView):
 
 class OutcomeBatchView(APIView):
     permission_classes = [ReporterTokenAccess]
+    throttle_classes = [OutcomeReportThrottle]
 
     @extend_schema(
         tags=["outcomes"],
@@ -383,10 +401,14 @@ class OutcomeBatchView(APIView):
         description=(
             f"Takes up to {MAX_EVENTS_PER_BATCH} outcome events for recording, all or none: one invalid event "
             "refuses the batch, naming each problem by its path (events.3.ts). Clients are namespaced by the "
-            "token: client `ide` is stored as `token:<token id>/ide`, no client as `token:<token id>`. Event ids are "
+            f"token: client `ide` is stored as `{REPORTER_CLIENT_PREFIX}<token id>/ide`, no client as "
+            f"`{REPORTER_CLIENT_PREFIX}<token id>`. Event ids are "
             "namespaced by the token too: each is stored under a UUID derived from the token and the id sent, so "
             "a batch may be sent again after a failure with the same token and is stored once, while the same id "
-            "from another token is another event and can never claim or suppress it. Answers 503 with "
+            "from another token is another event and can never claim or suppress it. Needs a token created with "
+            "outcome reporting rights (403 otherwise), reporting only tools the token may call (403 naming the "
+            "events otherwise), at a limited rate per token (429 with Retry-After). Reported outcomes show in the "
+            "metrics but count towards adaptive allocation only for tokens staff opted in. Answers 503 with "
             "Retry-After while the outcome buffer is unavailable."
         ),
         request=OutcomeBatchSerializer,
@@ -396,6 +418,7 @@ class OutcomeBatchView(APIView):
             401: ApiErrorSerializer,
             403: ApiErrorSerializer,
             413: ApiErrorSerializer,
+            429: ApiErrorSerializer,
             503: ApiErrorSerializer,
         },
     )
@@ -438,6 +461,11 @@ def _outcome_batch(payload: Any, *, token: ClientToken) -> list[OutcomeEvent]:
                 problems.setdefault("events", ["More events have problems; fix the ones listed and send again."])
     if problems:
         raise exceptions.ValidationError(problems)
+    outside = [str(index) for index, event in enumerate(events) if not token.allows_tool(event.tool)]
+    if outside:
+        # Positions only: the tool names are the reporter's own text.
+        listed = ", ".join(outside[:MAX_LISTED_PROBLEMS])
+        raise exceptions.PermissionDenied(f"This token may report only the tools it may call; not events {listed}.")
     return events
 
 
@@ -454,10 +482,10 @@ def reporter_event_id(token: ClientToken, event_id: str) -> str:
 
 def _namespaced(event: OutcomeEvent, *, token: ClientToken) -> OutcomeEvent:
     """The event under the reporter's token: its client and its ID, so no reporter can pose as or claim another's."""
-    prefix = f"token:{token.pk}"
-    client = f"{prefix}/{event.client}" if event.client else prefix
+    client = reporter_client(token.pk, event.client)
     if len(client) > _CLIENT_MAX_LENGTH:
-        raise InvalidEvent(f"client: must be at most {_CLIENT_MAX_LENGTH - len(prefix) - 1} characters")
+        most = _CLIENT_MAX_LENGTH - len(reporter_client(token.pk, None)) - 1
+        raise InvalidEvent(f"client: must be at most {most} characters")
     return dataclasses.replace(event, id=reporter_event_id(token, event.id), client=client, source="api")
 
 

@@ -144,3 +144,55 @@ def test_token_create_refuses_bad_arguments(plain_user, args, message):
     with pytest.raises(CommandError, match=message):
         call_command("token_create", *args, stdout=StringIO(), stderr=StringIO())
     assert not ClientToken.objects.exists()
+
+
+def test_token_create_metrics_for_a_staff_user_says_the_flag_only_matters_once_they_are_not_staff(django_user_model):
+    django_user_model.objects.create_user(username="ops", password="pw", is_staff=True)
+    out, err = StringIO(), StringIO()
+
+    call_command("token_create", "--user", "ops", "--name", "grafana", "--metrics", stdout=out, stderr=err)
+
+    token = client_token_authenticate(out.getvalue().strip())
+    assert token.can_read_metrics
+    assert "ops is staff" in err.getvalue()
+    assert "without --metrics" in err.getvalue()
+
+
+def test_token_create_without_metrics_for_a_staff_user_says_the_token_reads_them_anyway(django_user_model):
+    django_user_model.objects.create_user(username="ops", password="pw", is_staff=True)
+    out, err = StringIO(), StringIO()
+
+    call_command("token_create", "--user", "ops", "--name", "laptop", stdout=out, stderr=err)
+
+    assert not client_token_authenticate(out.getvalue().strip()).can_read_metrics
+    assert "metrics (as a staff user's token, while the user is staff)" in err.getvalue()
+
+
+def test_token_create_report_outcomes_gives_the_reporting_right_and_not_allocation(plain_user):
+    out, err = StringIO(), StringIO()
+
+    call_command("token_create", "--user", "reader", "--name", "ci", "--report-outcomes", stdout=out, stderr=err)
+
+    token = client_token_authenticate(out.getvalue().strip())
+    assert token.can_report_outcomes and not token.outcomes_count_for_allocation
+    assert "reports outcomes" in err.getvalue() and "allocation" not in err.getvalue()
+
+
+def test_token_create_count_for_allocation_needs_report_outcomes(plain_user):
+    with pytest.raises(CommandError, match="needs --report-outcomes"):
+        call_command(
+            "token_create",
+            "--user",
+            "reader",
+            "--name",
+            "ci",
+            "--count-for-allocation",
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
+    assert not ClientToken.objects.exists()
+
+
+def test_tokens_do_not_report_outcomes_unless_created_to(plain_user):
+    token, _key = client_token_create(user=plain_user, name="laptop")
+    assert not token.can_report_outcomes and not token.outcomes_count_for_allocation

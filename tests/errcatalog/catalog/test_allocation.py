@@ -238,3 +238,62 @@ def test_an_allocator_killed_mid_run_changes_nothing_and_the_next_run_changes_wh
     assert weights["clear"] > weights["vague"]  # the wording agents recover after more often gains
     assert changes.count() % 2 == 0  # each run changed both variants, or none (a run redelivered after the kill)
     assert {change.history_user.username for change in changes} == {SYSTEM_USERNAME}
+
+
+# --- Reported outcomes -----------------------------------------------------------------------------------------
+
+
+def _reported_episodes(now: float) -> list[dict]:
+    """240 made-up events as a reporter would send them: 40 episodes after each wording, every one after "clear"
+    recovered at the first retry and every one after "vague" exhausted."""
+    events = []
+    for n in range(40):
+        ts = now - 600 + n
+        failed = {"tool": "crm_sync", "outcome": "error", "code": "EXECUTION_FAILURE", "latency_ms": 1.0}
+        events += [
+            {**failed, "id": f"{n:032x}", "ts": ts, "client": f"c{n}", "variant": "clear"},
+            {"id": f"{n + 100:032x}", "ts": ts + 0.5, "tool": "crm_sync", "outcome": "ok", "client": f"c{n}",
+             "latency_ms": 1.0},
+            {**failed, "id": f"{n + 200:032x}", "ts": ts, "client": f"v{n}", "variant": "vague"},
+        ]  # fmt: skip
+        events += [
+            {**failed, "id": f"{n + 300 + 100 * k:032x}", "ts": ts + k / 4, "client": f"v{n}"} for k in (1, 2, 3)
+        ]
+    assert len(events) == 240
+    return events
+
+
+@pytest.fixture
+def outcome_buffer(settings, redis_url):
+    from errcatalog.outcomes import recorder
+
+    settings.REDIS_URL = redis_url
+    recorder.reset()
+    yield
+    recorder.reset()
+
+
+@pytest.mark.parametrize("opted_in", [False, True], ids=["reported", "reported_by_an_opted_in_reporter"])
+def test_reported_outcomes_move_allocation_only_when_staff_opted_the_reporter_in(
+    adaptive_code, outcome_buffer, plain_user, opted_in
+):
+    from errcatalog.access.tokens import client_token_create
+    from tests.errcatalog.web.api.conftest import bearer_client, grant
+
+    grant(plain_user, "change_templatevariant")  # who may opt a reporter in: someone who may change the weights
+    _token, key = client_token_create(
+        user=plain_user, name="reporter", can_report_outcomes=True, outcomes_count_for_allocation=opted_in
+    )
+    response = bearer_client(key).post("/api/v1/outcomes/", {"events": _reported_episodes(time.time())}, format="json")
+    assert response.status_code == 202, response.content
+    ingest.drain()
+    rollups.compute_due()
+
+    allocate(seed=1)
+
+    weights = _weights()
+    share = weights["clear"] / sum(weights.values())
+    if opted_in:
+        assert share == pytest.approx(0.7, abs=0.01)  # one run's full step: 240 events are evidence enough
+    else:
+        assert weights == {"clear": 100, "vague": 100}

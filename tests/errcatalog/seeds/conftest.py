@@ -56,9 +56,10 @@ def seed000_unknown() -> str:
 
 @pytest.fixture
 def rest(catalog, django_user_model):  # noqa: F811 (the fixture imported above)
-    """A REST client with a client token of a staff user (the render and classify endpoints need a token)."""
+    """A REST client with a client token of a staff user (the render, classify and outcomes endpoints need one)."""
     user = django_user_model.objects.create_user(username="seed-reader", password="pw", is_staff=True)
-    return bearer_client(client_token_create(user=user, name="seed-reader")[1])
+    # It reports outcomes too (seed 003's retry loop, through the outcomes API).
+    return bearer_client(client_token_create(user=user, name="seed-reader", can_report_outcomes=True)[1])
 
 
 def post(rest, path: str, **body) -> dict:

@@ -80,8 +80,26 @@ FORECAST_DAYS = ParameterFault("days", "invalid", minimum=1, maximum=14, receive
 
 
 def test_function_not_found_equals_the_seed():
+    # The renderer reproduces the seed's face, typed name included, when it is handed the name.
     failure = Failure("FUNCTION_NOT_FOUND", tool_name="get_wether", alternatives=("get_weather", "get_forecast"))
     assert anatomy(render(SEED, failure)) == golden("seed002_anatomy.json")["FUNCTION_NOT_FOUND"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_function_not_found_at_the_endpoint_differs_because_a_typed_name_is_never_repeated(mcp):
+    # The endpoint never hands the renderer a name nothing serves: a model would read back whatever a caller (or an
+    # injected instruction) put in the name. With the seed's own wording, the name is left out and only the real,
+    # close tools are named.
+    seed_catalog({"codes": SEED_002_CODES})
+
+    async def scenario(client):
+        return await client.call_tool("get_wether", {"format": "both"})
+
+    for version, result in mcp.run(scenario).items():
+        said = json.dumps(result.structured_content) + result.content[0].text
+        assert result.structured_content["code"] == "FUNCTION_NOT_FOUND", version
+        assert "get_wether" not in said, version
+        assert result.structured_content["details"]["alternatives"][0] == "get_weather", version
 
 
 def test_service_unavailable_equals_the_seed_keys_in_order():

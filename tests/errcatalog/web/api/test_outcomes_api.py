@@ -44,7 +44,7 @@ def buffer(settings, redis_url):
 
 @pytest.fixture
 def reporter(plain_user):
-    token, raw_key = client_token_create(user=plain_user, name="external-mcp")
+    token, raw_key = client_token_create(user=plain_user, name="external-mcp", can_report_outcomes=True)
     return token, bearer_client(raw_key)
 
 
@@ -65,7 +65,7 @@ def test_a_batch_is_accepted_into_the_buffer_with_clients_under_the_token(report
     assert response.json() == {"accepted": 2}
     stored = streamed(buffer, settings)
     assert [e["id"] for e in stored] == [reporter_event_id(token, e["id"]) for e in events]
-    assert [e["client"] for e in stored] == [f"token:{token.pk}/ide", f"token:{token.pk}"]
+    assert [e["client"] for e in stored] == [f"reporter:{token.pk}/ide", f"reporter:{token.pk}"]
     assert stored[1]["code"] == "MISSING_PARAMETER" and stored[1]["interactive"] is True
 
 
@@ -175,7 +175,7 @@ def test_an_unreachable_buffer_answers_503_with_retry_after(reporter, settings):
 @pytest.fixture
 def second_reporter(django_user_model):
     user = django_user_model.objects.create_user(username="other-reporter", password="pw")
-    token, raw_key = client_token_create(user=user, name="other-mcp")
+    token, raw_key = client_token_create(user=user, name="other-mcp", can_report_outcomes=True)
     return token, bearer_client(raw_key)
 
 
@@ -191,10 +191,10 @@ def test_another_reporter_cannot_claim_an_event_id_already_sent(reporter, second
     ingest.drain()
 
     rows = {row.client: row for row in OutcomeRecord.objects.filter(source="api")}
-    assert set(rows) == {f"token:{first.pk}/ide", f"token:{second.pk}"}
-    assert rows[f"token:{first.pk}/ide"].outcome == "ok"
-    assert rows[f"token:{second.pk}"].code == "NOT_FOUND"
-    assert rows[f"token:{first.pk}/ide"].id != rows[f"token:{second.pk}"].id
+    assert set(rows) == {f"reporter:{first.pk}/ide", f"reporter:{second.pk}"}
+    assert rows[f"reporter:{first.pk}/ide"].outcome == "ok"
+    assert rows[f"reporter:{second.pk}"].code == "NOT_FOUND"
+    assert rows[f"reporter:{first.pk}/ide"].id != rows[f"reporter:{second.pk}"].id
 
 
 def test_a_reporter_resending_its_batch_is_stored_once(reporter, buffer):
@@ -217,7 +217,7 @@ def test_a_reporter_cannot_claim_the_id_of_an_event_of_this_endpoint(reporter, b
     ingest.drain()
 
     assert OutcomeRecord.objects.get(id=own.id).client == "token:999"
-    assert OutcomeRecord.objects.get(source="api").client == f"token:{token.pk}"
+    assert OutcomeRecord.objects.get(source="api").client == f"reporter:{token.pk}"
 
 
 @pytest.mark.parametrize("bad_id", ["", "not-a-uuid", 12345, None, "<script>" + "0" * 24])
@@ -229,3 +229,45 @@ def test_an_event_id_that_is_not_a_uuid_is_refused_per_item(reporter, buffer, se
     assert list(error["fields"]) == ["events.1.id"]
     assert "<script>" not in json.dumps(error)
     assert streamed(buffer, settings) == []
+
+
+# --- Who may report what, and how often ---------------------------------------------------------------------
+
+
+def test_a_token_without_reporting_rights_is_refused(plain_user, buffer, settings):
+    _token, raw_key = client_token_create(user=plain_user, name="mcp-only", tool_scope=["send_email"])
+
+    response = bearer_client(raw_key).post(URL, {"events": [wire()]}, format="json")
+
+    error = assert_api_error(response, 403, "permission_denied")
+    assert "outcome reporting rights" in error["message"]
+    assert streamed(buffer, settings) == []
+
+
+def test_a_reporter_scoped_to_one_tool_cannot_report_another(plain_user, buffer, settings):
+    _token, raw_key = client_token_create(
+        user=plain_user, name="mail-reporter", tool_scope=["send_email"], can_report_outcomes=True
+    )
+    client = bearer_client(raw_key)
+
+    response = client.post(URL, {"events": [wire(), wire(tool="delete_everything")]}, format="json")
+
+    error = assert_api_error(response, 403, "permission_denied")
+    assert "events 1" in error["message"] and "delete_everything" not in json.dumps(error)  # positions only
+    assert streamed(buffer, settings) == []
+    assert client.post(URL, {"events": [wire()]}, format="json").status_code == 202
+
+
+def test_a_flood_of_reports_past_the_limit_gets_429_with_retry_after(reporter, buffer, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.ERRCATALOG = {**settings.ERRCATALOG, "OUTCOME_REPORTS_PER_MINUTE": 3}
+    _token, client = reporter
+
+    answers = [client.post(URL, {"events": [wire()]}, format="json") for _ in range(5)]
+
+    assert [a.status_code for a in answers] == [202, 202, 202, 429, 429]
+    assert_api_error(answers[3], 429, "throttled")
+    assert 1 <= int(answers[3]["Retry-After"]) <= 60
+    assert len(streamed(buffer, settings)) == 3

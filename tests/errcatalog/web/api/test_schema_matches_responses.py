@@ -210,12 +210,17 @@ def test_outcome_answers_match_the_document(checked, plain_user, anonymous, sett
     settings.REDIS_URL = redis_url
     recorder.reset()
     try:
-        reporter = checked(bearer_client(client_token_create(user=plain_user, name="reporter")[1]))
+        reporter_key = client_token_create(user=plain_user, name="reporter", can_report_outcomes=True)[1]
+        reporter = checked(bearer_client(reporter_key))
         event = {"id": uuid.uuid4().hex, "ts": time.time(), "tool": "send_email", "outcome": "ok", "latency_ms": 1.0}
         assert reporter.post("/api/v1/outcomes/", {"events": [event]}).status_code == 202
         reporter.post("/api/v1/outcomes/", {"events": [{**event, "outcome": "maybe"}]})
         reporter.post("/api/v1/outcomes/", {"events": [event] * 1001})
         checked(anonymous).post("/api/v1/outcomes/", {"events": [event]})
+        no_rights = checked(bearer_client(client_token_create(user=plain_user, name="mcp-only")[1]))
+        assert no_rights.post("/api/v1/outcomes/", {"events": [event]}).status_code == 403
+        settings.ERRCATALOG = {**settings.ERRCATALOG, "OUTCOME_REPORTS_PER_MINUTE": 1}
+        assert reporter.post("/api/v1/outcomes/", {"events": [event]}).status_code == 429
     finally:
         recorder.reset()
 
