@@ -18,7 +18,7 @@ def _reword(old: str, new: str):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("errcatalog", "0016_outcome_trace_id"),
+        ("errcatalog", "0017_upstream_values_bound"),
     ]
 
     operations = [
