@@ -32,12 +32,12 @@ VERBS = ("view", "add", "change", "delete")
 HOLDINGS = (None, *VERBS)
 
 
-def _target_user() -> User:
+def _target_user(actor: User | None = None) -> User:
     return User.objects.create_user(username="target", password="pw-target-1")
 
 
-def _catalog_row(model: Any) -> Callable[[], Any]:
-    def make() -> Any:
+def _catalog_row(model: Any) -> Callable[[User], Any]:
+    def make(actor: User) -> Any:
         if not ErrorCode.objects.exists():
             call_command("catalog_load_defaults", verbosity=0)
         return model.objects.order_by("pk").first()
@@ -45,12 +45,14 @@ def _catalog_row(model: Any) -> Callable[[], Any]:
     return make
 
 
-def _token() -> ClientToken:
-    token, _key = client_token_create(user=_target_user(), name="someone-elses")
+def _token(actor: User) -> ClientToken:
+    """The acting staff member's own token: the only kind a non-superuser may change or delete at all (the rules
+    for other people's tokens are tested in ``tests/errcatalog/access/test_admin.py``)."""
+    token, _key = client_token_create(user=actor, name="laptop")
     return token
 
 
-def _upstream() -> Upstream:
+def _upstream(actor: User) -> Upstream:
     return upstream_create(
         actor=None, name="remote", prefix="remote", transport="http", url="https://mcp.example.com/mcp", enabled=False
     )
@@ -58,7 +60,7 @@ def _upstream() -> Upstream:
 
 # Per registered model: how to make one row, and the actions each permission makes available on its list. Only the
 # holders of "view" or "change" reach a list at all; what the others would see there is not asked.
-MATRIX: dict[Any, tuple[Callable[[], Any], dict[str, set[str]]]] = {
+MATRIX: dict[Any, tuple[Callable[[User], Any], dict[str, set[str]]]] = {
     ErrorCode: (_catalog_row(ErrorCode), {"view": {"export_yaml"}, "change": {"export_yaml"}}),
     TemplateVariant: (_catalog_row(TemplateVariant), {}),
     ParameterHint: (_catalog_row(ParameterHint), {}),
@@ -66,7 +68,7 @@ MATRIX: dict[Any, tuple[Callable[[], Any], dict[str, set[str]]]] = {
     ClientToken: (_token, {"change": {"revoke"}}),
     Upstream: (_upstream, {"change": {"test_connection"}}),
     User: (_target_user, {}),
-    Group: (lambda: Group.objects.create(name="readers"), {}),
+    Group: (lambda actor: Group.objects.create(name="readers"), {}),
 }
 
 
@@ -93,8 +95,9 @@ CASES = [(model, verb) for model in MATRIX for verb in HOLDINGS]
 @pytest.mark.parametrize(("model", "verb"), CASES, ids=[f"{m.__name__}-{v or 'nothing'}" for m, v in CASES])
 def test_each_page_opens_exactly_for_the_permission_that_gives_it(client, model, verb):
     make, _actions = MATRIX[model]
-    row = make()
-    client.force_login(_staff(verb, model))
+    actor = _staff(verb, model)
+    row = make(actor)
+    client.force_login(actor)
     reads = verb in ("view", "change")
     expected = {
         _url(model, "changelist"): reads,
@@ -114,18 +117,18 @@ LIST_CASES = [(model, verb) for model in MATRIX for verb in ("view", "change")]
 @pytest.mark.parametrize(("model", "verb"), LIST_CASES, ids=[f"{m.__name__}-{v}" for m, v in LIST_CASES])
 def test_each_list_action_is_offered_exactly_to_the_permission_it_needs(rf: RequestFactory, model, verb):
     make, actions = MATRIX[model]
-    make()
     request = rf.get(_url(model, "changelist"))
     request.user = _staff(verb, model)
+    make(request.user)
     # "Delete selected" needs the delete permission, which neither reader holds.
     assert set(admin.site._registry[model].get_actions(request)) == actions.get(verb, set())
 
 
 @pytest.mark.parametrize("verb", HOLDINGS)
 def test_deleting_from_a_list_needs_the_delete_permission(client, verb):
-    token = _token()
     user = _staff(verb, ClientToken)
     user.user_permissions.add(Permission.objects.get(codename="view_clienttoken"))  # to reach the list
+    token = _token(user)
     client.force_login(user)
     client.post(_url(ClientToken, "changelist"),
                 {"action": "delete_selected", "_selected_action": [token.pk], "post": "yes"})  # fmt: skip
@@ -134,9 +137,9 @@ def test_deleting_from_a_list_needs_the_delete_permission(client, verb):
 
 @pytest.mark.parametrize("verb", HOLDINGS)
 def test_revoking_a_token_from_the_list_needs_the_change_permission(client, verb):
-    token = _token()
     user = _staff(verb, ClientToken)
     user.user_permissions.add(Permission.objects.get(codename="view_clienttoken"))  # to reach the list
+    token = _token(user)
     client.force_login(user)
     client.post(_url(ClientToken, "changelist"), {"action": "revoke", "_selected_action": [token.pk]})
     token.refresh_from_db()
