@@ -253,6 +253,19 @@ ERRCATALOG: dict[str, Any] = {
     # REST request bodies nesting JSON arrays/objects deeper than this are refused (400) before they are parsed:
     # no request of the API nests more than a few levels, and Python's decoder recurses once per level.
     "API_MAX_JSON_DEPTH": env_int("ERRCATALOG_API_MAX_JSON_DEPTH", 64, minimum=8),
+    # Import files: catalog documents (catalog_import, catalog_lint, the shipped defaults) and mcpServers blocks
+    # (upstream_import, admin's "Import upstreams"). A larger file is refused before it is read whole (16 MiB: a
+    # catalog of 2,000 codes with five variants each is about 6 MB of YAML).
+    "IMPORT_MAX_BYTES": env_int("ERRCATALOG_IMPORT_MAX_BYTES", 16 * 1024 * 1024, minimum=65_536),
+    # Deeper nesting is refused before the parser sees it (a catalog document nests 5 levels; libyaml and Python's
+    # decoder recurse once per level and crash the process, or raise, past a few thousand). YAML anchors and
+    # aliases are refused whatever this says: catalog files never need them, and they make a small file expand
+    # into billions of entries.
+    "IMPORT_MAX_DEPTH": env_int("ERRCATALOG_IMPORT_MAX_DEPTH", 64, minimum=8),
+    # Any string of an import file (a value or a key) longer than this is refused, naming its place: the longest
+    # text of the shipped catalog is under 1,000 characters, and every process holds the whole catalog in memory.
+    # At least 8,192, the longest header value an upstream may have.
+    "IMPORT_MAX_FIELD_CHARS": env_int("ERRCATALOG_IMPORT_MAX_FIELD_CHARS", 65_536, minimum=8192),
     # Every process reads the catalog revision this often (one single-row read) and rebuilds its snapshot when a
     # change was committed anywhere: an edit is served everywhere within about this long. 0 turns polling off
     # (a process then sees only its own edits).
