@@ -201,6 +201,14 @@ DEMO_SEARCH_API_KEY = env_str("DEMO_SEARCH_API_KEY", "")
 # Seconds search_documents may spend before it answers TIMEOUT with the documents found so far.
 DEMO_DOCUMENT_SEARCH_SECONDS = env_int("DEMO_DOCUMENT_SEARCH_SECONDS", 2, minimum=0)
 
+# --- HTTP -------------------------------------------------------------------------------------------------
+
+# A request whose head (request line and headers, as sent) is larger than this is answered 431 before any route
+# sees it (config.asgi). Browsers' heads stay well under it; uvicorn's --h11-max-incomplete-event-size, set to the
+# same value where the web process is started (./dev up, the Dockerfile, docker-compose.yml), bounds a head that
+# is still arriving.
+MAX_REQUEST_HEAD_BYTES = env_int("ERRCATALOG_MAX_REQUEST_HEAD_BYTES", 16 * 1024, minimum=4096)
+
 # --- REST API ---------------------------------------------------------------------------------------------
 
 # Request bodies larger than this are refused (the API answers 413 in its JSON shape) before they are parsed.
