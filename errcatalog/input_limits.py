@@ -10,6 +10,7 @@ catalog snapshot.
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +37,20 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
         body = b"".join(unescaped.split(b'"')[0::2])
     steps = array("b", body.translate(_STEPS, _NOT_BRACKETS))
     return max(accumulate(steps), default=0) > limit
+
+
+def depth_bounded_json_decoder(max_depth: int) -> type[json.JSONDecoder]:
+    """A ``json.JSONDecoder`` that refuses text nesting deeper than ``max_depth`` as invalid JSON
+    (``JSONDecodeError``, which every caller of a decoder handles) before decoding it: for Django's form
+    ``JSONField``, which would let the decoder's ``RecursionError`` through as a 500."""
+
+    class DepthBoundedJSONDecoder(json.JSONDecoder):
+        def decode(self, s: str, *args: Any) -> Any:
+            if json_depth_exceeds(s.encode("utf-8", "surrogatepass"), max_depth):
+                raise json.JSONDecodeError(f"nested deeper than {max_depth} levels", s, 0)
+            return super().decode(s, *args)
+
+    return DepthBoundedJSONDecoder
 
 
 @dataclass(frozen=True)
