@@ -261,6 +261,10 @@ ERRCATALOG: dict[str, Any] = {
     # REST request bodies nesting JSON arrays/objects deeper than this are refused (400) before they are parsed:
     # no request of the API nests more than a few levels, and Python's decoder recurses once per level.
     "API_MAX_JSON_DEPTH": env_int("ERRCATALOG_API_MAX_JSON_DEPTH", 64, minimum=8),
+    # Every process reads the catalog revision this often (one single-row read) and rebuilds its snapshot when a
+    # change was committed anywhere: an edit is served everywhere within about this long. 0 turns polling off
+    # (a process then sees only its own edits).
+    "CATALOG_POLL_SECONDS": env_int("ERRCATALOG_CATALOG_POLL_MS", 500, minimum=0) / 1000,
     # Import files: catalog documents (catalog_import, catalog_lint, the shipped defaults) and mcpServers blocks
     # (upstream_import, admin's "Import upstreams"). A larger file is refused before it is read whole (16 MiB: a
     # catalog of 2,000 codes with five variants each is about 6 MB of YAML).
@@ -274,10 +278,6 @@ ERRCATALOG: dict[str, Any] = {
     # text of the shipped catalog is under 1,000 characters, and every process holds the whole catalog in memory.
     # At least 8,192, the longest header value an upstream may have.
     "IMPORT_MAX_FIELD_CHARS": env_int("ERRCATALOG_IMPORT_MAX_FIELD_CHARS", 65_536, minimum=8192),
-    # Every process reads the catalog revision this often (one single-row read) and rebuilds its snapshot when a
-    # change was committed anywhere: an edit is served everywhere within about this long. 0 turns polling off
-    # (a process then sees only its own edits).
-    "CATALOG_POLL_SECONDS": env_int("ERRCATALOG_CATALOG_POLL_MS", 500, minimum=0) / 1000,
     # Adaptive allocation (errcatalog.catalog.allocation): for codes set to "adaptive", a periodic task sets the
     # variants' weights from their recovery rates over the window, by Thompson sampling, within these guard rails.
     "ALLOCATION": {
