@@ -30,5 +30,5 @@ USER errcatalog
 EXPOSE 8000
 # One process, with the same limits as docker-compose.yml's web service (see there); run several containers
 # behind deploy/haproxy/haproxy.cfg to scale.
-CMD ["uvicorn", "config.asgi:application", "--host=0.0.0.0", "--port=8000", "--timeout-keep-alive=5", \
+CMD ["uvicorn", "config.asgi:application", "--host=0.0.0.0", "--port=8000", "--http=h11", "--timeout-keep-alive=5", \
      "--h11-max-incomplete-event-size=16384", "--limit-concurrency=1000", "--timeout-graceful-shutdown=20"]

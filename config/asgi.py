@@ -3,8 +3,10 @@ else to Django, and the lifespan for both.
 
 Django's ASGI handler refuses lifespan events, while the MCP session managers need their task groups entered
 once per process; so this outer app owns lifespan and routes the exact paths (no prefix mount, which would also
-catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``). At shutdown it also sends the outcome events this process
-still holds (``errcatalog.outcomes.recorder``), before the server stops.
+catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``). A request whose head is larger than
+``MAX_REQUEST_HEAD_BYTES`` is answered 431 here, before any route sees it (``config.request_head``). At shutdown
+it also sends the outcome events this process still holds (``errcatalog.outcomes.recorder``), before the server
+stops.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import asyncio
 import contextlib
 import os
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 
+from config.request_head import refuse_request_head, request_head_bytes
 from config.tracing import configure_tracing
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -40,10 +44,13 @@ class Application:
         self.django = django_application
         self.mcp = McpApp()
         self._exit_stack: contextlib.AsyncExitStack | None = None
+        self.max_head_bytes: int = settings.MAX_REQUEST_HEAD_BYTES
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+        elif request_head_bytes(scope) > self.max_head_bytes:
+            await refuse_request_head(scope, send)
         elif scope["type"] == "http" and scope["path"] == MCP_PATH:
             await self.mcp(scope, receive, send)
         elif scope["type"] == "http" and scope["path"] == METRICS_PATH:

@@ -201,6 +201,14 @@ DEMO_SEARCH_API_KEY = env_str("DEMO_SEARCH_API_KEY", "")
 # Seconds search_documents may spend before it answers TIMEOUT with the documents found so far.
 DEMO_DOCUMENT_SEARCH_SECONDS = env_int("DEMO_DOCUMENT_SEARCH_SECONDS", 2, minimum=0)
 
+# --- HTTP -------------------------------------------------------------------------------------------------
+
+# A request whose head (request line and headers, as sent) is larger than this is answered 431 before any route
+# sees it (config.asgi). Browsers' heads stay well under it; uvicorn's --h11-max-incomplete-event-size, set to the
+# same value where the web process is started (./dev up, the Dockerfile, docker-compose.yml), bounds a head that
+# is still arriving.
+MAX_REQUEST_HEAD_BYTES = env_int("ERRCATALOG_MAX_REQUEST_HEAD_BYTES", 16 * 1024, minimum=4096)
+
 # --- REST API ---------------------------------------------------------------------------------------------
 
 # Request bodies larger than this are refused (the API answers 413 in its JSON shape) before they are parsed.
@@ -260,6 +268,19 @@ ERRCATALOG: dict[str, Any] = {
     # change was committed anywhere: an edit is served everywhere within about this long. 0 turns polling off
     # (a process then sees only its own edits).
     "CATALOG_POLL_SECONDS": env_int("ERRCATALOG_CATALOG_POLL_MS", 500, minimum=0) / 1000,
+    # Import files: catalog documents (catalog_import, catalog_lint, the shipped defaults) and mcpServers blocks
+    # (upstream_import, admin's "Import upstreams"). A larger file is refused before it is read whole (16 MiB: a
+    # catalog of 2,000 codes with five variants each is about 6 MB of YAML).
+    "IMPORT_MAX_BYTES": env_int("ERRCATALOG_IMPORT_MAX_BYTES", 16 * 1024 * 1024, minimum=65_536),
+    # Deeper nesting is refused before the parser sees it (a catalog document nests 5 levels; libyaml and Python's
+    # decoder recurse once per level and crash the process, or raise, past a few thousand). YAML anchors and
+    # aliases are refused whatever this says: catalog files never need them, and they make a small file expand
+    # into billions of entries.
+    "IMPORT_MAX_DEPTH": env_int("ERRCATALOG_IMPORT_MAX_DEPTH", 64, minimum=8),
+    # Any string of an import file (a value or a key) longer than this is refused, naming its place: the longest
+    # text of the shipped catalog is under 1,000 characters, and every process holds the whole catalog in memory.
+    # At least 8,192, the longest header value an upstream may have.
+    "IMPORT_MAX_FIELD_CHARS": env_int("ERRCATALOG_IMPORT_MAX_FIELD_CHARS", 65_536, minimum=8192),
     # Adaptive allocation (errcatalog.catalog.allocation): for codes set to "adaptive", a periodic task sets the
     # variants' weights from their recovery rates over the window, by Thompson sampling, within these guard rails.
     "ALLOCATION": {

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from errcatalog import input_limits
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create, client_token_grant_denial, client_token_revoke
 from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
 
-# Short JSON lists (["send_email"]) fit on one line.
-_JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
+# Short JSON lists (["send_email"]) fit on one line. Deeper nesting than the REST API accepts is
+# invalid JSON here too (the decoder would recurse into it and fail with a 500).
+_JSON_LINE = {
+    "widget": forms.TextInput(attrs={"size": 40}),
+    "decoder": input_limits.depth_bounded_json_decoder(settings.ERRCATALOG["API_MAX_JSON_DEPTH"]),
+    "error_messages": {
+        "invalid": f"Enter valid JSON, nested at most {settings.ERRCATALOG['API_MAX_JSON_DEPTH']} levels."
+    },
+}
 # What a token may do besides calling tools.
 _RIGHTS = (
     "can_write_catalog",

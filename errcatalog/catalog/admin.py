@@ -33,6 +33,7 @@ from errcatalog.catalog.document import catalog_document_from_db, dump_catalog
 from errcatalog.catalog.lint import RowFinding, hint_findings, variant_findings
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import code_preview
+from errcatalog.input_limits import depth_bounded_json_decoder
 from errcatalog.outcomes.metrics import variant_retry_annotations
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import PLACEHOLDERS
@@ -56,8 +57,15 @@ PLACEHOLDER_HELP = format_html(
     format_html_join("", "<dt><code>{{{}}}</code></dt><dd>{}</dd>", sorted(PLACEHOLDERS.items())),
 )
 _TEXTAREA = {"widget": forms.Textarea(attrs={"rows": 2, "cols": 90})}
-# Short JSON lists ([400, 422], ["send_email"]) fit on one line.
-_JSON_LINE = {"widget": forms.TextInput(attrs={"size": 40})}
+# Short JSON lists ([400, 422], ["send_email"]) fit on one line. Deeper nesting than the REST API accepts is
+# invalid JSON here too (the decoder would recurse into it and fail with a 500).
+_JSON_LINE = {
+    "widget": forms.TextInput(attrs={"size": 40}),
+    "decoder": depth_bounded_json_decoder(settings.ERRCATALOG["API_MAX_JSON_DEPTH"]),
+    "error_messages": {
+        "invalid": f"Enter valid JSON, nested at most {settings.ERRCATALOG['API_MAX_JSON_DEPTH']} levels."
+    },
+}
 
 
 @admin.display(description="Updated", ordering="updated_at")

@@ -23,11 +23,13 @@ from typing import Any
 
 import jsonschema_rs
 import yaml
+from django.conf import settings
 from jsonschema import Draft202012Validator, ValidationError
 
 from errcatalog.caching import register_cache
 from errcatalog.catalog import models
 from errcatalog.gateway.models import Upstream, upstream_problems
+from errcatalog.input_limits import json_depth_exceeds, long_strings
 from errcatalog.safety import template_errors
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -63,41 +65,122 @@ class CatalogFileError(Exception):
 
 
 def read_catalog_file(path: str | Path) -> dict:
-    """Read, validate and normalise a catalog file (.yaml, .yml or .json); raise ``CatalogFileError``."""
+    """Read, validate and normalise a catalog file (.yaml, .yml or .json); raise ``CatalogFileError``.
+
+    The file's size, nesting and strings are bounded (``ERRCATALOG["IMPORT_MAX_*"]``): a file past a limit is
+    refused with a message naming the limit, before the part of the work the limit protects.
+    """
     path = Path(path)
     source = str(path)
     fmt = SUFFIX_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise CatalogFileError(source, ["unknown file type; a catalog file ends in .yaml, .yml or .json."])
+    text = read_import_text(path, source=source)
+    return validate_catalog_document(parse_catalog_text(text, fmt, source=source), source=source)
+
+
+def read_import_text(path: Path, *, source: str) -> str:
+    """The text of an import file, read no further than ``ERRCATALOG["IMPORT_MAX_BYTES"]`` (a device or a pipe
+    has no size to check first); raise ``CatalogFileError``."""
+    limit = settings.ERRCATALOG["IMPORT_MAX_BYTES"]
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(limit + 1)
     except FileNotFoundError:
         raise CatalogFileError(source, ["no such file."]) from None
     except OSError as exc:
         raise CatalogFileError(source, [f"cannot read the file ({exc.strerror or exc})."]) from None
+    if len(data) > limit:
+        raise CatalogFileError(
+            source,
+            [f"the file is larger than {limit:,} bytes, the limit for an import file (ERRCATALOG_IMPORT_MAX_BYTES)."],
+        )
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CatalogFileError(source, [f"not UTF-8 text (byte {exc.start})."]) from None
-    return validate_catalog_document(parse_catalog_text(text, fmt, source=source), source=source)
 
 
 def parse_catalog_text(text: str, fmt: str, *, source: str = "<document>") -> Any:
-    """Parse catalog text as YAML (safe loader) or JSON, without validating it. Duplicate keys are errors."""
+    """Parse catalog text as YAML (safe loader, no anchors or aliases) or JSON, without validating it.
+
+    Duplicate keys are errors. Nesting deeper than ``ERRCATALOG["IMPORT_MAX_DEPTH"]`` is refused before the parser
+    that would recurse into it sees it, and a string longer than ``ERRCATALOG["IMPORT_MAX_FIELD_CHARS"]`` after;
+    each with a ``CatalogFileError`` naming the limit (and the string's place).
+    """
+    max_depth = settings.ERRCATALOG["IMPORT_MAX_DEPTH"]
     if fmt == "yaml":
         try:
+            _check_yaml_events(text, max_depth, source)
             # A SafeLoader subclass: it builds only plain data, like yaml.safe_load.
-            return yaml.load(text, Loader=_CatalogYamlLoader)  # noqa: S506
+            doc = yaml.load(text, Loader=_CatalogYamlLoader)  # noqa: S506
         except yaml.YAMLError as exc:
             raise CatalogFileError(source, [_yaml_problem(exc)]) from None
-    if fmt == "json":
+    elif fmt == "json":
+        if json_depth_exceeds(text.encode("utf-8", "surrogatepass"), max_depth):
+            raise CatalogFileError(source, [_too_deep(max_depth)])
         try:
-            return json.loads(text, object_pairs_hook=_json_object)
+            doc = json.loads(text, object_pairs_hook=_json_object)
         except json.JSONDecodeError as exc:
             raise CatalogFileError(
                 source, [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}."]
             ) from None
         except _DuplicateKeyError as exc:
             raise CatalogFileError(source, [f"invalid JSON: duplicate key {exc.args[0]!r}."]) from None
-    raise ValueError(f"fmt must be one of {', '.join(FORMATS)}")
+    else:
+        raise ValueError(f"fmt must be one of {', '.join(FORMATS)}")
+    max_chars = settings.ERRCATALOG["IMPORT_MAX_FIELD_CHARS"]
+    long = list(long_strings(doc, max_chars))
+    if long:
+        # Placed without the entries' labels (a code's name): the label may be the long string itself.
+        problems = [
+            (found.path, f"{'has a key of' if found.is_key else 'is'} {found.length:,} characters; the limit is "
+             f"{max_chars:,} (ERRCATALOG_IMPORT_MAX_FIELD_CHARS).")
+            for found in long
+        ]  # fmt: skip
+        raise CatalogFileError(source, problem_lines({}, problems))
+    return doc
+
+
+def _too_deep(limit: int) -> str:
+    return (
+        f"nested deeper than {limit} levels (ERRCATALOG_IMPORT_MAX_DEPTH); a catalog document nests 5 levels, so "
+        "this is not one."
+    )
+
+
+_ANCHORS_REFUSED = "uses YAML anchors/aliases, which catalog files do not allow; write each value out in full."
+
+
+def _check_yaml_events(text: str, max_depth: int, source: str) -> None:
+    """Read the YAML's events (libyaml's parser keeps its own stack and never recurses) as far as the first
+    nesting past ``max_depth`` or the first anchor or alias, and refuse the text there; raise ``yaml.YAMLError``
+    for text that is not YAML at all.
+
+    Before the loader, whose composer (in C) and constructor recurse once per level: 50,000 levels overflow the
+    C stack and kill the process. Anchors and aliases are refused rather than counted: an alias is a reference, so
+    nine lines of them expand into a billion entries for anything that walks the document.
+    """
+    loader = _CatalogYamlLoader(text)
+    depth = 0
+    try:
+        while not loader.check_event(yaml.StreamEndEvent):
+            event = loader.get_event()
+            kind = type(event)
+            if kind is yaml.AliasEvent or getattr(event, "anchor", None) is not None:
+                raise CatalogFileError(source, [f"{_mark(event.start_mark)}{_ANCHORS_REFUSED}"])
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > max_depth:
+                    raise CatalogFileError(source, [f"{_mark(event.start_mark)}{_too_deep(max_depth)}"])
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
+def _mark(mark: Any) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
 
 
 class _CatalogYamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -126,8 +209,7 @@ _CatalogYamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TA
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    where = _mark(getattr(exc, "problem_mark", None))
     what = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
     return f"{where}invalid YAML: {what}" + (f" ({context})" if context else "") + "."
@@ -579,7 +661,17 @@ def catalog_document_from_db(*, codes: Iterable[str] | None = None, upstreams: b
 def dump_catalog(doc: Mapping[str, Any], fmt: str = "yaml") -> str:
     """Deterministic text of a document: the same document always gives the same bytes."""
     if fmt == "yaml":
-        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100000, default_flow_style=False)
+        return yaml.dump(
+            doc, Dumper=_CatalogYamlDumper, sort_keys=False, allow_unicode=True, width=100000, default_flow_style=False
+        )
     if fmt == "json":
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     raise ValueError(f"fmt must be one of {', '.join(FORMATS)}")
+
+
+class _CatalogYamlDumper(yaml.SafeDumper):
+    """yaml's safe dumper that writes a value seen twice out in full, never as an anchor and alias: catalog files
+    may not hold those (``parse_catalog_text``), so an export must import."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True

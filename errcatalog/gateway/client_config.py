@@ -9,12 +9,16 @@ result says which variables to set. References the client's own syntax already m
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from errcatalog.gateway.models import Transport
+from errcatalog.input_limits import json_depth_exceeds, long_strings
 
 _SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|PAT$", re.IGNORECASE
@@ -25,6 +29,30 @@ _NOT_NAME = re.compile(r"[^a-z0-9_-]+")
 
 class ClientConfigError(ValueError):
     """The block is not an ``mcpServers`` block; the message says what is wrong and where."""
+
+
+def client_config_loads(text: str) -> Any:
+    """The JSON of an ``mcpServers`` block, parsed; raise ``ClientConfigError`` for text that is not JSON, nests
+    deeper than ``ERRCATALOG["IMPORT_MAX_DEPTH"]`` (measured before the decoder, which recurses once per level,
+    sees it) or holds a string longer than ``ERRCATALOG["IMPORT_MAX_FIELD_CHARS"]``, naming the limit."""
+    max_depth = settings.ERRCATALOG["IMPORT_MAX_DEPTH"]
+    if json_depth_exceeds(text.encode("utf-8", "surrogatepass"), max_depth):
+        raise ClientConfigError(
+            f"Nested deeper than {max_depth} levels (ERRCATALOG_IMPORT_MAX_DEPTH); an mcpServers block nests 4."
+        )
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ClientConfigError(f"Not JSON: {exc}") from None
+    max_chars = settings.ERRCATALOG["IMPORT_MAX_FIELD_CHARS"]
+    for found in long_strings(document, max_chars):
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found.path).lstrip(".")
+        what = "has a key of" if found.is_key else "is"
+        raise ClientConfigError(
+            f"{where or 'The block'} {what} {found.length:,} characters; the limit is {max_chars:,} "
+            "(ERRCATALOG_IMPORT_MAX_FIELD_CHARS)."
+        )
+    return document
 
 
 @dataclass

@@ -10,7 +10,6 @@ stdio upstream.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -24,7 +23,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
-from errcatalog.gateway.client_config import ClientConfigError
+from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
 from errcatalog.gateway.models import Transport, Upstream
 from errcatalog.gateway.secrets import describe
 from errcatalog.gateway.selectors import ProcessHealth, health_summary, process_health, upstream_config
@@ -229,7 +228,7 @@ class UpstreamAdmin(SimpleHistoryAdmin):
         if request.method == "POST" and form.is_valid():
             try:
                 summary = upstreams_import(
-                    json.loads(form.cleaned_data["block"]), actor=request.user, change_reason="admin import"
+                    client_config_loads(form.cleaned_data["block"]), actor=request.user, change_reason="admin import"
                 )
             except ValueError as exc:  # not JSON, or not an mcpServers block (ClientConfigError)
                 problem = str(exc) if isinstance(exc, ClientConfigError) else f"Not JSON: {exc}"

@@ -19,7 +19,8 @@ from tests.config.compose import load_compose, service_command, service_environm
 ROOT = Path(__file__).resolve().parents[2]
 LONG_RUNNING = ("postgres", "redis", "web", "worker", "beat", "haproxy")
 # The web processes' limits (README, "Safe defaults"): the same in compose, the image and ./dev up.
-UVICORN_LIMITS = ("--timeout-keep-alive=", "--h11-max-incomplete-event-size=", "--limit-concurrency=")
+# --http=h11: the head size flag is h11's (httptools, uvicorn's choice when installed, would ignore it).
+UVICORN_LIMITS = ("--http=h11", "--timeout-keep-alive=", "--h11-max-incomplete-event-size=", "--limit-concurrency=")
 
 
 @pytest.fixture(scope="module")

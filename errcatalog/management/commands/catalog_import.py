@@ -9,14 +9,14 @@ valid one is imported, and the template lint's warnings about it are listed afte
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, transaction
 
-from errcatalog.catalog.document import CatalogFileError, read_catalog_file
+from errcatalog.catalog.document import CatalogFileError, read_catalog_file, read_import_text
 from errcatalog.catalog.services import catalog_import
+from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
 from errcatalog.management.commands.upstream_import import import_upstreams
 
 
@@ -68,8 +68,8 @@ def _client_config(file: str) -> object | None:
     if not file.endswith(".json"):
         return None
     try:
-        document = json.loads(Path(file).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        document = client_config_loads(read_import_text(Path(file), source=file))
+    except (CatalogFileError, ClientConfigError):
         return None  # read_catalog_file says what is wrong with it
     if isinstance(document, dict) and ("mcpServers" in document or "servers" in document):
         return document

@@ -8,13 +8,13 @@ set in the web processes' environment. ``catalog_import`` accepts the same files
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 
-from errcatalog.gateway.client_config import ClientConfigError
+from errcatalog.catalog.document import CatalogFileError, read_import_text
+from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
 from errcatalog.gateway.services import UpstreamImportSummary, upstreams_import
 
 
@@ -26,9 +26,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, file: str, **options) -> None:
         try:
-            document = json.loads(Path(file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"{file}: not a readable JSON file ({exc}).") from None
+            document = client_config_loads(read_import_text(Path(file), source=file))
+        except CatalogFileError as exc:  # missing, unreadable, too large or not UTF-8
+            raise CommandError(str(exc)) from None
+        except ClientConfigError as exc:  # not JSON, too deep, a string too long
+            raise CommandError(f"{file}: {exc}") from None
         import_upstreams(document, file, self.stdout)
 
 

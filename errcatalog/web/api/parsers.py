@@ -3,38 +3,20 @@
 Python's JSON decoder recurses once per nesting level, so a body of 10,000 opening brackets costs tens of seconds
 of recursion-limit handling and ends in a ``RecursionError`` (a 500 with a debug page). No request of this API
 nests deeper than a handful of levels, so the body is measured first, with a scan that never recurses: the size
-while reading, the depth from the brackets outside strings. Either limit answers a JSON 400/413 at once.
+while reading, the depth from the brackets outside strings (``errcatalog.input_limits``, which catalog files and
+``mcpServers`` blocks go through too). Either limit answers a JSON 400/413 at once.
 """
 
 from __future__ import annotations
 
 import io
-from array import array
-from itertools import accumulate
 from typing import Any
 
 from django.conf import settings
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
 
-# Openers become +1, closers -1 (as signed bytes), everything else is deleted: the body's nesting as steps.
-_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
-_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-
-
-def json_depth_exceeds(body: bytes, limit: int) -> bool:
-    """True when ``body`` nests arrays/objects more than ``limit`` deep (brackets inside strings do not count).
-
-    Without recursion and in C-speed steps over the whole body (no Python loop per character): escaped
-    backslashes and quotes are dropped, the parts between quotes (the strings) are left out, the brackets left
-    become +1/-1 steps, and the depth is their highest running sum. It need not be valid JSON: what is not valid
-    is the decoder's to refuse, once the depth is known to be safe.
-    """
-    if b'"' in body:
-        unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-        body = b"".join(unescaped.split(b'"')[0::2])
-    steps = array("b", body.translate(_STEPS, _NOT_BRACKETS))
-    return max(accumulate(steps), default=0) > limit
+from errcatalog.input_limits import json_depth_exceeds
 
 
 class RequestBodyTooLarge(exceptions.APIException):

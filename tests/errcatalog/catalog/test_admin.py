@@ -203,6 +203,24 @@ def test_valid_edit_saves_and_appears_in_history(writer):
     assert "Explanation" in history_page.content.decode()
 
 
+@pytest.mark.parametrize("model", [ErrorCode, ClientToken], ids=lambda m: m.__name__)
+def test_deeply_nested_json_in_a_field_is_a_form_error_not_a_500(writer, staff_user, model):
+    deep = "[" * 50_000 + "]" * 50_000
+    statuses = ErrorCode.objects.get(code="NETWORK_ERROR").http_statuses
+    if model is ErrorCode:
+        url = _url(ErrorCode, "change", ErrorCode.objects.get(code="NETWORK_ERROR").pk)
+        data = {**_form_data(writer.get(url)), "http_statuses": deep}
+    else:
+        url, data = _url(ClientToken, "add"), {"name": "deep", "user": staff_user.pk, "tool_scope": deep}
+
+    response = writer.post(url, data)
+
+    assert response.status_code == 200
+    assert "Enter valid JSON, nested at most 64 levels." in response.content.decode()
+    assert not ClientToken.objects.exists()
+    assert ErrorCode.objects.get(code="NETWORK_ERROR").http_statuses == statuses
+
+
 def test_revert_through_history_restores_the_old_explanation(writer):
     code = ErrorCode.objects.get(code="NETWORK_ERROR")
     original = code.explanation

@@ -99,7 +99,10 @@ def test_a_pasted_mcpservers_block_becomes_upstreams_with_the_variables_to_set(o
         ("{not json", "Not JSON"),
         ('{"servers": []}', "Expected {&quot;mcpServers&quot;"),
         ('{"mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}}}', "Only a superuser"),
+        ('{"mcpServers": ' + "[" * 49_000 + "]" * 49_000 + "}", "Nested deeper than 64 levels"),
+        ('{"mcpServers": {"x": {"url": "' + "a" * 70_000 + '"}}}', "mcpServers.x.url is 70,000 characters"),
     ],
+    ids=["not json", "not a block", "stdio", "deep", "long field"],
 )
 def test_a_bad_block_is_refused_on_the_import_page_and_changes_nothing(operator, block, problem):
     page = operator.post(reverse("admin:errcatalog_upstream_import"), {"block": block})

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from errcatalog.web.api.parsers import json_depth_exceeds
+from errcatalog.input_limits import json_depth_exceeds
 from tests.errcatalog.web.api.error_shape import assert_api_error
 
 pytestmark = pytest.mark.django_db
