@@ -75,7 +75,8 @@ def upstream_tool_approvals() -> dict[str, dict[str, dict[str, Any]]]:
     approvals: dict[str, dict[str, dict[str, Any]]] = {}
     rows = UpstreamTool.objects.filter(kind=UpstreamTool.Kind.TOOL, approved__isnull=False)
     for upstream, name, approved in rows.values_list("upstream__name", "name", "approved"):
-        approvals.setdefault(upstream, {})[name] = approved
+        if approved is not None:
+            approvals.setdefault(upstream, {})[name] = approved
     return approvals
 
 

@@ -74,7 +74,7 @@ class Gateway:
         self._listeners: list[Callable[[], None]] = []
         # The approved metadata of each upstream's tools (``UpstreamTool``), by upstream and tool name: read with the
         # configuration, and from the answer to each listing this process records; never per call.
-        self._approved: dict[str, Mapping[str, Mapping[str, Any]]] = {}
+        self._approved: Mapping[str, Mapping[str, Mapping[str, Any]]] = {}
 
     # --- What calls read ------------------------------------------------------------------------------------
 
@@ -121,13 +121,13 @@ class Gateway:
         listing = [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in connection.tools.values()]
         try:
             approved = await anyio.to_thread.run_sync(
-                functools.partial(_with_own_connection, upstream_tools_record, upstream=name, listing=listing)
+                _with_own_connection, functools.partial(upstream_tools_record, upstream=name, listing=listing)
             )
         except Exception as exc:
             logger.warning("Upstream %s: its tools could not be recorded (%s)", name, type(exc).__name__)
             return
         if approved is not None and approved != self._approved.get(name):
-            self._approved[name] = approved
+            self._approved = {**self._approved, name: approved}
             self._tools_changed()
 
     # --- Following the configuration -------------------------------------------------------------------------

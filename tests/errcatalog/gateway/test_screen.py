@@ -83,7 +83,12 @@ def test_a_property_name_is_screened_too():
 
 @pytest.mark.parametrize(
     "description",
-    ["See https://evil.example/steal.", "Docs at www.example.com.", "Read [the docs](https://x.example).", "<a href=x>"],
+    [
+        "See https://evil.example/steal.",
+        "Docs at www.example.com.",
+        "Read [the docs](https://x.example).",
+        "<a href=x>",
+    ],
 )
 def test_links_are_flagged(description):
     assert [f.kind for f in screen_tool(_tool(description=description), LIMITS)] == [LINK]
