@@ -45,6 +45,9 @@ WATCH_SECONDS = 0.5
 STOP_SECONDS = 10.0
 # How often a process reports its connections' health when nothing changes (a change is reported at once).
 HEALTH_REPORT_SECONDS = 15.0
+# How often a listing is offered to the database before the next listing tries again (a locked SQLite file, a
+# database restarting), waiting 0.5, 1, 2 and 4 s in between.
+RECORD_ATTEMPTS = 5
 
 
 def _process_name() -> str:
@@ -75,6 +78,7 @@ class Gateway:
         # The approved metadata of each upstream's tools (``UpstreamTool``), by upstream and tool name: read with the
         # configuration, and from the answer to each listing this process records; never per call.
         self._approved: Mapping[str, Mapping[str, Mapping[str, Any]]] = {}
+        self._recording: anyio.Lock | None = None  # made in ``run``, on the loop that uses it
 
     # --- What calls read ------------------------------------------------------------------------------------
 
@@ -119,13 +123,18 @@ class Gateway:
         approved of it. A failure (the database) keeps what this process serves; the next listing tries again."""
         name = connection.config.name
         listing = [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in connection.tools.values()]
-        try:
-            approved = await anyio.to_thread.run_sync(
-                _with_own_connection, functools.partial(upstream_tools_record, upstream=name, listing=listing)
-            )
-        except Exception as exc:
-            logger.warning("Upstream %s: its tools could not be recorded (%s)", name, type(exc).__name__)
-            return
+        record = functools.partial(upstream_tools_record, upstream=name, listing=listing)
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                # One at a time in a process: SQLite refuses a second writer rather than wait for it.
+                async with self._recording or anyio.Lock():
+                    approved = await anyio.to_thread.run_sync(_with_own_connection, record)
+                break
+            except Exception as exc:
+                if attempt + 1 == RECORD_ATTEMPTS:
+                    logger.warning("Upstream %s: its tools could not be recorded (%s)", name, type(exc).__name__)
+                    return
+                await anyio.sleep(0.5 * 2**attempt)
         if approved is not None and approved != self._approved.get(name):
             self._approved = {**self._approved, name: approved}
             self._tools_changed()
@@ -136,6 +145,7 @@ class Gateway:
     async def run(self) -> AsyncIterator[None]:
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
+            self._recording = anyio.Lock()
             await self._reload()
             task_group.start_soon(self._watch)
             try:
