@@ -360,6 +360,17 @@ GATEWAY: dict[str, Any] = {
     "RECONNECT_MAX_SECONDS": env_int("ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS", 60, minimum=1),
     # A stdio upstream's process is replaced (between calls) after this long, so none runs forever (a day).
     "STDIO_MAX_LIFETIME_SECONDS": env_int("ERRCATALOG_GATEWAY_STDIO_LIFETIME_SECONDS", 86_400, minimum=60),
+    # Hard caps on an upstream tool's metadata, which a model reads (errcatalog.gateway.screen): a field past its
+    # cap is held and can never be approved, so no listing makes every tools/list megabytes long. The defaults sit
+    # far above the published servers' longest fields (server-filesystem's longest description: 457 characters).
+    "TOOL_DESCRIPTION_MAX_CHARS": env_int("ERRCATALOG_GATEWAY_TOOL_DESCRIPTION_MAX_CHARS", 4096, minimum=100),
+    "TOOL_TITLE_MAX_CHARS": env_int("ERRCATALOG_GATEWAY_TOOL_TITLE_MAX_CHARS", 200, minimum=20),
+    "TOOL_PARAMETER_DESCRIPTION_MAX_CHARS": env_int(
+        "ERRCATALOG_GATEWAY_TOOL_PARAMETER_DESCRIPTION_MAX_CHARS", 1024, minimum=50
+    ),
+    "TOOL_SCHEMA_MAX_BYTES": env_int("ERRCATALOG_GATEWAY_TOOL_SCHEMA_MAX_BYTES", 65_536, minimum=1024),
+    # The most tools of one upstream that are pinned and served (by name order); the rest are left out.
+    "MAX_TOOLS_PER_UPSTREAM": env_int("ERRCATALOG_GATEWAY_MAX_TOOLS_PER_UPSTREAM", 500, minimum=1),
 }
 
 # --- Outcomes, retries and metrics (issue 4) ----------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -63,6 +64,10 @@ class Upstream(models.Model):
         help_text=f"Tools are served as <prefix>{TOOL_SEPARATOR}<tool>: letters, digits, '-' and '_'.",
     )
     enabled = models.BooleanField(default=True)
+    trusted = models.BooleanField(
+        default=False,
+        help_text="Serve its tools' changed or new metadata without review, once the screen finds nothing in it.",
+    )
     transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.HTTP)
     # Streamable HTTP
     url = models.URLField(max_length=2000, blank=True, help_text="The upstream's MCP endpoint (Streamable HTTP).")
@@ -194,3 +199,54 @@ class UpstreamHealth(models.Model):
 
     def __str__(self) -> str:
         return f"{self.upstream_id} in {self.process}: {self.state}"
+
+
+class UpstreamTool(models.Model):
+    """One upstream tool's metadata, pinned: what was approved is what ``/mcp`` serves, whatever the upstream lists.
+
+    ``approved`` (with its hash) is served; ``pending`` is what the upstream lists now when it differs, waiting for
+    review (``status`` review) or held by the screen (held; ``flags`` say why, ``errcatalog.gateway.screen``).
+    Written by the serving processes when a listing changes and by staff approving or rejecting
+    (``errcatalog.gateway.services``); every change raises the catalog revision, so an approval reaches every
+    process. ``kind`` leaves room for an upstream's resources and prompts, which are not served yet.
+    """
+
+    class Kind(models.TextChoices):
+        TOOL = "tool", "tool"
+
+    class Status(models.TextChoices):
+        APPROVED = "approved", "approved"
+        REVIEW = "review", "waiting for review"
+        HELD = "held", "held by the screen"
+        REJECTED = "rejected", "rejected"
+
+    upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="pins")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TOOL)
+    name = models.CharField(max_length=128, help_text="The tool's own name at the upstream.")
+    status = models.CharField(max_length=16, choices=Status.choices)
+    approved = models.JSONField(null=True, blank=True, help_text="The metadata served.")
+    approved_hash = models.CharField(max_length=64, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_how = models.CharField(max_length=16, blank=True, help_text="first listing, trusted upstream or staff")
+    pending = models.JSONField(null=True, blank=True, help_text="What the upstream lists now, cut to the caps.")
+    pending_hash = models.CharField(max_length=64, blank=True)
+    flags = models.JSONField(default=list, blank=True, help_text="What the screen found in the pending metadata.")
+    listed_at = models.DateTimeField(help_text="When the pending metadata (or the approved) was last seen new.")
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["upstream", "kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["upstream", "kind", "name"], name="upstream_tool_one_per_name"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=["approved", "review", "held", "rejected"]),
+                name="upstream_tool_status_known",
+            ),
+        ]
+        permissions = [("approve_upstreamtool", "Can approve an upstream tool's metadata")]
+
+    def __str__(self) -> str:
+        return f"{self.upstream_id}: {self.name}"

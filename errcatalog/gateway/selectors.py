@@ -7,11 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth
+from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth, UpstreamTool
+from errcatalog.gateway.screen import ScreenLimits
 from errcatalog.gateway.secrets import upstream_binding
 
 
@@ -61,6 +63,27 @@ def upstream_configs() -> list[UpstreamConfig]:
     if not settings.GATEWAY["STDIO"]:
         rows = rows.exclude(transport=Transport.STDIO)
     return [upstream_config(u) for u in rows]
+
+
+def screen_limits() -> ScreenLimits:
+    """The hard caps on an upstream tool's metadata, from ``settings.GATEWAY``."""
+    gateway = settings.GATEWAY
+    return ScreenLimits(
+        description_chars=gateway["TOOL_DESCRIPTION_MAX_CHARS"],
+        title_chars=gateway["TOOL_TITLE_MAX_CHARS"],
+        parameter_description_chars=gateway["TOOL_PARAMETER_DESCRIPTION_MAX_CHARS"],
+        schema_bytes=gateway["TOOL_SCHEMA_MAX_BYTES"],
+    )
+
+
+def upstream_tool_approvals() -> dict[str, dict[str, dict[str, Any]]]:
+    """The approved metadata of every upstream's tools, by upstream name and tool name: what the gateway serves."""
+    approvals: dict[str, dict[str, dict[str, Any]]] = {}
+    rows = UpstreamTool.objects.filter(kind=UpstreamTool.Kind.TOOL, approved__isnull=False)
+    for upstream, name, approved in rows.values_list("upstream__name", "name", "approved"):
+        if approved is not None:
+            approvals.setdefault(upstream, {})[name] = approved
+    return approvals
 
 
 # A process that has not reported for this long is shown as silent (it reports at least every 15 s).

@@ -33,7 +33,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from errcatalog.gateway.client_config import upstreams_from_client_config
-from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth
+from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth, UpstreamTool
+from errcatalog.gateway.screen import approvable, bounded_for_review, metadata_hash, screen_tool, tool_metadata
 from errcatalog.gateway.secrets import (
     SEALED_PREFIX,
     check_value,
@@ -43,11 +44,14 @@ from errcatalog.gateway.secrets import (
     opened_unbound,
     seal,
 )
+from errcatalog.gateway.selectors import screen_limits
 from errcatalog.gateway.targets import private_target
 
 _SECRET_FIELDS = ("headers", "env")
 # The fields that say where an upstream's values go: changing one drops the stored values.
 _TARGET_FIELDS = ("transport", "url", "command")
+# The permission to approve an upstream tool's metadata (and so to trust an upstream, which approves it unseen).
+APPROVE_PERMISSION = "errcatalog.approve_upstreamtool"
 
 
 class Actor(Protocol):
@@ -136,6 +140,21 @@ def _check_target(actor: Actor | None, candidate: Upstream, previous: Upstream |
             {"url": "Only a superuser may point an upstream at a loopback, link-local or private address "
              "(or set ERRCATALOG_GATEWAY_ALLOW_PRIVATE=1)."}
         )  # fmt: skip
+class TrustDenied(PermissionDenied):
+    """Trusting an upstream without the right to approve its tools."""
+
+
+def _check_trusted(actor: Actor | None, upstream: Upstream | None, fields: Mapping[str, Any]) -> None:
+    """Trusting an upstream approves its later changes without review, so it takes the right to approve them."""
+    if not fields.get("trusted") or (upstream is not None and upstream.trusted):
+        return
+    if actor is not None and not may_approve_upstream_tools(actor):
+        raise TrustDenied("Only staff who may approve upstream tools may trust an upstream.")
+
+
+def may_approve_upstream_tools(actor: Actor) -> bool:
+    has_perm = getattr(actor, "has_perm", None)
+    return actor.is_superuser or bool(has_perm and has_perm(APPROVE_PERMISSION))
 
 
 def upstream_validate(*, actor: Actor | None, upstream: Upstream | None = None, **fields: Any) -> Upstream:
@@ -145,6 +164,7 @@ def upstream_validate(*, actor: Actor | None, upstream: Upstream | None = None, 
     form calls it to show problems at their fields; the services call it before every save. The rules are the
     module's.
     """
+    _check_trusted(actor, upstream, fields)
     plain = {name: value for name, value in fields.items() if name not in _SECRET_FIELDS}
     if upstream is None:
         _check_stdio(actor, fields)
@@ -370,3 +390,99 @@ def upstream_health_report(process: str, reports: Sequence[HealthReport]) -> Non
 def upstream_health_forget(process: str) -> None:
     """Delete ``process``'s rows: it stops serving."""
     UpstreamHealth.objects.filter(process=process).delete()
+
+
+# --- Pinned tool metadata (``UpstreamTool``) -------------------------------------------------------------------
+
+
+def _pin_save(pin: UpstreamTool, change_reason: str) -> None:
+    pin._change_reason = change_reason  # type: ignore[attr-defined]  # read by django-simple-history
+    pin.save()
+
+
+@transaction.atomic
+def upstream_tools_record(*, upstream: str, listing: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]] | None:
+    """Pin what ``upstream`` lists now (each tool's wire form); return its approved metadata by tool name, or None
+    when no such upstream is recorded any more.
+
+    A tool whose metadata is the approved one needs nothing (and one that went back to it is approved again); one
+    whose metadata was already recorded as pending stays as it was (waiting, held or rejected). Otherwise the
+    screen looks at it (``errcatalog.gateway.screen``): the first listing of an upstream (no tool recorded yet: staff
+    have just added or imported it) and every listing of a trusted upstream are approved by that act, except what
+    the screen flags; everything else waits for review. Writes only what changed, so a listing seen before raises
+    no catalog revision. At most ``GATEWAY["MAX_TOOLS_PER_UPSTREAM"]`` tools, by name, are recorded.
+    """
+    row = Upstream.objects.select_for_update().filter(name=upstream).first()
+    if row is None:
+        return None
+    limits = screen_limits()
+    pins = {pin.name: pin for pin in row.pins.filter(kind=UpstreamTool.Kind.TOOL)}
+    first = not pins
+    now = timezone.now()
+    metadata_listed = sorted((tool_metadata(tool) for tool in listing), key=lambda m: str(m.get("name")))
+    for metadata in metadata_listed[: settings.GATEWAY["MAX_TOOLS_PER_UPSTREAM"]]:
+        name = str(metadata.get("name"))
+        digest = metadata_hash(metadata)
+        pin = pins.get(name)
+        if pin is not None and digest == pin.approved_hash:
+            if pin.status != UpstreamTool.Status.APPROVED or pin.pending is not None:
+                pin.status, pin.pending, pin.pending_hash, pin.flags = UpstreamTool.Status.APPROVED, None, "", []
+                pin.listed_at = now
+                _pin_save(pin, "listed as approved again")
+            continue
+        if pin is not None and digest == pin.pending_hash:
+            continue
+        if pin is None:
+            pin = pins[name] = UpstreamTool(upstream=row, kind=UpstreamTool.Kind.TOOL, name=name)
+        flags = screen_tool(metadata, limits)
+        pin.listed_at = now
+        if not flags and (first or row.trusted):
+            how = "first listing" if first else "trusted upstream"
+            _approve(pin, metadata, digest, by=None, how=how, at=now)
+            _pin_save(pin, f"approved: {how}")
+            continue
+        # What cannot be approved is kept cut to the caps, for people to see what it was.
+        pin.pending = metadata if approvable(flags) else bounded_for_review(metadata, limits)
+        pin.pending_hash = digest
+        pin.flags = [flag.as_json() for flag in flags]
+        pin.status = UpstreamTool.Status.HELD if flags else UpstreamTool.Status.REVIEW
+        _pin_save(pin, "held by the screen" if flags else "listed: waiting for review")
+    return {pin.name: pin.approved for pin in pins.values() if pin.approved is not None}
+
+
+def _approve(pin: UpstreamTool, metadata: Any, digest: str, *, by: Any, how: str, at: datetime) -> None:
+    pin.approved, pin.approved_hash, pin.approved_by, pin.approved_how, pin.approved_at = metadata, digest, by, how, at
+    pin.pending, pin.pending_hash, pin.flags, pin.status = None, "", [], UpstreamTool.Status.APPROVED
+
+
+def _check_approver(actor: Actor | None) -> None:
+    if actor is not None and not may_approve_upstream_tools(actor):
+        raise PermissionDenied("Approving an upstream tool's metadata needs the permission to approve it.")
+
+
+@transaction.atomic
+def upstream_tool_approve(*, actor: Actor | None, pin: UpstreamTool) -> bool:
+    """Serve ``pin``'s pending metadata from now on; False when nothing was pending. Raises ``PermissionDenied``
+    without the approve permission and ``ValidationError`` for metadata over a size cap (never served)."""
+    _check_approver(actor)
+    pin = UpstreamTool.objects.select_for_update().get(pk=pin.pk)
+    if pin.pending is None:
+        return False
+    if not approvable(pin.flags):
+        raise ValidationError("A field of this tool is over its size cap: it cannot be served, approved or not.")
+    _approve(pin, pin.pending, pin.pending_hash, by=actor, how="staff", at=timezone.now())
+    _pin_save(pin, "approved by staff")
+    return True
+
+
+@transaction.atomic
+def upstream_tool_reject(*, actor: Actor | None, pin: UpstreamTool) -> bool:
+    """Keep serving what was approved (nothing, for a new tool); the same listing is not raised for review again.
+    False when nothing was pending."""
+    _check_approver(actor)
+    pin = UpstreamTool.objects.select_for_update().get(pk=pin.pk)
+    if pin.pending is None or pin.status == UpstreamTool.Status.REJECTED:
+        return False
+    pin.status = UpstreamTool.Status.REJECTED
+    _pin_save(pin, "rejected by staff")
+    return True

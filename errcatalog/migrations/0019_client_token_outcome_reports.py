@@ -18,7 +18,7 @@ def _reword(old: str, new: str):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("errcatalog", "0017_upstream_values_bound"),
+        ("errcatalog", "0018_upstream_tool_pins"),
     ]
 
     operations = [

@@ -10,6 +10,8 @@ stdio upstream.
 
 from __future__ import annotations
 
+import difflib
+import json
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -20,16 +22,20 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
-from errcatalog.gateway.models import Transport, Upstream
+from errcatalog.gateway.models import Transport, Upstream, UpstreamTool
 from errcatalog.gateway.secrets import describe
 from errcatalog.gateway.selectors import ProcessHealth, health_summary, process_health, upstream_config
 from errcatalog.gateway.services import (
+    TrustDenied,
+    may_approve_upstream_tools,
     upstream_create,
     upstream_delete,
+    upstream_tool_approve,
+    upstream_tool_reject,
     upstream_update,
     upstream_validate,
     upstreams_import,
@@ -39,7 +45,7 @@ from mcpserver.gateway.connection import probe
 
 _LINES = {"rows": 3, "cols": 60}
 # The fields the form edits as they are; the others are entered as lines (headers, environment, arguments, tools).
-_MODEL_FIELDS = ("name", "prefix", "enabled", "transport", "url", "command", "cwd", "timeout_seconds",
+_MODEL_FIELDS = ("name", "prefix", "enabled", "trusted", "transport", "url", "command", "cwd", "timeout_seconds",
                  "max_concurrency")  # fmt: skip
 
 
@@ -126,6 +132,8 @@ class UpstreamForm(forms.ModelForm):
         try:
             upstream_validate(actor=self.user, upstream=self.instance if self.instance.pk else None,
                               **self.upstream_fields())  # fmt: skip
+        except TrustDenied as exc:
+            self.add_error("trusted", str(exc))
         except PermissionDenied as exc:
             self.add_error("transport", str(exc))
         except ValidationError as exc:
@@ -161,13 +169,14 @@ class UpstreamAdmin(SimpleHistoryAdmin):
     list_filter = ("transport", "enabled")
     search_fields = ("name", "prefix", "url", "command")
     actions = ("test_connection",)
-    readonly_fields = ("stored_headers", "stored_env", "health", "health_by_process", "last_failure", "updated_at")
+    readonly_fields = ("stored_headers", "stored_env", "health", "health_by_process", "last_failure", "updated_at",
+                       "tools_to_review")  # fmt: skip
     fieldsets = (
         (None, {"fields": ("name", "prefix", "enabled", "transport", "timeout_seconds", "max_concurrency")}),
         ("Streamable HTTP", {"fields": ("url", "stored_headers", "headers_entry", "clear_headers")}),
         ("stdio (a command run on this server)",
          {"fields": ("command", "args_entry", "cwd", "stored_env", "env_entry", "clear_env")}),
-        ("Tools", {"fields": ("tools_entry",)}),
+        ("Tools", {"fields": ("tools_entry", "trusted", "tools_to_review")}),
         ("Health, as the serving processes report it", {"fields": ("health", "health_by_process", "last_failure",
                                                                   "updated_at")}),
     )  # fmt: skip
@@ -298,6 +307,14 @@ class UpstreamAdmin(SimpleHistoryAdmin):
     def stored_env(self, obj: Upstream) -> str:
         return _described(obj.env, obj.binding)
 
+    @admin.display(description="Tool changes to review")
+    def tools_to_review(self, obj: Upstream) -> Any:
+        if obj.pk is None:
+            return "—"
+        waiting = obj.pins.exclude(status__in=[UpstreamTool.Status.APPROVED, UpstreamTool.Status.REJECTED]).count()
+        url = reverse("admin:errcatalog_upstreamtool_changelist") + f"?upstream__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} waiting</a>', url, waiting)
+
     @admin.action(description="Test connection (connect, list tools, disconnect)", permissions=["change"])
     def test_connection(self, request: Any, queryset: Any) -> None:
         """Connect to each selected upstream as the gateway would. It sends the stored values to the upstream's
@@ -345,3 +362,82 @@ def _described(values: dict[str, str], binding: str) -> Any:
         return "none"
     described = ((k, describe(v, binding=binding)) for k, v in values.items())
     return format_html_join("", "<div><code>{}</code>: {}</div>", described)
+
+
+@admin.register(UpstreamTool)
+class UpstreamToolAdmin(SimpleHistoryAdmin):
+    """Upstream tools' pinned metadata: what is served, what changed (a diff) and what the screen found.
+
+    Read-only but for the approve and reject actions, which need the approve permission (``approve_upstreamtool``).
+    Nothing here is deleted by hand: an upstream whose pins were all gone would have its next listing approved as a
+    first one.
+    """
+
+    list_display = ("name", "upstream", "status", "flag_summary", "approved_how", "approved_at", "listed_at")
+    list_filter = ("status", "upstream")
+    list_select_related = ("upstream", "approved_by")
+    search_fields = ("name", "upstream__name")
+    actions = ("approve", "reject")
+    fields = ("upstream", "kind", "name", "status", "flag_list", "changes", "approved_how", "approved_by",
+              "approved_at", "listed_at")  # fmt: skip
+    readonly_fields = fields
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: UpstreamTool | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: UpstreamTool | None = None) -> bool:
+        return False
+
+    def has_approve_permission(self, request: Any) -> bool:
+        return may_approve_upstream_tools(request.user)
+
+    @admin.display(description="flags")
+    def flag_summary(self, obj: UpstreamTool) -> str:
+        return ", ".join(sorted({flag.get("kind", "?") for flag in obj.flags})) or "—"
+
+    @admin.display(description="what the screen found")
+    def flag_list(self, obj: UpstreamTool) -> Any:
+        if not obj.flags:
+            return "nothing"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "", "<li>{} at <code>{}</code>: {}</li>", ((f["kind"], f["field"], f["reason"]) for f in obj.flags)
+            ),
+        )
+
+    @admin.display(description="served → listed now")
+    def changes(self, obj: UpstreamTool) -> Any:
+        if obj.pending is None:
+            return "no change: the listed metadata is the approved one"
+        before = json.dumps(obj.approved, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+        after = json.dumps(obj.pending, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+        if obj.approved is None:
+            before = []
+        diff = difflib.unified_diff(before, after, "approved", "listed", lineterm="", n=3)
+        # Escaped by format_html; invisible characters made visible, as a reviewer must see them.
+        text = "\n".join(diff).encode("unicode_escape").decode("ascii").replace("\\n", "\n")
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
+
+    @admin.action(description="Approve the listed metadata (serve it)", permissions=["approve"])
+    def approve(self, request: Any, queryset: Any) -> None:
+        self._decide(request, queryset, upstream_tool_approve, "approved")
+
+    @admin.action(description="Reject the listed metadata (keep serving what was approved)", permissions=["approve"])
+    def reject(self, request: Any, queryset: Any) -> None:
+        self._decide(request, queryset, upstream_tool_reject, "rejected")
+
+    def _decide(self, request: Any, queryset: Any, service: Any, done: str) -> None:
+        for pin in queryset.select_related("upstream"):
+            try:
+                changed = service(actor=request.user, pin=pin)
+            except ValidationError as exc:
+                self.message_user(request, f"{pin.upstream.name}: {pin.name}: {exc.messages[0]}", messages.ERROR)
+                continue
+            if changed:
+                self.message_user(request, f"{pin.upstream.name}: {pin.name}: {done}", messages.SUCCESS)
+            else:
+                self.message_user(request, f"{pin.upstream.name}: {pin.name}: nothing to decide", messages.WARNING)

@@ -189,9 +189,17 @@ def _error_response(status: int, data: dict[str, Any], message: str) -> httpx2.R
 class UpstreamConnection:
     """One upstream's session, tools and limits in this process (see the module docstring)."""
 
-    def __init__(self, config: UpstreamConfig, settings: Mapping[str, Any], on_tools_changed: Callable[[], None]):
+    def __init__(
+        self,
+        config: UpstreamConfig,
+        settings: Mapping[str, Any],
+        on_tools_changed: Callable[[], None],
+        on_listed: Callable[[UpstreamConnection], Awaitable[None]] | None = None,
+    ):
         self.config = config
         self._on_tools_changed = on_tools_changed
+        # Awaited after every listing, before the connection serves a first one (the gateway pins the metadata).
+        self._on_listed = on_listed
         self.settings = settings
         self.tools: Mapping[str, types.Tool] = MappingProxyType({})
         self.state = "connecting"
@@ -437,6 +445,8 @@ class UpstreamConnection:
         if tools.keys() != self.tools.keys() or any(tools[n] != self.tools[n] for n in tools):
             self.tools = MappingProxyType(tools)
             self._on_tools_changed()
+        if self._on_listed is not None:
+            await self._on_listed(self)
 
     def _exposed(self, tool: types.Tool) -> bool:
         config = self.config

@@ -10,6 +10,7 @@ only when an upstream's tool list or the set of upstreams changes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -26,8 +27,13 @@ from django.db import close_old_connections
 
 from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
-from errcatalog.gateway.selectors import UpstreamConfig, upstream_configs
-from errcatalog.gateway.services import HealthReport, upstream_health_forget, upstream_health_report
+from errcatalog.gateway.selectors import UpstreamConfig, upstream_configs, upstream_tool_approvals
+from errcatalog.gateway.services import (
+    HealthReport,
+    upstream_health_forget,
+    upstream_health_report,
+    upstream_tools_record,
+)
 from mcpserver.calls import current_tool_call
 from mcpserver.gateway.connection import RoundTrip, UpstreamConnection
 from mcpserver.registry import ToolSpec
@@ -39,6 +45,9 @@ WATCH_SECONDS = 0.5
 STOP_SECONDS = 10.0
 # How often a process reports its connections' health when nothing changes (a change is reported at once).
 HEALTH_REPORT_SECONDS = 15.0
+# How often a listing is offered to the database before the next listing tries again (a locked SQLite file, a
+# database restarting), waiting 0.5, 1, 2 and 4 s in between.
+RECORD_ATTEMPTS = 5
 
 
 def _process_name() -> str:
@@ -66,6 +75,10 @@ class Gateway:
         self._reported: tuple[HealthReport, ...] | None = None
         self._report_due = 0.0
         self._listeners: list[Callable[[], None]] = []
+        # The approved metadata of each upstream's tools (``UpstreamTool``), by upstream and tool name: read with the
+        # configuration, and from the answer to each listing this process records; never per call.
+        self._approved: Mapping[str, Mapping[str, Mapping[str, Any]]] = {}
+        self._recording: anyio.Lock | None = None  # made in ``run``, on the loop that uses it
 
     # --- What calls read ------------------------------------------------------------------------------------
 
@@ -87,12 +100,44 @@ class Gateway:
             listener()
 
     def _build_tools(self) -> dict[str, ToolSpec]:
+        """Each tool an upstream lists that has approved metadata, served with that metadata: a tool never approved
+        is not served, and one whose metadata changed is served as it was approved until its change is."""
         specs: dict[str, ToolSpec] = {}
-        for connection in self.connections.values():
-            for tool in connection.tools.values():
+        for name, connection in self.connections.items():
+            approved = self._approved.get(name, {})
+            for tool_name in connection.tools:
+                metadata = approved.get(tool_name)
+                if metadata is None:
+                    continue
+                try:
+                    tool = types.Tool.model_validate(metadata)
+                except ValueError:  # stored by an older version, or edited by hand: not served
+                    logger.warning("Upstream %s: the approved metadata of a tool is not a tool; not served", name)
+                    continue
                 spec = upstream_tool_spec(connection, tool)
                 specs[spec.name] = spec
         return specs
+
+    async def _record_listing(self, connection: UpstreamConnection) -> None:
+        """Pin what ``connection``'s upstream lists (``upstream_tools_record``, off the call path) and serve what is
+        approved of it. A failure (the database) keeps what this process serves; the next listing tries again."""
+        name = connection.config.name
+        listing = [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in connection.tools.values()]
+        record = functools.partial(upstream_tools_record, upstream=name, listing=listing)
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                # One at a time in a process: SQLite refuses a second writer rather than wait for it.
+                async with self._recording or anyio.Lock():
+                    approved = await anyio.to_thread.run_sync(_with_own_connection, record)
+                break
+            except Exception as exc:
+                if attempt + 1 == RECORD_ATTEMPTS:
+                    logger.warning("Upstream %s: its tools could not be recorded (%s)", name, type(exc).__name__)
+                    return
+                await anyio.sleep(0.5 * 2**attempt)
+        if approved is not None and approved != self._approved.get(name):
+            self._approved = {**self._approved, name: approved}
+            self._tools_changed()
 
     # --- Following the configuration -------------------------------------------------------------------------
 
@@ -100,6 +145,7 @@ class Gateway:
     async def run(self) -> AsyncIterator[None]:
         async with anyio.create_task_group() as task_group:
             self._task_group = task_group
+            self._recording = anyio.Lock()
             await self._reload()
             task_group.start_soon(self._watch)
             try:
@@ -146,7 +192,7 @@ class Gateway:
     async def _reload(self) -> None:
         revision = catalog_snapshot_status()["revision"]
         try:
-            configs = await anyio.to_thread.run_sync(_with_own_connection, upstream_configs)
+            configs, approved = await anyio.to_thread.run_sync(_with_own_connection, _records)
         except Exception as exc:  # the database, above all: the gateway must outlive whatever failed
             # Tried again at every watch until it works; said once.
             log = logger.debug if self._reload_failing else logger.warning
@@ -155,6 +201,7 @@ class Gateway:
             return
         self._reload_failing = False
         self._revision = revision
+        self._approved = approved
         self.apply(configs)
 
     def apply(self, configs: list[UpstreamConfig]) -> None:
@@ -168,14 +215,24 @@ class Gateway:
                 logger.info("Upstream %s %s", name, "reconfigured" if name in wanted else "removed")
         for name, config in wanted.items():
             if name not in self.connections:
-                connection = UpstreamConnection(config, settings.GATEWAY, self._tools_changed)
+                connection = UpstreamConnection(
+                    config, settings.GATEWAY, self._tools_changed, on_listed=self._record_listing
+                )
                 self.connections[name] = connection
                 self._task_group.start_soon(connection.run, name=f"errcatalog-upstream-{name}")
         self._tools_changed()
 
 
+def _records() -> tuple[list[UpstreamConfig], dict[str, dict[str, dict[str, Any]]]]:
+    """The upstreams this process serves and their tools' approved metadata, read together."""
+    return upstream_configs(), upstream_tool_approvals()
+
+
 def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> ToolSpec:
-    """An upstream tool as the pipeline serves it: the upstream's description and schema, a forwarding function."""
+    """An upstream tool as the pipeline serves it: its approved description and schema, a forwarding function.
+
+    Calls are checked against the approved input schema: an upstream whose schema changed since answers with its
+    own error where the two differ (classified as any upstream failure) until staff approve the change."""
     config = connection.config
     upstream_name = tool.name
 

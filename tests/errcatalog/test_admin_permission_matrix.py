@@ -21,8 +21,8 @@ from django.urls import reverse
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
-from errcatalog.gateway.models import Upstream
-from errcatalog.gateway.services import upstream_create
+from errcatalog.gateway.models import Upstream, UpstreamTool
+from errcatalog.gateway.services import upstream_create, upstream_tools_record
 from tests.errcatalog.catalog.admin_pages import form_data
 
 pytestmark = pytest.mark.django_db
@@ -58,6 +58,12 @@ def _upstream(actor: User) -> Upstream:
     )
 
 
+def _pin(actor: User) -> UpstreamTool:
+    upstream = _upstream(actor)
+    upstream_tools_record(upstream=upstream.name, listing=[{"name": "search", "inputSchema": {"type": "object"}}])
+    return upstream.pins.get()
+
+
 # Per registered model: how to make one row, and the actions each permission makes available on its list. Only the
 # holders of "view" or "change" reach a list at all; what the others would see there is not asked.
 MATRIX: dict[Any, tuple[Callable[[User], Any], dict[str, set[str]]]] = {
@@ -67,6 +73,9 @@ MATRIX: dict[Any, tuple[Callable[[User], Any], dict[str, set[str]]]] = {
     ClassificationRule: (_catalog_row(ClassificationRule), {}),
     ClientToken: (_token, {"change": {"revoke"}}),
     Upstream: (_upstream, {"change": {"test_connection"}}),
+    # Pins are written by the gateway and decided by the approve permission only (tested per role in
+    # tests/mcpserver/gateway/test_tool_review.py): nobody adds, edits or deletes one by hand.
+    UpstreamTool: (_pin, {}),
     User: (_target_user, {}),
     Group: (lambda actor: Group.objects.create(name="readers"), {}),
 }
@@ -104,8 +113,8 @@ def test_each_page_opens_exactly_for_the_permission_that_gives_it(client, model,
         _url(model, "change", row.pk): reads,
         _url(model, "history", row.pk): reads,
         # Django's user admin asks for "change" as well as "add" to create an account (its second page edits it).
-        _url(model, "add"): verb == "add" and model is not User,
-        _url(model, "delete", row.pk): verb == "delete",
+        _url(model, "add"): verb == "add" and model not in (User, UpstreamTool),
+        _url(model, "delete", row.pk): verb == "delete" and model is not UpstreamTool,
     }
     got = {url: client.get(url).status_code for url in expected}
     assert got == {url: 200 if allowed else 403 for url, allowed in expected.items()}
