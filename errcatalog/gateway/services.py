@@ -140,6 +140,8 @@ def _check_target(actor: Actor | None, candidate: Upstream, previous: Upstream |
             {"url": "Only a superuser may point an upstream at a loopback, link-local or private address "
              "(or set ERRCATALOG_GATEWAY_ALLOW_PRIVATE=1)."}
         )  # fmt: skip
+
+
 class TrustDenied(PermissionDenied):
     """Trusting an upstream without the right to approve its tools."""
 
