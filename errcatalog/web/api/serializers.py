@@ -34,7 +34,7 @@ from errcatalog.render.classify import FailureFacts, transport_for
 from errcatalog.render.core import NETWORK_FAILURES
 from errcatalog.render.locale import choose_locale
 from errcatalog.safety import template_errors
-from errcatalog.vocabulary import TOOL_NAME_PATTERN
+from errcatalog.vocabulary import TOOL_NAME_PATTERN, is_json_number
 
 # Python class names, as classification rules and ``classify/`` compare them (no module path).
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -231,15 +231,22 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
 # --- Render preview ---------------------------------------------------------------------------------------
 
 
+# JSON numbers beyond a double (1e400 parses as infinity, a 309-digit integer as an int no float holds) are no value
+# a message can show.
+NUMBER_TOO_LARGE = "Give a number a double can hold: finite, within ±1.7976931348623157e308."
+
+
 @extend_schema_field(OpenApiTypes.NUMBER)
 class NumberField(serializers.Field):
     """An int or a float, kept as given (JSON has one number type, Python two)."""
 
-    default_error_messages = {"invalid": "Give a number."}
+    default_error_messages = {"invalid": "Give a number.", "too_large": NUMBER_TOO_LARGE}
 
     def to_internal_value(self, data: Any) -> int | float:
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
+        if not is_json_number(data):
+            self.fail("too_large")
         return data
 
     def to_representation(self, value: int | float) -> int | float:
@@ -250,11 +257,16 @@ class NumberField(serializers.Field):
 class ReceivedValueField(serializers.Field):
     """A value the caller of a tool sent, when it is a number or a boolean; text is refused."""
 
-    default_error_messages = {"invalid": "Give a number or a boolean; text values are never shown."}
+    default_error_messages = {
+        "invalid": "Give a number or a boolean; text values are never shown.",
+        "too_large": NUMBER_TOO_LARGE,
+    }
 
     def to_internal_value(self, data: Any) -> int | float | bool:
         if not isinstance(data, int | float | bool):
             self.fail("invalid")
+        if not isinstance(data, bool) and not is_json_number(data):
+            self.fail("too_large")
         return data
 
     def to_representation(self, value: int | float | bool) -> int | float | bool:
