@@ -217,7 +217,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["errcatalog.web.api.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "errcatalog.web.api.exceptions.api_exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # List pages: limit 1-1000 (default PAGE_SIZE), offset 0 to 2**31-1; any other value is a 400 naming it.
+    "DEFAULT_PAGINATION_CLASS": "errcatalog.web.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {

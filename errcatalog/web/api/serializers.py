@@ -15,6 +15,7 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
 from errcatalog.catalog.models import (
@@ -513,10 +514,21 @@ def _rate(help_text: str) -> serializers.FloatField:
     return serializers.FloatField(allow_null=True, help_text=f"{help_text} Null when the denominator is 0.")
 
 
+class QueryChoiceField(serializers.ChoiceField):
+    """A choice in a query string, where a blank value (``window=``) is a value to refuse, not an absent one.
+
+    DRF reads a blank form or query value of an optional field as absent and fills in the default; the schema's
+    enum has no blank, so the API refuses one rather than accept what its document says is invalid.
+    """
+
+    def get_value(self, dictionary: Mapping[str, Any]) -> Any:
+        return dictionary.get(self.field_name, empty)
+
+
 class MetricsQuerySerializer(serializers.Serializer):
     """The query string of ``GET /api/v1/metrics/``: a window and optional filters, each an exact match."""
 
-    window = serializers.ChoiceField(
+    window = QueryChoiceField(
         choices=["1h", "24h", "7d", "30d"],
         required=False,
         default="24h",

@@ -50,12 +50,23 @@ _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def _bool_param(request: Request, name: str) -> bool | None:
+    """A boolean filter: None when absent; anything but true/false/1/0 (a blank value too) is a 400."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return None
     if raw.lower() not in _BOOLEANS:
         raise exceptions.ValidationError({name: ["Use true or false."]})
     return _BOOLEANS[raw.lower()]
+
+
+def _choice_param(request: Request, name: str, choices: list[str]) -> str:
+    """A filter by one of ``choices``: "" when absent; any other value (a blank one too) is a 400 naming them."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return ""
+    if raw not in choices:
+        raise exceptions.ValidationError({name: [f"Use one of {', '.join(choices)}."]})
+    return raw
 
 
 def _needs(model, action: str, extra: str = "") -> str:
@@ -77,7 +88,9 @@ def _crud_schema(serializer, model, *, list_parameters: tuple[OpenApiParameter, 
     extra = nested if variants else {}
     return extend_schema_view(
         list=extend_schema(
-            tags=["catalog"], parameters=list(list_parameters), responses={200: serializer(many=True), **_READ_ERRORS}
+            tags=["catalog"],
+            parameters=list(list_parameters),
+            responses={200: serializer(many=True), 400: error, **_READ_ERRORS},
         ),
         retrieve=extend_schema(tags=["catalog"], responses={200: serializer, 404: error, **_READ_ERRORS}),
         create=extend_schema(
@@ -151,10 +164,9 @@ class ErrorCodeViewSet(viewsets.ModelViewSet):
     lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
-        params = self.request.query_params
         return selectors.error_code_list(
-            category=params.get("category", ""),
-            kind=params.get("kind", ""),
+            category=_choice_param(self.request, "category", Category.values),
+            kind=_choice_param(self.request, "kind", Kind.values),
             active=_bool_param(self.request, "active"),
         )
 
