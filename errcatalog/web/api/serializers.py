@@ -19,6 +19,7 @@ from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
 from errcatalog.catalog.models import (
+    INTEGER_RANGES,
     ClassificationRule,
     ErrorCode,
     Header,
@@ -50,6 +51,12 @@ def validate_template(value: str) -> None:
     problems = template_errors(value)
     if problems:
         raise serializers.ValidationError(problems)
+
+
+def _range(name: str) -> dict[str, int]:
+    """An integer field's bounds from the catalog's one table of them (``errcatalog.catalog.models``)."""
+    low, high = INTEGER_RANGES[name]
+    return {"min_value": low, "max_value": high}
 
 
 def _blank_to_none(value: str | None) -> str | None:
@@ -109,7 +116,7 @@ class TemplateVariantSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["updated_at"]
         # The key is required, as in catalog files; it may be empty only to reproduce a one-line message (seed 000).
-        extra_kwargs = {"weight": {"max_value": 1000}, "instruction": {"required": True, "allow_blank": True}}
+        extra_kwargs = {"weight": _range("weight"), "instruction": {"required": True, "allow_blank": True}}
 
 
 class ErrorCodeSerializer(CatalogRowSerializer):
@@ -121,7 +128,7 @@ class ErrorCodeSerializer(CatalogRowSerializer):
     """
 
     http_statuses = serializers.ListField(
-        child=serializers.IntegerField(min_value=100, max_value=599), required=False, max_length=_MAX_LIST_ITEMS
+        child=serializers.IntegerField(**_range("http_status")), required=False, max_length=_MAX_LIST_ITEMS
     )
     optional_parameters = serializers.ListField(
         child=serializers.RegexField(f"^{TOOL_NAME_PATTERN}$", max_length=128),
@@ -156,7 +163,7 @@ class ErrorCodeSerializer(CatalogRowSerializer):
             "variants",
         ]
         read_only_fields = ["updated_at"]
-        extra_kwargs = {"retry_after_seconds": {"max_value": 86400}}
+        extra_kwargs = {"retry_after_seconds": _range("retry_after_seconds"), "jsonrpc_code": _range("jsonrpc_code")}
 
     def validate_variants(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seen: set[tuple[str, str]] = set()
@@ -223,10 +230,7 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
             "note",
         ]
         read_only_fields = ["id"]
-        extra_kwargs = {
-            "status_min": {"min_value": 100, "max_value": 599},
-            "status_max": {"min_value": 100, "max_value": 599},
-        }
+        extra_kwargs = {name: _range(name) for name in ("position", "status_min", "status_max", "jsonrpc_code")}
 
 
 # --- Render preview ---------------------------------------------------------------------------------------
@@ -333,7 +337,7 @@ class RenderRequestSerializer(serializers.Serializer):
     code = serializers.CharField(max_length=64)
     tool_name = serializers.CharField(max_length=128, required=False, allow_blank=True, allow_null=True, default=None)
     parameters = ParameterFaultSerializer(many=True, required=False, default=list, max_length=_MAX_LIST_ITEMS)
-    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
+    status_code = serializers.IntegerField(required=False, allow_null=True, default=None, **_range("http_status"))
     event_id = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
     retry_after = serializers.IntegerField(min_value=0, max_value=86400, required=False, allow_null=True, default=None)
     alternatives = serializers.ListField(
@@ -455,8 +459,8 @@ class ClassifyRequestSerializer(serializers.Serializer):
     """The facts of a raw failure; only its kind, never its text."""
 
     exception = ExceptionNamesField(required=False, default=tuple)
-    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
-    jsonrpc_code = serializers.IntegerField(required=False, allow_null=True, default=None)
+    status_code = serializers.IntegerField(required=False, allow_null=True, default=None, **_range("http_status"))
+    jsonrpc_code = serializers.IntegerField(required=False, allow_null=True, default=None, **_range("jsonrpc_code"))
     upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     tool = serializers.CharField(
         max_length=128, required=False, allow_blank=True, default="", help_text="An upstream's tool, as /mcp serves it."
