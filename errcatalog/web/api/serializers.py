@@ -63,10 +63,34 @@ def _blank_to_none(value: str | None) -> str | None:
     return value or None
 
 
+# --- Request fields -----------------------------------------------------------------------------------------
+
+# Unknown names listed in one answer, each cut to this length: enough to spot a typo, not an echo of the body.
+_MAX_UNKNOWN_LISTED = 20
+_UNKNOWN_NAME_CHARS = 64
+
+
+class KnownFieldsOnly(serializers.Serializer):
+    """Refuses a request field the serializer does not have, naming it, rather than dropping it unread.
+
+    ``{"explantion": "x"}`` used to answer 200 and change nothing. Read-only fields (``id``, ``updated_at``) are
+    known: a row read and sent back as it was is accepted, and they are ignored as documented.
+    """
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = [name for name in data if name not in self.fields]
+            if unknown:
+                message = "Unknown field; see the API schema for this request's fields."
+                listed = {str(name)[:_UNKNOWN_NAME_CHARS]: [message] for name in unknown[:_MAX_UNKNOWN_LISTED]}
+                raise serializers.ValidationError(listed)
+        return super().to_internal_value(data)
+
+
 # --- Catalog rows -----------------------------------------------------------------------------------------
 
 
-class CatalogRowSerializer(serializers.ModelSerializer):
+class CatalogRowSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     """A catalog row's serializer that also reports the catalog's rules (``errcatalog.catalog.models``).
 
     The rules are checked once, by the service every writer calls; they are also run here, beside the request's
@@ -99,7 +123,7 @@ class CatalogRowSerializer(serializers.ModelSerializer):
         return values
 
 
-class TemplateVariantSerializer(serializers.ModelSerializer):
+class TemplateVariantSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     class Meta:
         model = TemplateVariant
         fields = [
@@ -291,7 +315,7 @@ class JsonRpcIdField(serializers.Field):
         return value
 
 
-class ParameterFaultSerializer(serializers.Serializer):
+class ParameterFaultSerializer(KnownFieldsOnly):
     name = serializers.CharField(max_length=128, help_text="The parameter's name in the tool's input schema.")
     problem = serializers.ChoiceField(choices=["missing", "invalid"], default="missing")
     description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -307,7 +331,7 @@ class ParameterFaultSerializer(serializers.Serializer):
     )
 
 
-class TemplateDraftSerializer(serializers.Serializer):
+class TemplateDraftSerializer(KnownFieldsOnly):
     """Unsaved variant text to preview; each given field replaces the variant's."""
 
     message = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
@@ -325,7 +349,7 @@ def _default_legacy_codes() -> bool:
     return settings.ERRCATALOG["LEGACY_JSONRPC_CODES"]
 
 
-class RenderRequestSerializer(serializers.Serializer):
+class RenderRequestSerializer(KnownFieldsOnly):
     """A failure to render and the face to render it in.
 
     Tool, parameter, service and alternative names are shown only when they are names of the tool-name
@@ -455,7 +479,7 @@ class ExceptionNamesField(serializers.Field):
         return list(value)
 
 
-class ClassifyRequestSerializer(serializers.Serializer):
+class ClassifyRequestSerializer(KnownFieldsOnly):
     """The facts of a raw failure; only its kind, never its text."""
 
     exception = ExceptionNamesField(required=False, default=tuple)

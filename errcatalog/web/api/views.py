@@ -69,6 +69,16 @@ def _choice_param(request: Request, name: str, choices: list[str]) -> str:
     return raw
 
 
+class BodyRequired:
+    """POST, PUT and PATCH need a JSON body: without one DRF reads an empty object, and ``classify/`` answered 200
+    for a failure with no facts at all. Checked after authentication and permissions, so those answer first."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        if request.method in ("POST", "PUT", "PATCH") and request.stream is None:
+            raise exceptions.ParseError("Send the request body as a JSON object.", code="empty_body")
+
+
 def _needs(model, action: str, extra: str = "") -> str:
     return (
         f"Needs the `{permission_name(model, action)}` model permission{extra}; with a client token, also a token "
@@ -155,7 +165,7 @@ def _variant_actions(error_code: ErrorCode | None, variants: list[dict[str, Any]
         OpenApiParameter("active", OpenApiTypes.BOOL, description="Only active (true) or inactive (false) codes."),
     ),
 )
-class ErrorCodeViewSet(viewsets.ModelViewSet):
+class ErrorCodeViewSet(BodyRequired, viewsets.ModelViewSet):
     """Error codes with their template variants, addressed by code (`/api/v1/codes/NOT_FOUND/`)."""
 
     serializer_class = ErrorCodeSerializer
@@ -197,7 +207,7 @@ class ErrorCodeViewSet(viewsets.ModelViewSet):
     ParameterHint,
     list_parameters=(OpenApiParameter("tool", description="Only hints for this tool."),),
 )
-class ParameterHintViewSet(viewsets.ModelViewSet):
+class ParameterHintViewSet(BodyRequired, viewsets.ModelViewSet):
     """How to ask for a tool's parameters."""
 
     serializer_class = ParameterHintSerializer
@@ -217,7 +227,7 @@ class ParameterHintViewSet(viewsets.ModelViewSet):
 
 
 @_crud_schema(ClassificationRuleSerializer, ClassificationRule)
-class ClassificationRuleViewSet(viewsets.ModelViewSet):
+class ClassificationRuleViewSet(BodyRequired, viewsets.ModelViewSet):
     """Classification rules, in the order they are tried."""
 
     serializer_class = ClassificationRuleSerializer
@@ -236,7 +246,7 @@ class ClassificationRuleViewSet(viewsets.ModelViewSet):
         services.classification_rule_delete(rule=instance)
 
 
-class RenderView(APIView):
+class RenderView(BodyRequired, APIView):
     @extend_schema(
         tags=["render"],
         summary="Render a failure in one face",
@@ -266,7 +276,7 @@ class RenderView(APIView):
         return Response(preview)
 
 
-class ClassifyView(APIView):
+class ClassifyView(BodyRequired, APIView):
     @extend_schema(
         tags=["classify"],
         summary="Classify a raw failure",
