@@ -60,6 +60,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before anything reads the host: a disallowed one under /api/ gets the API's JSON 400, not Django's page.
+    "errcatalog.web.api.middleware.ApiHostCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
