@@ -233,6 +233,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Blank-allowed strings as anyOf, and the request bodies POST and PUT require, as the API behaves.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "errcatalog.web.api.schema.api_schema_corrections",
+    ],
     # One name per choice set, where several fields share one (the classify and render requests' transport).
     "ENUM_NAME_OVERRIDES": {
         "TransportFailureEnum": ["connection", "timeout"],

@@ -227,12 +227,12 @@ def _validate_with_jsonschema(schema: Mapping[str, Any], arguments: Mapping[str,
     missing: set[str] = set()
     invalid: dict[str, ParameterFault] = {}
     structural = False
-    for name, value in arguments.items():
+    for argument, value in arguments.items():
         # A number no double holds (1e400 parses as infinity, 10**309 as an int) is no value a tool can take, whatever
         # the schema says; its name is the parameter at fault, and it is never named back.
         if isinstance(value, int | float) and not isinstance(value, bool) and not is_json_number(value):
-            if name in properties:
-                invalid[name] = parameter_fault(name, properties[name], "invalid")
+            if argument in properties:
+                invalid[argument] = parameter_fault(argument, properties[argument], "invalid")
             else:
                 structural = True
     try:

@@ -44,7 +44,7 @@ class ApiHostCheckMiddleware:
         if self.is_async:
             markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest):  # type: ignore[no-untyped-def]
+    def __call__(self, request: HttpRequest):
         if self.is_async:
             return self.__acall__(request)
         return disallowed_host_answer(request) or self.get_response(request)

@@ -34,6 +34,7 @@ def query_integer(request: Request, name: str, *, default: int, minimum: int, ma
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
+    default_limit: int = LimitOffsetPagination.default_limit or 100  # PAGE_SIZE is set in settings
     max_limit = MAX_LIMIT
 
     def get_limit(self, request: Request) -> int:

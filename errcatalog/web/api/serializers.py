@@ -71,7 +71,8 @@ _UNKNOWN_NAME_CHARS = 64
 
 
 class KnownFieldsOnly(serializers.Serializer):
-    """Refuses a request field the serializer does not have, naming it, rather than dropping it unread.
+    """Refuses a request field the serializer does not have, naming it, rather than dropping it unread, and a
+    number where a string field is.
 
     ``{"explantion": "x"}`` used to answer 200 and change nothing. Read-only fields (``id``, ``updated_at``) are
     known: a row read and sent back as it was is accepted, and they are ignored as documented.
@@ -80,10 +81,15 @@ class KnownFieldsOnly(serializers.Serializer):
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
             unknown = [name for name in data if name not in self.fields]
-            if unknown:
-                message = "Unknown field; see the API schema for this request's fields."
-                listed = {str(name)[:_UNKNOWN_NAME_CHARS]: [message] for name in unknown[:_MAX_UNKNOWN_LISTED]}
-                raise serializers.ValidationError(listed)
+            message = "Unknown field; see the API schema for this request's fields."
+            errors = {str(name)[:_UNKNOWN_NAME_CHARS]: [message] for name in unknown[:_MAX_UNKNOWN_LISTED]}
+            # DRF's CharField turns a number into its text; the schema says string, so a number is refused.
+            for name, value in data.items():
+                field = self.fields.get(name)
+                if isinstance(field, serializers.CharField) and not isinstance(value, str) and value is not None:
+                    errors[name] = ["Give a string."]
+            if errors:
+                raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
 
 
@@ -454,7 +460,14 @@ class RenderResponseSerializer(serializers.Serializer):
 
 @extend_schema_field(
     {
-        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": _MAX_LIST_ITEMS}],
+        "oneOf": [
+            {"type": "string", "pattern": f"^{_CLASS_NAME.pattern}$"},
+            {
+                "type": "array",
+                "items": {"type": "string", "pattern": f"^{_CLASS_NAME.pattern}$"},
+                "maxItems": _MAX_LIST_ITEMS,
+            },
+        ],
         "description": "An exception class name, or the class and its bases, most specific first.",
     }
 )

@@ -70,12 +70,14 @@ def _choice_param(request: Request, name: str, choices: list[str]) -> str:
 
 
 class BodyRequired:
-    """POST, PUT and PATCH need a JSON body: without one DRF reads an empty object, and ``classify/`` answered 200
-    for a failure with no facts at all. Checked after authentication and permissions, so those answer first."""
+    """POST and PUT need a JSON body: without one DRF reads an empty object, and ``classify/`` answered 200 for a
+    failure with no facts at all. (A PATCH without one changes nothing, as its schema allows.) Checked after
+    authentication and permissions, so those answer first, and only for a method the view serves (else 405)."""
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
-        if request.method in ("POST", "PUT", "PATCH") and request.stream is None:
+        method = (request.method or "").lower()
+        if method in ("post", "put") and hasattr(self, method) and request.stream is None:
             raise exceptions.ParseError("Send the request body as a JSON object.", code="empty_body")
 
 
@@ -212,6 +214,8 @@ class ParameterHintViewSet(BodyRequired, viewsets.ModelViewSet):
 
     serializer_class = ParameterHintSerializer
     permission_classes = [CatalogModelPermissions]
+    # Ids are ASCII digits, as the schema says: int() would also read " 5" or "\t5" as 5.
+    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
         return selectors.parameter_hint_list(tool=self.request.query_params.get("tool", ""))
@@ -232,6 +236,7 @@ class ClassificationRuleViewSet(BodyRequired, viewsets.ModelViewSet):
 
     serializer_class = ClassificationRuleSerializer
     permission_classes = [CatalogModelPermissions]
+    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
         return selectors.classification_rule_list()

@@ -71,3 +71,11 @@ def test_the_schema_states_the_page_bounds_and_the_400(client):
     assert (parameters["limit"]["minimum"], parameters["limit"]["maximum"]) == (1, MAX_LIMIT)
     assert (parameters["offset"]["minimum"], parameters["offset"]["maximum"]) == (0, MAX_OFFSET)
     assert "400" in operation["responses"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/hints/%095/", "/api/v1/rules/%205/", "/api/v1/hints/+1/", "/api/v1/rules/1.0/"]
+)
+def test_a_row_id_is_digits_only(catalog, staff_client, path):
+    assert_api_error(staff_client.get(path), 404, "not_found")
+    assert_api_error(staff_client.delete(path), 404, "not_found")

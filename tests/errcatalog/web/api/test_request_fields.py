@@ -79,7 +79,6 @@ def test_a_patch_with_a_key_given_twice_changes_nothing(catalog, staff_client):
         ("POST", "/api/v1/classify/"),
         ("POST", "/api/v1/render/"),
         ("POST", "/api/v1/codes/"),
-        ("PATCH", "/api/v1/codes/TIMEOUT/"),
         ("PUT", "/api/v1/hints/1/"),
         ("POST", "/api/v1/rules/"),
     ],
@@ -91,3 +90,21 @@ def test_a_write_without_a_body_is_a_400(catalog, staff_client, method, path):
 
 def test_an_anonymous_empty_post_is_still_a_401(catalog, anonymous):
     assert anonymous.generic("POST", "/api/v1/classify/", b"").status_code == 401
+
+
+def test_an_empty_patch_changes_nothing_and_an_unserved_method_is_still_a_405(catalog, staff_client):
+    assert staff_client.generic("PATCH", "/api/v1/codes/TIMEOUT/", b"").status_code == 200
+    assert_api_error(staff_client.generic("POST", "/api/v1/codes/TIMEOUT/", b""), 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/classify/", '{"status_code": 500, "tool": 0}', "tool"),
+        ("/api/v1/render/", '{"code": "TIMEOUT", "tool_name": 12}', "tool_name"),
+        ("/api/v1/hints/", '{"tool": "t", "parameter": 5}', "parameter"),
+    ],
+)
+def test_a_number_where_the_schema_says_string_is_refused(catalog, staff_client, path, body, field):
+    error = assert_api_error(send(staff_client, "POST", path, body), 400, "invalid")
+    assert error["fields"][field] == ["Give a string."]
