@@ -17,7 +17,9 @@ import os
 
 import pytest
 import schemathesis
+from django.core import signals
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -45,12 +47,23 @@ def staff_key(django_user_model) -> str:
     return client_token_create(user=user, name="schemathesis", can_write_catalog=True, can_read_metrics=True)[1]
 
 
+@pytest.fixture
+def connections_kept_open():
+    """The WSGI handler closes the database connection as each request starts and ends, which ends the test's
+    transaction on PostgreSQL; Django's own test client keeps it open the same way, by disconnecting the handler."""
+    for signal in (signals.request_started, signals.request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (signals.request_started, signals.request_finished):
+        signal.connect(close_old_connections)
+
+
 def _state_dependent(case) -> bool:
     return case.method.upper() in STATE_DEPENDENT and case.path != "/api/v1/classify/"
 
 
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-def test_the_api_answers_as_its_schema_says(case, catalog, staff_key):
+def test_the_api_answers_as_its_schema_says(case, catalog, staff_key, connections_kept_open):
     excluded = [positive_data_acceptance] if _state_dependent(case) else []
     case.call_and_validate(headers={"Authorization": f"Bearer {staff_key}"}, excluded_checks=excluded)
