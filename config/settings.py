@@ -60,6 +60,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before anything reads the host: a disallowed one under /api/ gets the API's JSON 400, not Django's page.
+    "errcatalog.web.api.middleware.ApiHostCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -225,7 +227,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["errcatalog.web.api.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "errcatalog.web.api.exceptions.api_exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # List pages: limit 1-1000 (default PAGE_SIZE), offset 0 to 2**31-1; any other value is a 400 naming it.
+    "DEFAULT_PAGINATION_CLASS": "errcatalog.web.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {
@@ -238,6 +241,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Blank-allowed strings as anyOf, and the request bodies POST and PUT require, as the API behaves.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "errcatalog.web.api.schema.api_schema_corrections",
+    ],
     # One name per choice set, where several fields share one (the classify and render requests' transport).
     "ENUM_NAME_OVERRIDES": {
         "TransportFailureEnum": ["connection", "timeout"],

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from errcatalog.caching import register_cache
-from errcatalog.vocabulary import is_tool_name
+from errcatalog.vocabulary import is_json_number, is_tool_name
 
 REDACTED = "[REDACTED]"
 ELLIPSIS = "…"
@@ -121,18 +121,19 @@ def safe_schema_text(value: object, *, limit: int = SCHEMA_TEXT_MAX_CHARS) -> st
 def safe_partial_result(value: Any) -> Any:
     """A tool's partial output as the model may see it: JSON data whose strings pass ``safe_schema_text``.
 
-    Numbers, booleans and null are kept; a string that does not pass becomes the redaction marker; object keys
-    that are not names are left out; containers deeper than ``PARTIAL_RESULT_MAX_DEPTH`` or past
-    ``PARTIAL_RESULT_MAX_NODES`` values in all are cut. Any other Python value is left out.
+    Numbers a double holds, booleans and null are kept (NaN, the infinities and 400-digit integers are not); a
+    string that does not pass becomes the redaction marker; object keys that are not names are left out;
+    containers deeper than ``PARTIAL_RESULT_MAX_DEPTH`` or past ``PARTIAL_RESULT_MAX_NODES`` values in all are cut.
+    Any other Python value is left out.
     """
     budget = [PARTIAL_RESULT_MAX_NODES]
 
     def screen(node: Any, depth: int) -> Any:
         budget[0] -= 1
-        if node is None or isinstance(node, bool | int):
+        if node is None or isinstance(node, bool):
             return node
-        if isinstance(node, float):
-            return node if node == node and node not in (float("inf"), float("-inf")) else None
+        if isinstance(node, int | float):
+            return node if is_json_number(node) else None
         if isinstance(node, str):
             return safe_schema_text(node) or REDACTED
         if depth >= PARTIAL_RESULT_MAX_DEPTH:
@@ -313,7 +314,7 @@ def redacted_for_people(text: object, *, known: Sequence[str] = (), limit: int =
     """Text from outside (an upstream's error message) as logs, Sentry and staff may see it: cut to ``limit``,
     with control characters escaped, ``known`` secrets (the values we sent) and anything that looks like a
     credential replaced by ``[REDACTED]``. Never for a model: models get catalog text only."""
-    value = text if isinstance(text, str) else repr(text)
+    value = text if isinstance(text, str) else _repr(text)
     value = value[: limit * 4]
     for secret in known:
         if len(secret) >= 4:
@@ -321,3 +322,10 @@ def redacted_for_people(text: object, *, known: Sequence[str] = (), limit: int =
     value = _CREDENTIAL_LIKE.sub(REDACTED, value)
     value = "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in value)
     return value if len(value) <= limit else value[: limit - 1] + ELLIPSIS
+
+
+def _repr(value: object) -> str:
+    try:
+        return repr(value)
+    except ValueError:  # an int past Python's 4,300-digit limit for conversion to text, somewhere inside
+        return f"<{type(value).__name__} that cannot be shown>"

@@ -12,7 +12,9 @@ and the renderer all read the numbers from here. The bottom layer: imports nothi
 from __future__ import annotations
 
 import itertools
+import math
 import re
+import sys
 from typing import TypeGuard
 
 TOOL_NAME_PATTERN = r"[A-Za-z0-9_.\-]{1,128}"
@@ -91,3 +93,22 @@ def is_reserved_jsonrpc_code(value: int) -> bool:
     """True when ``value`` lies in JSON-RPC's reserved range and neither JSON-RPC, MCP nor seed 004 defines it."""
     allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
     return JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX and value not in allowed
+
+
+# JSON numbers as the product takes them: what an IEEE 754 double holds (I-JSON, RFC 7493 section 2.2). JSON itself
+# puts no bound on a number, and Python parses a 309-digit integer as an int no float can hold (math and float()
+# raise OverflowError on it) and 1e400 as infinity: neither is a value a tool is given or a message names.
+_DOUBLE_MAX = int(sys.float_info.max)
+
+
+def is_json_number(value: object) -> TypeGuard[int | float]:
+    """True for an int or a float (never a bool) that a double holds: finite, within about ±1.8e308.
+
+    Never converts ``value``: an int is compared as an int, so even one of thousands of digits costs no more than
+    the comparison.
+    """
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -_DOUBLE_MAX <= value <= _DOUBLE_MAX
+    return isinstance(value, float) and math.isfinite(value)

@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.render import ParameterFault
+from errcatalog.vocabulary import is_json_number
 
 # Keywords about a value's shape that a model can act on, in the order they are described.
 _FORMAT_WORDS = {
@@ -57,14 +58,14 @@ def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
 def expected_format(prop: Mapping[str, Any]) -> str:
     """Describe what a property accepts, from its schema only (format, pattern, enum, bounds)."""
     parts: list[str] = []
-    if "enum" in prop:
-        parts.append("one of " + ", ".join(str(v) for v in prop["enum"]))
+    if "enum" in prop and isinstance(prop["enum"], list):
+        parts.append("one of " + ", ".join(_num(v) for v in prop["enum"]))
     fmt = prop.get("format")
     if isinstance(fmt, str):
         parts.append(_FORMAT_WORDS.get(fmt, f"the {fmt} format"))
     if "pattern" in prop:
         parts.append(f"text matching the pattern {prop['pattern']}")
-    low, high = prop.get("minimum"), prop.get("maximum")
+    low, high = _bound(prop.get("minimum")), _bound(prop.get("maximum"))
     if low is not None and high is not None:
         parts.append(f"a number from {_num(low)} to {_num(high)}")
     elif low is not None:
@@ -72,7 +73,7 @@ def expected_format(prop: Mapping[str, Any]) -> str:
     elif high is not None:
         parts.append(f"a number of at most {_num(high)}")
     # Read aloud after "The expected format is": "from 1 to 100 characters", never "0 to any number of characters".
-    low_len, high_len = prop.get("minLength"), prop.get("maxLength")
+    low_len, high_len = _bound(prop.get("minLength")), _bound(prop.get("maxLength"))
     if low_len is not None and high_len is not None:
         parts.append(f"from {_num(low_len)} to {_num(high_len)} characters")
     elif low_len is not None:
@@ -85,16 +86,24 @@ def expected_format(prop: Mapping[str, Any]) -> str:
 
 
 def _num(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool) and not is_json_number(value):
+        return "…"  # str() of an int past 4,300 digits raises, and no reader wants a 300-digit number
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
+def _bound(value: Any) -> int | float | None:
+    """A schema bound as a number a double holds; anything else (a string, 1e400, 400 digits) is no bound to name."""
+    return value if is_json_number(value) else None
+
+
 def received_value(value: Any) -> int | float | bool | None:
-    """The value the caller sent, when it is a number or a boolean (seed 002 names it: "got 30"); else None.
+    """The value the caller sent, when it is a boolean or a number a double holds (seed 002 names it: "got 30");
+    else None.
 
     Strings, lists and objects are never carried: what a caller typed could say anything. The renderer bounds the
     number's length again (``errcatalog.render.core``).
     """
-    return value if isinstance(value, bool | int | float) else None
+    return value if isinstance(value, bool) or is_json_number(value) else None
 
 
 def parameter_fault(name: str, prop: Mapping[str, Any], problem: str, received: Any = None) -> ParameterFault:
@@ -119,12 +128,13 @@ def parameter_fault(name: str, prop: Mapping[str, Any], problem: str, received: 
 # asked only when there is more to say (a wrong type, an unknown key, any keyword beyond these), and its
 # answer is then the whole answer, so both paths name the same problems.
 
-# The checks of JSON Schema's simple types; booleans are not numbers, and an integral float is an integer.
+# The checks of JSON Schema's simple types; booleans are not numbers, and an integral float is an integer. A number
+# no double holds fails them all, so jsonschema's path (which refuses it) answers for it.
 _SIMPLE_TYPES: dict[str, Any] = {
     "string": lambda v: isinstance(v, str),
     "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
-    "number": lambda v: not isinstance(v, bool) and isinstance(v, int | float),
+    "integer": lambda v: is_json_number(v) and (isinstance(v, int) or v.is_integer()),
+    "number": is_json_number,
 }
 # Keywords that only annotate (they never make a value invalid).
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "$comment"})
@@ -217,7 +227,21 @@ def _validate_with_jsonschema(schema: Mapping[str, Any], arguments: Mapping[str,
     missing: set[str] = set()
     invalid: dict[str, ParameterFault] = {}
     structural = False
-    for error in validator_for(schema).iter_errors(dict(arguments)):
+    for argument, value in arguments.items():
+        # A number no double holds (1e400 parses as infinity, 10**309 as an int) is no value a tool can take, whatever
+        # the schema says; its name is the parameter at fault, and it is never named back.
+        if isinstance(value, int | float) and not isinstance(value, bool) and not is_json_number(value):
+            if argument in properties:
+                invalid[argument] = parameter_fault(argument, properties[argument], "invalid")
+            else:
+                structural = True
+    try:
+        errors = list(validator_for(schema).iter_errors(dict(arguments)))
+    except (OverflowError, ValueError):
+        # Such a number deeper inside an argument: some keywords (multipleOf) divide it by a float.
+        errors = []
+        structural = structural or not invalid
+    for error in errors:
         if error.validator == "required" and not error.absolute_path:
             missing.update(name for name in required if name not in arguments)
             continue

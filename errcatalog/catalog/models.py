@@ -95,8 +95,37 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# The ranges of the catalog's integer fields, one place for every writer: the rules below (so the admin, the services
+# and a catalog file's checks), the REST serializers' min/max, and the catalog file's JSON Schema, which states the
+# same numbers (a test compares them). 32-bit signed where the column is an ``integer`` in PostgreSQL, so that what
+# the REST API or the admin accepts on SQLite is what PostgreSQL stores and what an import of the export takes back.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INTEGER_RANGES: Mapping[str, tuple[int, int]] = {
+    "jsonrpc_code": (INT32_MIN, INT32_MAX),
+    # A day: a retry-after hint beyond that is advice to give up, not to wait.
+    "retry_after_seconds": (0, 86400),
+    "http_status": (100, 599),
+    "status_min": (100, 599),
+    "status_max": (100, 599),
+    # Relative shares: 1000 against 1 already serves the smaller one once in a thousand renders.
+    "weight": (0, 1000),
+    "position": (0, INT32_MAX),
+}
+
+
+def integer_range_problems(name: str, value: object) -> list[str]:
+    """An integer field outside its range in ``INTEGER_RANGES``; other types are the field's own check."""
+    low, high = INTEGER_RANGES[name]
+    if _is_int(value) and not low <= value <= high:
+        return [f"Give a whole number from {low} to {high}."]
+    return []
+
+
 def jsonrpc_code_problems(value: object) -> list[str]:
-    """A code's JSON-RPC code must lie outside the range JSON-RPC reserves, or be one JSON-RPC or MCP defines."""
+    """A code's JSON-RPC code must lie outside the range JSON-RPC reserves, or be one JSON-RPC or MCP defines, and
+    within ``INTEGER_RANGES``."""
+    if out_of_range := integer_range_problems("jsonrpc_code", value):
+        return out_of_range
     if not _is_int(value) or not is_reserved_jsonrpc_code(value):
         return []
     allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
@@ -113,10 +142,13 @@ def error_code_problems(values: Mapping[str, Any]) -> Problems:
     if isinstance(code, str) and not re.fullmatch(CODE_PATTERN, code):
         problems["code"] = ["Use UPPER_SNAKE_CASE, e.g. MISSING_PARAMETER."]
     statuses = values.get("http_statuses", [])
-    if not isinstance(statuses, list) or not all(_is_int(s) and 100 <= s <= 599 for s in statuses):
-        problems["http_statuses"] = ["Give a list of HTTP status codes between 100 and 599."]
+    low, high = INTEGER_RANGES["http_status"]
+    if not isinstance(statuses, list) or not all(_is_int(s) and low <= s <= high for s in statuses):
+        problems["http_statuses"] = [f"Give a list of HTTP status codes between {low} and {high}."]
     if jsonrpc := jsonrpc_code_problems(values.get("jsonrpc_code")):
         problems["jsonrpc_code"] = jsonrpc
+    if retry := integer_range_problems("retry_after_seconds", values.get("retry_after_seconds")):
+        problems["retry_after_seconds"] = retry
     return problems
 
 
@@ -147,8 +179,13 @@ def classification_rule_problems(values: Mapping[str, Any]) -> Problems:
     exception = values.get("exception")
     if isinstance(exception, str) and exception and not re.fullmatch(EXCEPTION_NAME_PATTERN, exception):
         problems["exception"] = ["Give a class name without its module, e.g. TimeoutError."]
+    for name in ("position", "status_min", "status_max"):
+        if found := integer_range_problems(name, values.get(name)):
+            problems[name] = found
+    if jsonrpc := integer_range_problems("jsonrpc_code", values.get("jsonrpc_code")):
+        problems["jsonrpc_code"] = jsonrpc
     low, high = values.get("status_min"), values.get("status_max")
-    if _is_int(low) and _is_int(high) and low > high:
+    if _is_int(low) and _is_int(high) and low > high and "status_min" not in problems:
         problems["status_max"] = [f"{high} is below status_min ({low})."]
     for name in ("upstream", "tool"):
         if found := identifier_problems(values.get(name)):
@@ -274,7 +311,8 @@ class ErrorCode(models.Model):
         return self.code
 
     def clean(self) -> None:
-        _raise_problems(error_code_problems(_values(self, ("code", "http_statuses", "jsonrpc_code"))))
+        names = ("code", "http_statuses", "jsonrpc_code", "retry_after_seconds")
+        _raise_problems(error_code_problems(_values(self, names)))
 
 
 class TemplateVariant(models.Model):
@@ -378,7 +416,7 @@ class ClassificationRule(models.Model):
         return f"#{self.position} → {self.error_code_id and self.error_code.code}"
 
     def clean(self) -> None:
-        _raise_problems(classification_rule_problems(_values(self, RULE_CONDITIONS)))
+        _raise_problems(classification_rule_problems(_values(self, (*RULE_CONDITIONS, "position"))))
 
 
 class CatalogRevision(models.Model):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from errcatalog.catalog.preview_samples import SAMPLE_TOOL, SAMPLE_UNKNOWN_TOOL,
 from errcatalog.render import Failure, ParameterFault, render
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.safety import PLACEHOLDERS, template_placeholders
-from errcatalog.vocabulary import CODE_PATTERN
+from errcatalog.vocabulary import CODE_PATTERN, is_json_number
 
 URI_SCHEME = "errcatalog"
 URI_PREFIX = "errcatalog://codes/"
@@ -439,7 +438,7 @@ def _number(values: Mapping[str, str], name: str) -> int | float | None:
         number = int(value) if value.lstrip("-").isdigit() else float(value)
     except ValueError:
         raise PromptArgumentError(name, missing=False) from None
-    if not math.isfinite(number):  # NaN and the infinities are no bound
+    if not is_json_number(number):  # NaN, the infinities and integers no double holds are no bound
         raise PromptArgumentError(name, missing=False)
     return number
 

@@ -8,7 +8,6 @@ text by ``safe_schema_text`` and a partial result by ``safe_partial_result``, wh
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from errcatalog.safety import (
     safe_schema_text,
     template_placeholders,
 )
+from errcatalog.vocabulary import is_json_number
 
 DEFAULT_MAX_CHARS = 500
 NETWORK_FAILURES = {"timeout": "Request timeout", "connection": "Connection failed"}
@@ -263,7 +263,8 @@ def _screen(p: ParameterFault) -> ParameterFault:
     )
 
 
-# A received number is named only while it is short: a 300-digit integer is no help to anyone reading it.
+# A number is named only while it is short: a 300-digit integer is no help to anyone reading it. Received values
+# and schema bounds alike, so neither can crowd the rest of a capped message out.
 RECEIVED_MAX_CHARS = 24
 
 
@@ -271,9 +272,7 @@ def _received(value: object) -> int | float | bool | None:
     """A value the caller sent, if it is a boolean or a finite number of bounded length; else None."""
     if isinstance(value, bool):
         return value
-    if not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return value if len(_number(value)) <= RECEIVED_MAX_CHARS else None
+    return _shown_number(value)
 
 
 def _received_text(value: int | float | bool | None) -> str:
@@ -285,10 +284,18 @@ def _received_text(value: int | float | bool | None) -> str:
 
 
 def _bound(value: object) -> int | float | None:
-    """A schema bound that is a finite number, else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A schema bound that is a finite number of bounded length, else None."""
+    return _shown_number(value)
+
+
+def _shown_number(value: object) -> int | float | None:
+    """``value`` if it is a number a double holds whose text is at most ``RECEIVED_MAX_CHARS`` long, else None.
+
+    The size is checked before the number becomes text: ``str()`` of an int past 4,300 digits raises ValueError.
+    """
+    if not is_json_number(value):
         return None
-    return value if math.isfinite(value) else None
+    return value if len(_number(value)) <= RECEIVED_MAX_CHARS else None
 
 
 def _number(value: int | float | None) -> str:

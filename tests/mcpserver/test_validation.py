@@ -136,3 +136,25 @@ def test_missing_parameters_of_a_plain_schema_are_described_by_it():
     assert problems.missing[0].description == "What to look for"
     assert problems.missing[1].expected_format == "a integer"
     assert not problems.invalid and not problems.structural
+
+
+@pytest.mark.parametrize(
+    "number", [10**309, -(10**309), float("inf"), float("-inf")], ids=["309", "-309", "inf", "-inf"]
+)
+@pytest.mark.parametrize("prop", [{"type": "number"}, {"type": "integer", "minimum": 1}, {"multipleOf": 0.5}])
+def test_a_number_no_double_holds_is_an_invalid_parameter_whatever_the_schema(prop, number):
+    schema = {"type": "object", "properties": {"n": prop}}
+    problems = validate_arguments(schema, {"n": number})
+    assert [fault.name for fault in problems.invalid] == ["n"]
+    assert problems.invalid[0].received is None
+
+
+def test_such_a_number_inside_an_argument_is_a_problem_not_a_crash():
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "number", "multipleOf": 0.5}}}}
+    assert validate_arguments(schema, {"xs": [10**309]})
+
+
+@pytest.mark.parametrize("bound", [10**309, 10**5000, float("inf")], ids=["309", "5000", "inf"])
+def test_a_schema_bound_no_double_holds_is_not_described(bound):
+    described = expected_format({"type": "integer", "minimum": 1, "maximum": bound, "enum": [1, bound]})
+    assert "0000000000" not in described and "inf" not in described

@@ -9,12 +9,12 @@ while reading, the depth from the brackets outside strings (``errcatalog.input_l
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from django.conf import settings
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
+from rest_framework.utils import json
 
 from errcatalog.input_limits import json_depth_exceeds
 
@@ -28,6 +28,24 @@ class RequestBodyTooLarge(exceptions.APIException):
 class RequestBodyTooDeep(exceptions.ParseError):
     default_code = "too_deep"
     default_detail = "The request body nests JSON arrays and objects too deeply."
+
+
+class DuplicateKey(exceptions.ParseError):
+    default_code = "duplicate_key"
+    default_detail = "The request body names the same key twice in one object; send each key once."
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members as a dict, refusing a key given twice (JSON leaves that to the reader; Python's
+    decoder keeps the last one, so what a reviewer reads in the body need not be what is stored)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Duplicate()
+    return obj
 
 
 class BoundedJSONParser(JSONParser):
@@ -44,7 +62,16 @@ class BoundedJSONParser(JSONParser):
             raise RequestBodyTooLarge()
         if json_depth_exceeds(body, settings.ERRCATALOG["API_MAX_JSON_DEPTH"]):
             raise RequestBodyTooDeep()
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return super().parse(io.BytesIO(body), media_type, parser_context)
+            return json.loads(
+                body.decode(encoding),
+                parse_constant=json.strict_constant if self.strict else None,
+                object_pairs_hook=_unique_keys,
+            )
+        except _Duplicate:
+            raise DuplicateKey() from None
         except RecursionError:  # cannot happen under the depth limit; never a 500 if it is set very high
             raise RequestBodyTooDeep() from None
+        except ValueError:  # UnicodeDecodeError is one too
+            raise exceptions.ParseError() from None

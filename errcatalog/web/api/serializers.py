@@ -15,9 +15,11 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
 from errcatalog.catalog.models import (
+    INTEGER_RANGES,
     ClassificationRule,
     ErrorCode,
     Header,
@@ -34,7 +36,7 @@ from errcatalog.render.classify import FailureFacts, transport_for
 from errcatalog.render.core import NETWORK_FAILURES
 from errcatalog.render.locale import choose_locale
 from errcatalog.safety import template_errors
-from errcatalog.vocabulary import TOOL_NAME_PATTERN
+from errcatalog.vocabulary import TOOL_NAME_PATTERN, is_json_number
 
 # Python class names, as classification rules and ``classify/`` compare them (no module path).
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -51,14 +53,50 @@ def validate_template(value: str) -> None:
         raise serializers.ValidationError(problems)
 
 
+def _range(name: str) -> dict[str, int]:
+    """An integer field's bounds from the catalog's one table of them (``errcatalog.catalog.models``)."""
+    low, high = INTEGER_RANGES[name]
+    return {"min_value": low, "max_value": high}
+
+
 def _blank_to_none(value: str | None) -> str | None:
     return value or None
+
+
+# --- Request fields -----------------------------------------------------------------------------------------
+
+# Unknown names listed in one answer, each cut to this length: enough to spot a typo, not an echo of the body.
+_MAX_UNKNOWN_LISTED = 20
+_UNKNOWN_NAME_CHARS = 64
+
+
+class KnownFieldsOnly(serializers.Serializer):
+    """Refuses a request field the serializer does not have, naming it, rather than dropping it unread, and a
+    number where a string field is.
+
+    ``{"explantion": "x"}`` used to answer 200 and change nothing. Read-only fields (``id``, ``updated_at``) are
+    known: a row read and sent back as it was is accepted, and they are ignored as documented.
+    """
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = [name for name in data if name not in self.fields]
+            message = "Unknown field; see the API schema for this request's fields."
+            errors = {str(name)[:_UNKNOWN_NAME_CHARS]: [message] for name in unknown[:_MAX_UNKNOWN_LISTED]}
+            # DRF's CharField turns a number into its text; the schema says string, so a number is refused.
+            for name, value in data.items():
+                field = self.fields.get(name)
+                if isinstance(field, serializers.CharField) and not isinstance(value, str) and value is not None:
+                    errors[name] = ["Give a string."]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
 
 
 # --- Catalog rows -----------------------------------------------------------------------------------------
 
 
-class CatalogRowSerializer(serializers.ModelSerializer):
+class CatalogRowSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     """A catalog row's serializer that also reports the catalog's rules (``errcatalog.catalog.models``).
 
     The rules are checked once, by the service every writer calls; they are also run here, beside the request's
@@ -91,7 +129,7 @@ class CatalogRowSerializer(serializers.ModelSerializer):
         return values
 
 
-class TemplateVariantSerializer(serializers.ModelSerializer):
+class TemplateVariantSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     class Meta:
         model = TemplateVariant
         fields = [
@@ -108,7 +146,7 @@ class TemplateVariantSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["updated_at"]
         # The key is required, as in catalog files; it may be empty only to reproduce a one-line message (seed 000).
-        extra_kwargs = {"weight": {"max_value": 1000}, "instruction": {"required": True, "allow_blank": True}}
+        extra_kwargs = {"weight": _range("weight"), "instruction": {"required": True, "allow_blank": True}}
 
 
 class ErrorCodeSerializer(CatalogRowSerializer):
@@ -120,7 +158,7 @@ class ErrorCodeSerializer(CatalogRowSerializer):
     """
 
     http_statuses = serializers.ListField(
-        child=serializers.IntegerField(min_value=100, max_value=599), required=False, max_length=_MAX_LIST_ITEMS
+        child=serializers.IntegerField(**_range("http_status")), required=False, max_length=_MAX_LIST_ITEMS
     )
     optional_parameters = serializers.ListField(
         child=serializers.RegexField(f"^{TOOL_NAME_PATTERN}$", max_length=128),
@@ -155,7 +193,7 @@ class ErrorCodeSerializer(CatalogRowSerializer):
             "variants",
         ]
         read_only_fields = ["updated_at"]
-        extra_kwargs = {"retry_after_seconds": {"max_value": 86400}}
+        extra_kwargs = {"retry_after_seconds": _range("retry_after_seconds"), "jsonrpc_code": _range("jsonrpc_code")}
 
     def validate_variants(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seen: set[tuple[str, str]] = set()
@@ -222,24 +260,28 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
             "note",
         ]
         read_only_fields = ["id"]
-        extra_kwargs = {
-            "status_min": {"min_value": 100, "max_value": 599},
-            "status_max": {"min_value": 100, "max_value": 599},
-        }
+        extra_kwargs = {name: _range(name) for name in ("position", "status_min", "status_max", "jsonrpc_code")}
 
 
 # --- Render preview ---------------------------------------------------------------------------------------
+
+
+# JSON numbers beyond a double (1e400 parses as infinity, a 309-digit integer as an int no float holds) are no value
+# a message can show.
+NUMBER_TOO_LARGE = "Give a number a double can hold: finite, within ±1.7976931348623157e308."
 
 
 @extend_schema_field(OpenApiTypes.NUMBER)
 class NumberField(serializers.Field):
     """An int or a float, kept as given (JSON has one number type, Python two)."""
 
-    default_error_messages = {"invalid": "Give a number."}
+    default_error_messages = {"invalid": "Give a number.", "too_large": NUMBER_TOO_LARGE}
 
     def to_internal_value(self, data: Any) -> int | float:
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
+        if not is_json_number(data):
+            self.fail("too_large")
         return data
 
     def to_representation(self, value: int | float) -> int | float:
@@ -250,11 +292,16 @@ class NumberField(serializers.Field):
 class ReceivedValueField(serializers.Field):
     """A value the caller of a tool sent, when it is a number or a boolean; text is refused."""
 
-    default_error_messages = {"invalid": "Give a number or a boolean; text values are never shown."}
+    default_error_messages = {
+        "invalid": "Give a number or a boolean; text values are never shown.",
+        "too_large": NUMBER_TOO_LARGE,
+    }
 
     def to_internal_value(self, data: Any) -> int | float | bool:
         if not isinstance(data, int | float | bool):
             self.fail("invalid")
+        if not isinstance(data, bool) and not is_json_number(data):
+            self.fail("too_large")
         return data
 
     def to_representation(self, value: int | float | bool) -> int | float | bool:
@@ -274,7 +321,7 @@ class JsonRpcIdField(serializers.Field):
         return value
 
 
-class ParameterFaultSerializer(serializers.Serializer):
+class ParameterFaultSerializer(KnownFieldsOnly):
     name = serializers.CharField(max_length=128, help_text="The parameter's name in the tool's input schema.")
     problem = serializers.ChoiceField(choices=["missing", "invalid"], default="missing")
     description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -290,7 +337,7 @@ class ParameterFaultSerializer(serializers.Serializer):
     )
 
 
-class TemplateDraftSerializer(serializers.Serializer):
+class TemplateDraftSerializer(KnownFieldsOnly):
     """Unsaved variant text to preview; each given field replaces the variant's."""
 
     message = serializers.CharField(required=False, allow_blank=True, validators=[validate_template])
@@ -308,7 +355,7 @@ def _default_legacy_codes() -> bool:
     return settings.ERRCATALOG["LEGACY_JSONRPC_CODES"]
 
 
-class RenderRequestSerializer(serializers.Serializer):
+class RenderRequestSerializer(KnownFieldsOnly):
     """A failure to render and the face to render it in.
 
     Tool, parameter, service and alternative names are shown only when they are names of the tool-name
@@ -320,7 +367,7 @@ class RenderRequestSerializer(serializers.Serializer):
     code = serializers.CharField(max_length=64)
     tool_name = serializers.CharField(max_length=128, required=False, allow_blank=True, allow_null=True, default=None)
     parameters = ParameterFaultSerializer(many=True, required=False, default=list, max_length=_MAX_LIST_ITEMS)
-    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
+    status_code = serializers.IntegerField(required=False, allow_null=True, default=None, **_range("http_status"))
     event_id = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
     retry_after = serializers.IntegerField(min_value=0, max_value=86400, required=False, allow_null=True, default=None)
     alternatives = serializers.ListField(
@@ -413,7 +460,14 @@ class RenderResponseSerializer(serializers.Serializer):
 
 @extend_schema_field(
     {
-        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": _MAX_LIST_ITEMS}],
+        "oneOf": [
+            {"type": "string", "pattern": f"^{_CLASS_NAME.pattern}$"},
+            {
+                "type": "array",
+                "items": {"type": "string", "pattern": f"^{_CLASS_NAME.pattern}$"},
+                "maxItems": _MAX_LIST_ITEMS,
+            },
+        ],
         "description": "An exception class name, or the class and its bases, most specific first.",
     }
 )
@@ -438,12 +492,12 @@ class ExceptionNamesField(serializers.Field):
         return list(value)
 
 
-class ClassifyRequestSerializer(serializers.Serializer):
+class ClassifyRequestSerializer(KnownFieldsOnly):
     """The facts of a raw failure; only its kind, never its text."""
 
     exception = ExceptionNamesField(required=False, default=tuple)
-    status_code = serializers.IntegerField(min_value=100, max_value=599, required=False, allow_null=True, default=None)
-    jsonrpc_code = serializers.IntegerField(required=False, allow_null=True, default=None)
+    status_code = serializers.IntegerField(required=False, allow_null=True, default=None, **_range("http_status"))
+    jsonrpc_code = serializers.IntegerField(required=False, allow_null=True, default=None, **_range("jsonrpc_code"))
     upstream = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     tool = serializers.CharField(
         max_length=128, required=False, allow_blank=True, default="", help_text="An upstream's tool, as /mcp serves it."
@@ -501,10 +555,21 @@ def _rate(help_text: str) -> serializers.FloatField:
     return serializers.FloatField(allow_null=True, help_text=f"{help_text} Null when the denominator is 0.")
 
 
+class QueryChoiceField(serializers.ChoiceField):
+    """A choice in a query string, where a blank value (``window=``) is a value to refuse, not an absent one.
+
+    DRF reads a blank form or query value of an optional field as absent and fills in the default; the schema's
+    enum has no blank, so the API refuses one rather than accept what its document says is invalid.
+    """
+
+    def get_value(self, dictionary: Mapping[str, Any]) -> Any:
+        return dictionary.get(self.field_name, empty)
+
+
 class MetricsQuerySerializer(serializers.Serializer):
     """The query string of ``GET /api/v1/metrics/``: a window and optional filters, each an exact match."""
 
-    window = serializers.ChoiceField(
+    window = QueryChoiceField(
         choices=["1h", "24h", "7d", "30d"],
         required=False,
         default="24h",

@@ -50,12 +50,35 @@ _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def _bool_param(request: Request, name: str) -> bool | None:
+    """A boolean filter: None when absent; anything but true/false/1/0 (a blank value too) is a 400."""
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return None
     if raw.lower() not in _BOOLEANS:
         raise exceptions.ValidationError({name: ["Use true or false."]})
     return _BOOLEANS[raw.lower()]
+
+
+def _choice_param(request: Request, name: str, choices: list[str]) -> str:
+    """A filter by one of ``choices``: "" when absent; any other value (a blank one too) is a 400 naming them."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return ""
+    if raw not in choices:
+        raise exceptions.ValidationError({name: [f"Use one of {', '.join(choices)}."]})
+    return raw
+
+
+class BodyRequired:
+    """POST and PUT need a JSON body: without one DRF reads an empty object, and ``classify/`` answered 200 for a
+    failure with no facts at all. (A PATCH without one changes nothing, as its schema allows.) Checked after
+    authentication and permissions, so those answer first, and only for a method the view serves (else 405)."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        method = (request.method or "").lower()
+        if method in ("post", "put") and hasattr(self, method) and request.stream is None:
+            raise exceptions.ParseError("Send the request body as a JSON object.", code="empty_body")
 
 
 def _needs(model, action: str, extra: str = "") -> str:
@@ -77,7 +100,9 @@ def _crud_schema(serializer, model, *, list_parameters: tuple[OpenApiParameter, 
     extra = nested if variants else {}
     return extend_schema_view(
         list=extend_schema(
-            tags=["catalog"], parameters=list(list_parameters), responses={200: serializer(many=True), **_READ_ERRORS}
+            tags=["catalog"],
+            parameters=list(list_parameters),
+            responses={200: serializer(many=True), 400: error, **_READ_ERRORS},
         ),
         retrieve=extend_schema(tags=["catalog"], responses={200: serializer, 404: error, **_READ_ERRORS}),
         create=extend_schema(
@@ -142,7 +167,7 @@ def _variant_actions(error_code: ErrorCode | None, variants: list[dict[str, Any]
         OpenApiParameter("active", OpenApiTypes.BOOL, description="Only active (true) or inactive (false) codes."),
     ),
 )
-class ErrorCodeViewSet(viewsets.ModelViewSet):
+class ErrorCodeViewSet(BodyRequired, viewsets.ModelViewSet):
     """Error codes with their template variants, addressed by code (`/api/v1/codes/NOT_FOUND/`)."""
 
     serializer_class = ErrorCodeSerializer
@@ -151,10 +176,9 @@ class ErrorCodeViewSet(viewsets.ModelViewSet):
     lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
-        params = self.request.query_params
         return selectors.error_code_list(
-            category=params.get("category", ""),
-            kind=params.get("kind", ""),
+            category=_choice_param(self.request, "category", Category.values),
+            kind=_choice_param(self.request, "kind", Kind.values),
             active=_bool_param(self.request, "active"),
         )
 
@@ -185,11 +209,13 @@ class ErrorCodeViewSet(viewsets.ModelViewSet):
     ParameterHint,
     list_parameters=(OpenApiParameter("tool", description="Only hints for this tool."),),
 )
-class ParameterHintViewSet(viewsets.ModelViewSet):
+class ParameterHintViewSet(BodyRequired, viewsets.ModelViewSet):
     """How to ask for a tool's parameters."""
 
     serializer_class = ParameterHintSerializer
     permission_classes = [CatalogModelPermissions]
+    # Ids are ASCII digits, as the schema says: int() would also read " 5" or "\t5" as 5.
+    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
         return selectors.parameter_hint_list(tool=self.request.query_params.get("tool", ""))
@@ -205,11 +231,12 @@ class ParameterHintViewSet(viewsets.ModelViewSet):
 
 
 @_crud_schema(ClassificationRuleSerializer, ClassificationRule)
-class ClassificationRuleViewSet(viewsets.ModelViewSet):
+class ClassificationRuleViewSet(BodyRequired, viewsets.ModelViewSet):
     """Classification rules, in the order they are tried."""
 
     serializer_class = ClassificationRuleSerializer
     permission_classes = [CatalogModelPermissions]
+    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
         return selectors.classification_rule_list()
@@ -224,7 +251,7 @@ class ClassificationRuleViewSet(viewsets.ModelViewSet):
         services.classification_rule_delete(rule=instance)
 
 
-class RenderView(APIView):
+class RenderView(BodyRequired, APIView):
     @extend_schema(
         tags=["render"],
         summary="Render a failure in one face",
@@ -254,7 +281,7 @@ class RenderView(APIView):
         return Response(preview)
 
 
-class ClassifyView(APIView):
+class ClassifyView(BodyRequired, APIView):
     @extend_schema(
         tags=["classify"],
         summary="Classify a raw failure",

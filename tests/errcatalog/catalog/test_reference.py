@@ -242,3 +242,15 @@ def test_arguments_a_question_does_not_use_are_ignored(default_snapshot, referen
         default_snapshot, prompt, {"parameters": "city", "retry_after": "nan", "minimum": "x"}, max_chars=CAP
     )
     assert plain == extra
+
+
+@pytest.mark.parametrize("number", ["1" + "0" * 400, "-" + "9" * 400, "1e400"])
+def test_a_bound_no_double_holds_is_an_unusable_argument_not_a_crash(default_snapshot, number):
+    entry = default_snapshot.codes["INVALID_PARAMETER"]
+    asking = tuple(dataclasses.replace(v, question="Give {parameter} from {minimum}.") for v in entry.variants)
+    snapshot = _with_code(default_snapshot, "INVALID_PARAMETER", variants=asking)
+    prompt = catalog_reference(snapshot, max_chars=CAP).prompts["INVALID_PARAMETER"]
+    assert question_prompt(snapshot, prompt, {"parameter": "people", "minimum": "5"}, max_chars=CAP).endswith("from 5.")
+    with pytest.raises(PromptArgumentError) as raised:
+        question_prompt(snapshot, prompt, {"parameter": "people", "minimum": number}, max_chars=CAP)
+    assert (raised.value.argument, raised.value.missing) == ("minimum", False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -160,3 +161,21 @@ def test_indented_json_is_exactly_json_dumps_with_indent(value):
     from errcatalog.render.mcp import indented_json
 
     assert indented_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+# Numbers JSON allows and no double holds: a 309-digit integer (``math.isfinite`` raises OverflowError on it), one
+# past Python's 4,300-digit limit for text (``str()`` raises ValueError), and the infinities 1e400 parses to.
+HUGE_NUMBERS = [10**309, -(10**309), 10**5000, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("number", HUGE_NUMBERS, ids=["309", "-309", "5000", "inf", "-inf", "nan"])
+def test_a_number_no_double_holds_is_never_shown_and_never_breaks_a_render(default_snapshot, number):
+    fault = ParameterFault("people", "invalid", minimum=number, maximum=number, received=number)
+    for code in ("INVALID_PARAMETER", "MISSING_PARAMETER", "CLIENT_ERROR"):
+        failure = Failure(
+            code, tool_name="book_table", parameters=(fault,), partial_result={"n": number, "k": [number]}
+        )
+        rendered = render(default_snapshot, failure)
+        text = json.dumps(tool_result(rendered, "both"))
+        assert "0000000000" not in text and "Infinity" not in text and "NaN" not in text
+        assert rendered.code == code

@@ -1,0 +1,51 @@
+"""Corrections drf-spectacular's OpenAPI document needs to say what the API does (``POSTPROCESSING_HOOKS``).
+
+- A string field that may be blank and has a pattern or a format is documented as ``oneOf`` [the pattern, a string
+  of ``maxLength`` 0]. ``""`` matches both when the pattern allows it, which ``oneOf`` forbids, so a blank value the
+  API sends and takes failed the document's own schema: the alternatives become ``anyOf``.
+- POST and PUT refuse a request without a body (``views.BodyRequired``), so their request body is required.
+- Request serializers refuse fields they do not have (``serializers.KnownFieldsOnly``) and responses send only the
+  listed ones, so an object that lists its properties is closed (``additionalProperties: false``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_BLANK = {"type": "string", "maxLength": 0}
+_BODY_REQUIRED = ("post", "put")
+
+
+def _blank_alternatives_as_any_of(node: Any) -> None:
+    if isinstance(node, dict):
+        alternatives = node.get("oneOf")
+        if isinstance(alternatives, list) and _BLANK in alternatives:
+            node["anyOf"] = node.pop("oneOf")
+        for child in node.values():
+            _blank_alternatives_as_any_of(child)
+    elif isinstance(node, list):
+        for child in node:
+            _blank_alternatives_as_any_of(child)
+
+
+def api_schema_corrections(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    _blank_alternatives_as_any_of(result)
+    for component in result.get("components", {}).get("schemas", {}).values():
+        _closed(component)
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method in _BODY_REQUIRED and "requestBody" in operation:
+                operation["requestBody"]["required"] = True
+    return result
+
+
+def _closed(node: Any) -> None:
+    """Objects that list their properties, here and in nested inline objects, as closed."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for child in node.values():
+            _closed(child)
+    elif isinstance(node, list):
+        for child in node:
+            _closed(child)

@@ -1,0 +1,81 @@
+"""Query parameters of the list and metrics endpoints: bounded, strict, and refused with a 400 naming them."""
+
+from __future__ import annotations
+
+import pytest
+
+from errcatalog.web.api.pagination import MAX_LIMIT, MAX_OFFSET
+from tests.errcatalog.web.api.error_shape import assert_api_error
+
+pytestmark = pytest.mark.django_db
+
+LISTS = ["/api/v1/codes/", "/api/v1/hints/", "/api/v1/rules/"]
+
+
+@pytest.mark.parametrize("path", LISTS)
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("limit", "9223372036854775808"),
+        ("limit", "9" * 5000),
+        ("limit", str(MAX_LIMIT + 1)),
+        ("limit", "0"),
+        ("limit", "-1"),
+        ("limit", "null"),
+        ("limit", ""),
+        ("offset", "9223372036854775808"),
+        ("offset", str(MAX_OFFSET + 1)),
+        ("offset", "-5"),
+        ("offset", "null"),
+        ("offset", "1e3"),
+        ("offset", "\u0661"),  # an Arabic-Indic digit one: int() reads it, the schema's integer does not
+    ],
+)
+def test_a_limit_or_offset_out_of_bounds_is_a_400_naming_it(catalog, staff_client, path, name, value):
+    error = assert_api_error(staff_client.get(path, {name: value}), 400, "invalid")
+    assert list(error["fields"]) == [name]
+    assert "whole number" in error["fields"][name][0]
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_the_bounds_themselves_are_served(catalog, staff_client, path):
+    assert staff_client.get(path, {"limit": MAX_LIMIT, "offset": MAX_OFFSET}).json()["results"] == []
+    page = staff_client.get(path, {"limit": 1, "offset": 0}).json()
+    assert len(page["results"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"category": "nonsense"}, "category"),
+        ({"category": ""}, "category"),
+        ({"kind": "x"}, "kind"),
+        ({"active": "2"}, "active"),
+        ({"active": ""}, "active"),
+    ],
+)
+def test_an_unknown_filter_value_of_the_codes_list_is_a_400(catalog, staff_client, params, field):
+    error = assert_api_error(staff_client.get("/api/v1/codes/", params), 400, "invalid")
+    assert list(error["fields"]) == [field]
+
+
+def test_a_blank_metrics_window_is_a_400(staff_client):
+    error = assert_api_error(staff_client.get("/api/v1/metrics/", {"window": ""}), 400, "invalid")
+    assert list(error["fields"]) == ["window"]
+
+
+def test_the_schema_states_the_page_bounds_and_the_400(client):
+    document = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    operation = document["paths"]["/api/v1/codes/"]["get"]
+    parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
+    assert (parameters["limit"]["minimum"], parameters["limit"]["maximum"]) == (1, MAX_LIMIT)
+    assert (parameters["offset"]["minimum"], parameters["offset"]["maximum"]) == (0, MAX_OFFSET)
+    assert "400" in operation["responses"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/hints/%095/", "/api/v1/rules/%205/", "/api/v1/hints/+1/", "/api/v1/rules/1.0/"]
+)
+def test_a_row_id_is_digits_only(catalog, staff_client, path):
+    assert_api_error(staff_client.get(path), 404, "not_found")
+    assert_api_error(staff_client.delete(path), 404, "not_found")
