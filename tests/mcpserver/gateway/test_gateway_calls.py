@@ -451,4 +451,5 @@ def test_a_tokens_tool_scope_applies_to_upstream_tools(gateway_app):
 
     assert asyncio.run(listing()) == {"web__echo"}
     assert _call(app, scoped, "web__echo", {"text": "in scope"}).content[0].text == "in scope"
-    _assert_catalog_only(_call(app, scoped, "local__echo", {"text": "out of scope"}), "PERMISSION_DENIED")
+    # Answered as a tool that does not exist: a scoped token cannot tell hidden tools from missing ones.
+    _assert_catalog_only(_call(app, scoped, "local__echo", {"text": "out of scope"}), "FUNCTION_NOT_FOUND")
