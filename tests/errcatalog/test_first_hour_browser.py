@@ -34,7 +34,7 @@ def admin_data(staff_user) -> None:
 
     from errcatalog.access.tokens import client_token_create
     from errcatalog.catalog.defaults import catalog_load_defaults
-    from errcatalog.gateway.services import upstreams_import
+    from errcatalog.gateway.services import upstream_tools_record, upstreams_import
 
     catalog_load_defaults(reset=False)
     Group.objects.create(name="catalog writers")
@@ -46,6 +46,12 @@ def admin_data(staff_user) -> None:
                                               "headers": {"Authorization": "Bearer x"}}}},
         actor=None,
     )  # fmt: skip
+    # Its tools pinned, one of them changed since and waiting for review.
+    listing = [{"name": "search_issues", "description": "Search the issues of a repository.", "inputSchema": {"type": "object"}},
+               {"name": "create_issue", "description": "Open an issue.", "inputSchema": {"type": "object"}}]  # fmt: skip
+    upstream_tools_record(upstream="github-enterprise", listing=listing)
+    listing[1] = {**listing[1], "description": "Open an issue in a repository, with labels."}
+    upstream_tools_record(upstream="github-enterprise", listing=listing)
 
 
 @pytest.fixture
@@ -129,7 +135,7 @@ def test_every_admin_list_page_fits_a_1366_pixel_screen(browser, live_server, tm
     sign_in(page, live_server.url)
     assert page.get_attribute("#user-tools a[href='/dashboard/']", "href") == "/dashboard/"  # View site
     changelists = admin_changelists(page)
-    assert len(changelists) >= 7, changelists  # five errcatalog models, users and groups
+    assert len(changelists) >= 8, changelists  # six errcatalog models, users and groups
     overflowing = {}
     screenshots = Path(os.environ.get("ERRCATALOG_SCREENSHOT_DIR") or tmp_path)
     for path in changelists:
