@@ -91,3 +91,16 @@ def is_reserved_jsonrpc_code(value: int) -> bool:
     """True when ``value`` lies in JSON-RPC's reserved range and neither JSON-RPC, MCP nor seed 004 defines it."""
     allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
     return JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX and value not in allowed
+
+
+# How an upstream MCP server's call failed, in the words classification rules use (``kind``). The gateway sets one
+# on every failure of an upstream's call; our own tools' failures have none (their rules name exception classes).
+UPSTREAM_FAILURE_KINDS: dict[str, str] = {
+    "tool_error": "the tool reported an error",
+    "jsonrpc_error": "a JSON-RPC error",
+    "http_status": "an HTTP error status",
+    "timeout": "no answer in time",
+    "connection": "a refused or dropped connection",
+    "malformed": "an answer that is not MCP",
+    "circuit_open": "circuit open after repeated failures",
+}

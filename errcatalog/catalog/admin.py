@@ -36,6 +36,7 @@ from errcatalog.catalog.preview_samples import code_preview
 from errcatalog.outcomes.metrics import variant_retry_annotations
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import PLACEHOLDERS
+from errcatalog.vocabulary import UPSTREAM_FAILURE_KINDS
 
 # Admin's "View site" link: the site people come to the admin for is the outcomes dashboard (there is no "/").
 # Lazy: the URLconf is not loaded yet when admin modules are imported; Django's stubs ask for a plain string.
@@ -150,6 +151,12 @@ def _rule_conditions(rule: ClassificationRule) -> str:
         parts.append(rule.get_transport_display().lower())
     if rule.upstream:
         parts.append(f"upstream {rule.upstream}")
+    if rule.tool:
+        parts.append(f"tool {rule.tool}")
+    if rule.kind:
+        parts.append(UPSTREAM_FAILURE_KINDS.get(rule.kind, rule.kind))
+    if rule.pattern:
+        parts.append(f"text matches {rule.pattern!r}")
     return ", ".join(parts) or "any failure"
 
 
@@ -461,8 +468,8 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
     list_display = ("position", "code", "conditions", "note", "active")
     list_display_links = ("position",)
     list_editable = ("active",)
-    list_filter = ("active", "transport", "error_code__category")
-    search_fields = ("error_code__code", "exception", "upstream", "tool", "note")
+    list_filter = ("active", "kind", "transport", "error_code__category")
+    search_fields = ("error_code__code", "exception", "upstream", "tool", "pattern", "note")
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
     ordering = ("position",)
@@ -476,7 +483,18 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
         (None, {"fields": ("position", "error_code", "active", "note")}),
         (
             "Conditions (all that are set must hold)",
-            {"fields": ("exception", ("status_min", "status_max"), "jsonrpc_code", "transport", "upstream", "tool")},
+            {
+                "fields": (
+                    "upstream",
+                    "tool",
+                    "kind",
+                    "pattern",
+                    "exception",
+                    ("status_min", "status_max"),
+                    "jsonrpc_code",
+                    "transport",
+                )
+            },
         ),
     )
 

@@ -218,6 +218,8 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
             "upstream",
             "tool",
             "transport",
+            "kind",
+            "pattern",
             "active",
             "note",
         ]
