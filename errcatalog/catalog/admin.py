@@ -22,7 +22,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db import models
 from django.db.models import Count, Prefetch
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.timezone import localtime
@@ -501,6 +501,12 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
     @admin.display(description="Code", ordering="error_code__code")
     def code(self, obj: ClassificationRule) -> str:
         return obj.error_code.code
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "pattern" and field is not None:
+            field.strip = False  # a pattern's spaces are part of it ("^ENOENT: ")
+        return field
 
     @admin.display(description="Conditions")
     def conditions(self, obj: ClassificationRule) -> str:

@@ -4,11 +4,17 @@ Rules that named one of the gateway's exception classes (``UpstreamToolError`` a
 kind, the words admin, the catalog file and the REST API use; the class names are copied here rather than imported,
 so that this migration keeps doing what it did if the gateway changes. A rule naming the base class
 ``UpstreamError`` (any upstream failure) keeps it: no one kind says that. Going back names the classes again.
+SQLite adds the columns by rebuilding the table, which drops its triggers; they are installed again so that rule
+changes keep raising the catalog revision.
 """
 
 from __future__ import annotations
 
 from django.db import migrations, models
+
+from errcatalog.catalog.revision import reinstall_sql
+
+TABLE = "errcatalog_classificationrule"
 
 # The gateway's failure classes (mcpserver.gateway.failures) and the kind each stands for.
 _KIND_OF_CLASS = {
@@ -20,6 +26,12 @@ _KIND_OF_CLASS = {
     "UpstreamProtocolError": "malformed",
     "UpstreamUnavailable": "circuit_open",
 }
+
+
+def reinstall_triggers(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    for statement in reinstall_sql(vendor, TABLE):
+        schema_editor.execute(statement, params=None)
 
 
 def _by_kind(apps, schema_editor):
@@ -72,5 +84,6 @@ class Migration(migrations.Migration):
             name='exception',
             field=models.CharField(blank=True, help_text="Exception class name of our own tools' failures; subclasses match too (e.g. TimeoutError). Upstream servers' failures are told apart by kind and pattern.", max_length=128),
         ),
+        migrations.RunPython(reinstall_triggers, reinstall_triggers),
         migrations.RunPython(_by_kind, _by_class),
     ]

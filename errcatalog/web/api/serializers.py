@@ -32,6 +32,7 @@ from errcatalog.catalog.previews import FACES, FaceOptions, variant_exists
 from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
 from errcatalog.render.classify import FailureFacts, transport_for
 from errcatalog.render.core import NETWORK_FAILURES
+from errcatalog.render.patterns import PATTERN_MAX_CHARS
 from errcatalog.render.locale import choose_locale
 from errcatalog.safety import template_errors
 from errcatalog.vocabulary import TOOL_NAME_PATTERN
@@ -203,6 +204,10 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
     )
     upstream = serializers.CharField(max_length=64, required=False, allow_blank=True)
     tool = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    # A pattern's spaces are part of it ("^ENOENT: ").
+    pattern = serializers.CharField(
+        max_length=PATTERN_MAX_CHARS, required=False, allow_blank=True, trim_whitespace=False
+    )
     row_problems = staticmethod(classification_rule_problems)
 
     class Meta:
