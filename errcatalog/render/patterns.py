@@ -9,6 +9,7 @@ pass (``PatternSet``, an ``RE2::Set``), however many rules it has. Pure: no ORM,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import re2
@@ -75,3 +76,22 @@ class PatternSet:
         # Bytes, so that text with lone surrogates (valid JSON, invalid UTF-8) is matched rather than refused.
         found = self._set.Match(text[:TEXT_MAX_CHARS].encode("utf-8", "replace"))
         return frozenset(found) if found else frozenset()
+
+
+# Words as a failure text names a parameter: letters, digits and underscores (pydantic's "url" line, zod's "at path").
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+
+
+def parameter_named_in(text: str, names: Iterable[str]) -> str | None:
+    """The first of ``names`` that ``text`` (its first ``TEXT_MAX_CHARS`` characters) has as a whole word, else None.
+
+    ``names`` are a tool's input properties, from its schema: the answer is one of them, never a word of the text.
+    One pass over the text (a regular expression without nesting, linear), then a set lookup per word.
+    """
+    wanted = frozenset(names)
+    if not wanted:
+        return None
+    for word in _WORD.finditer(text[:TEXT_MAX_CHARS]):
+        if word.group() in wanted:
+            return word.group()
+    return None

@@ -32,8 +32,8 @@ from errcatalog.catalog.previews import FACES, FaceOptions, variant_exists
 from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
 from errcatalog.render.classify import FailureFacts, transport_for
 from errcatalog.render.core import NETWORK_FAILURES
-from errcatalog.render.patterns import PATTERN_MAX_CHARS
 from errcatalog.render.locale import choose_locale
+from errcatalog.render.patterns import PATTERN_MAX_CHARS
 from errcatalog.safety import template_errors
 from errcatalog.vocabulary import TOOL_NAME_PATTERN
 

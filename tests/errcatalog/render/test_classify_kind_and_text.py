@@ -6,7 +6,13 @@ import pytest
 
 from errcatalog.render.classify import FailureFacts, classify
 from errcatalog.render.entries import CatalogSnapshot, RuleEntry
-from errcatalog.render.patterns import PATTERN_MAX_CHARS, TEXT_MAX_CHARS, PatternSet, pattern_problems
+from errcatalog.render.patterns import (
+    PATTERN_MAX_CHARS,
+    TEXT_MAX_CHARS,
+    PatternSet,
+    parameter_named_in,
+    pattern_problems,
+)
 
 # Texts as real servers send them (/work/realservers/failures.json), after the gateway took off the Python SDK's
 # "Error executing tool <name>: " wrapper.
@@ -157,3 +163,31 @@ def test_a_pattern_set_matches_all_its_patterns_in_one_pass():
     assert found.index("(?<=x)y") is None
     indexes = found.matching(ENOENT)
     assert indexes == {found.index("^ENOENT"), found.index("no such file")}
+
+
+# --- Naming the parameter: a whole word of the text that is one of the tool's input properties ---------------
+
+
+@pytest.mark.parametrize(
+    ("text", "properties", "named"),
+    [
+        (PYDANTIC, ["url", "max_length", "start_index", "raw"], "url"),
+        (
+            "1 validation error for GitLogArguments\nmax_count\n  Input should be a valid integer [type=int_parsing]",
+            ["repo_path", "max_count"],
+            "max_count",
+        ),
+        ("MCP error -32602: Invalid arguments for tool read_file: path: Required", ["path", "head", "tail"], "path"),
+        (BAD_ZONE, ["timezone"], "timezone"),
+        ("fetch failed", ["url"], None),
+        # Part of a word is not the word: "urlencoded" does not name url, "repo_path_x" does not name repo_path.
+        ("urlencoded body; repo_path_x is odd", ["url", "repo_path"], None),
+    ],
+)
+def test_the_parameter_named_is_a_whole_word_and_one_of_the_schemas_names(text, properties, named):
+    assert parameter_named_in(text, properties) == named
+
+
+def test_a_parameter_named_past_the_bound_is_not_named_and_a_long_text_finishes():
+    assert parameter_named_in("x " * TEXT_MAX_CHARS + "url", ["url"]) is None
+    assert parameter_named_in("a" * 10_000_000, ["url"]) is None
