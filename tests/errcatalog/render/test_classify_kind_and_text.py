@@ -1,4 +1,4 @@
-"""Rules on an upstream failure's kind and on its own text: what the text may choose, and that matching stays bounded."""
+"""Rules on an upstream failure's kind and on its own text: what the text may choose; matching stays bounded."""
 
 from __future__ import annotations
 

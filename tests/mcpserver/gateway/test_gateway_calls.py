@@ -487,7 +487,7 @@ def test_a_rule_on_the_kind_and_text_chooses_the_code_and_logs_and_sentry_follow
     wait_until(lambda: "Tool call web__fail_with answered with NOT_FOUND" in app.log(), what="the warning")
     lines = app.log().splitlines()
     warned = max(i for i, line in enumerate(lines) if "Tool call web__fail_with answered with NOT_FOUND" in line)
-    assert "WARNING" in lines[warned] and not lines[warned + 1 :][:1] == ["Traceback (most recent call last):"]
+    assert "WARNING" in lines[warned] and lines[warned + 1 :][:1] != ["Traceback (most recent call last):"]
     assert not any("web__fail_with failed with NOT_FOUND" in line for line in lines)
 
     # The same tool's failure that no text rule matches stays a system failure: an error with a Sentry event.
