@@ -333,14 +333,15 @@ def _exception_parameters(exc: Exception) -> tuple[ParameterFault, ...]:
     return (ParameterFault(name, problem=problem, expected_format=expected if isinstance(expected, str) else ""),)
 
 
-# Categories of the codes that say the caller's input was wrong; with JSON-RPC's invalid-params code, the input codes.
-_INPUT_CATEGORIES = frozenset({"validation", "user_input"})
+# The codes whose failures carry parameters (the catalog's lint says the same, errcatalog.catalog.lint): interactive
+# codes and those of these categories.
+_INPUT_CATEGORIES = frozenset({"user_input", "validation", "client", "tool", "protocol"})
 
 
 def _parameters_named(spec: ToolSpec, text: str, entry: CodeEntry) -> tuple[ParameterFault, ...]:
     """The tool's input property an upstream's failure text names, described from the tool's schema, when the code
     chosen says the input was wrong. The text only picks among the schema's names: nothing of it is rendered."""
-    if not text or entry.system or not (entry.category in _INPUT_CATEGORIES or entry.jsonrpc_code == -32602):
+    if not text or entry.system or not (entry.kind == "needs_input" or entry.category in _INPUT_CATEGORIES):
         return ()
     properties = spec.listed_input_schema.get("properties")
     if not isinstance(properties, Mapping):

@@ -94,7 +94,7 @@ def _budget(variant: TemplateVariant) -> str:
 
 # The fields of a code and of its rules that decide which placeholders its failures fill (``lint``).
 _LINTED_CODE_FIELDS = ("code", "category", "kind", "system", "retryable", "retry_after_seconds", "http_statuses")
-_LINTED_RULE_FIELDS = ("status_min", "status_max", "transport")
+_LINTED_RULE_FIELDS = ("status_min", "status_max", "transport", "kind")
 
 
 # Fetches a code's active rules with a page's variants (``_variant_findings``), in one query for all of them.
