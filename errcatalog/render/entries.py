@@ -130,6 +130,11 @@ def _classify_cache() -> BoundedCache[Any, str]:
     return BoundedCache("snapshot.classifications", max_entries=1024)
 
 
+def _plan_cache() -> BoundedCache[Any, Any]:
+    # Keyed like the classifications (the facts without their text), so as few; the bound only guards memory.
+    return BoundedCache("snapshot.classification_plans", max_entries=1024)
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogSnapshot:
     codes: Mapping[str, CodeEntry]
@@ -146,9 +151,7 @@ class CatalogSnapshot:
     )
     # For failures that carry text: by their other facts, the rules that may still match once the text is read
     # (see errcatalog.render.classify). Keyed without the text, so their number stays that of the textless facts.
-    classify_plans: BoundedCache[Any, Any] = field(
-        default_factory=_classify_cache, init=False, compare=False, repr=False
-    )
+    classify_plans: BoundedCache[Any, Any] = field(default_factory=_plan_cache, init=False, compare=False, repr=False)
     # The rules' patterns, compiled together on first use (``text_patterns``).
     _pattern_set: list[PatternSet] = field(default_factory=list, init=False, compare=False, repr=False)
 
