@@ -112,3 +112,16 @@ def is_json_number(value: object) -> TypeGuard[int | float]:
     if isinstance(value, int):
         return -_DOUBLE_MAX <= value <= _DOUBLE_MAX
     return isinstance(value, float) and math.isfinite(value)
+
+
+# How an upstream MCP server's call failed, in the words classification rules use (``kind``). The gateway sets one
+# on every failure of an upstream's call; our own tools' failures have none (their rules name exception classes).
+UPSTREAM_FAILURE_KINDS: dict[str, str] = {
+    "tool_error": "the tool reported an error",
+    "jsonrpc_error": "a JSON-RPC error",
+    "http_status": "an HTTP error status",
+    "timeout": "no answer in time",
+    "connection": "a refused or dropped connection",
+    "malformed": "an answer that is not MCP",
+    "circuit_open": "circuit open after repeated failures",
+}

@@ -28,6 +28,7 @@ from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, render, tool_result
 from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
+from errcatalog.render.patterns import parameter_named_in
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation, tracing, wire
@@ -38,7 +39,7 @@ from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
 from mcpserver.tool_threads import run_in_thread
-from mcpserver.validation import validate_arguments
+from mcpserver.validation import parameter_fault, validate_arguments
 
 logger = logging.getLogger("mcpserver.pipeline")
 # Sentry's logging integration would turn the ERROR line of a system failure into a second event: the pipeline
@@ -288,7 +289,7 @@ async def _fail_with_exception(
         event_id=event_id,
         retry_after=_retry_hint(getattr(exc, "retry_after", None), entry),
         service=getattr(exc, "service", None) if isinstance(getattr(exc, "service", None), str) else None,
-        parameters=_exception_parameters(exc),
+        parameters=_exception_parameters(exc) or _parameters_named(spec, facts.text, entry),
         alternatives=tuple(a for a in getattr(exc, "alternatives", ()) if isinstance(a, str)),
         network_failure=facts.transport or None,
         # The tool's own partial output (seed 002's timeout), never text taken from the exception.
@@ -333,6 +334,23 @@ def _exception_parameters(exc: Exception) -> tuple[ParameterFault, ...]:
     # catalog's question for it (the parameter hint) is asked, rather than a question about its format.
     problem = "missing" if getattr(exc, "code", None) == "MISSING_PARAMETER" else "invalid"
     return (ParameterFault(name, problem=problem, expected_format=expected if isinstance(expected, str) else ""),)
+
+
+# The codes whose failures carry parameters (the catalog's lint says the same, errcatalog.catalog.lint): interactive
+# codes and those of these categories.
+_INPUT_CATEGORIES = frozenset({"user_input", "validation", "client", "tool", "protocol"})
+
+
+def _parameters_named(spec: ToolSpec, text: str, entry: CodeEntry) -> tuple[ParameterFault, ...]:
+    """The tool's input property an upstream's failure text names, described from the tool's schema, when the code
+    chosen says the input was wrong. The text only picks among the schema's names: nothing of it is rendered."""
+    if not text or entry.system or not (entry.kind == "needs_input" or entry.category in _INPUT_CATEGORIES):
+        return ()
+    properties = spec.listed_input_schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return ()
+    name = parameter_named_in(text, (n for n, p in properties.items() if isinstance(p, Mapping)))
+    return () if name is None else (parameter_fault(name, properties[name], "invalid"),)
 
 
 def _render(snapshot: CatalogSnapshot, failure: Failure, locales: tuple[str, ...] = ()) -> RenderedError:

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db import models
 from django.db.models import Count, Prefetch
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.timezone import localtime
@@ -37,6 +37,7 @@ from errcatalog.input_limits import depth_bounded_json_decoder
 from errcatalog.outcomes.metrics import variant_retry_annotations
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import PLACEHOLDERS
+from errcatalog.vocabulary import UPSTREAM_FAILURE_KINDS
 
 # Admin's "View site" link: the site people come to the admin for is the outcomes dashboard (there is no "/").
 # Lazy: the URLconf is not loaded yet when admin modules are imported; Django's stubs ask for a plain string.
@@ -101,7 +102,7 @@ def _budget(variant: TemplateVariant) -> str:
 
 # The fields of a code and of its rules that decide which placeholders its failures fill (``lint``).
 _LINTED_CODE_FIELDS = ("code", "category", "kind", "system", "retryable", "retry_after_seconds", "http_statuses")
-_LINTED_RULE_FIELDS = ("status_min", "status_max", "transport")
+_LINTED_RULE_FIELDS = ("status_min", "status_max", "transport", "kind")
 
 
 # Fetches a code's active rules with a page's variants (``_variant_findings``), in one query for all of them.
@@ -158,6 +159,12 @@ def _rule_conditions(rule: ClassificationRule) -> str:
         parts.append(rule.get_transport_display().lower())
     if rule.upstream:
         parts.append(f"upstream {rule.upstream}")
+    if rule.tool:
+        parts.append(f"tool {rule.tool}")
+    if rule.kind:
+        parts.append(UPSTREAM_FAILURE_KINDS.get(rule.kind, rule.kind))
+    if rule.pattern:
+        parts.append(f"text matches {rule.pattern!r}")
     return ", ".join(parts) or "any failure"
 
 
@@ -469,8 +476,8 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
     list_display = ("position", "code", "conditions", "note", "active")
     list_display_links = ("position",)
     list_editable = ("active",)
-    list_filter = ("active", "transport", "error_code__category")
-    search_fields = ("error_code__code", "exception", "upstream", "tool", "note")
+    list_filter = ("active", "kind", "transport", "error_code__category")
+    search_fields = ("error_code__code", "exception", "upstream", "tool", "pattern", "note")
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
     ordering = ("position",)
@@ -484,13 +491,30 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
         (None, {"fields": ("position", "error_code", "active", "note")}),
         (
             "Conditions (all that are set must hold)",
-            {"fields": ("exception", ("status_min", "status_max"), "jsonrpc_code", "transport", "upstream", "tool")},
+            {
+                "fields": (
+                    "upstream",
+                    "tool",
+                    "kind",
+                    "pattern",
+                    "exception",
+                    ("status_min", "status_max"),
+                    "jsonrpc_code",
+                    "transport",
+                )
+            },
         ),
     )
 
     @admin.display(description="Code", ordering="error_code__code")
     def code(self, obj: ClassificationRule) -> str:
         return obj.error_code.code
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "pattern" and field is not None:
+            field.strip = False  # a pattern's spaces are part of it ("^ENOENT: ")
+        return field
 
     @admin.display(description="Conditions")
     def conditions(self, obj: ClassificationRule) -> str:

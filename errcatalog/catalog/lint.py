@@ -113,8 +113,8 @@ def provided_placeholders(code: Mapping[str, Any], rules: Iterable[Mapping[str, 
     (``mcpserver.pipeline``, the gateway, the tools' exceptions), so this follows what they carry: every failure
     names its tool; parameters belong to interactive and input codes; an event ID to system codes; a retry-after to
     retryable ones; a status to codes with HTTP statuses or a status rule; a network failure to network codes or a
-    transport rule; alternatives to tool and not-found codes; a service to interactive, authentication,
-    configuration and provider codes.
+    transport rule (or a rule on an upstream's timeout or connection kind); alternatives to tool and not-found
+    codes; a service to interactive, authentication, configuration and provider codes.
     """
     category, kind = code.get("category"), code.get("kind")
     rules = [r for r in rules if r.get("code") == code.get("code")]
@@ -127,7 +127,7 @@ def provided_placeholders(code: Mapping[str, Any], rules: Iterable[Mapping[str, 
         provided.add("retry_after")
     if code.get("http_statuses") or any(r.get("status_min") or r.get("status_max") for r in rules):
         provided |= {"status_code", "status_text"}
-    if category == "network" or any(r.get("transport") for r in rules):
+    if category == "network" or any(r.get("transport") or r.get("kind") in ("timeout", "connection") for r in rules):
         provided.add("network_failure")
     if category in ("tool", "not_found"):
         provided.add("alternatives")

@@ -18,6 +18,7 @@ from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
+from errcatalog.render.patterns import PATTERN_MAX_CHARS, pattern_problems
 from errcatalog.safety import REDACTED, safe_identifier, template_errors
 from errcatalog.vocabulary import (
     CODE_PATTERN,
@@ -26,6 +27,7 @@ from errcatalog.vocabulary import (
     JSONRPC_RESERVED_MAX,
     JSONRPC_RESERVED_MIN,
     TOOL_NAME_RULE,
+    UPSTREAM_FAILURE_KINDS,
     is_reserved_jsonrpc_code,
     is_secret_name,
     is_tool_name,
@@ -72,6 +74,13 @@ class Transport(models.TextChoices):
     CONNECTION = "connection", "Connection failure"
 
 
+# How an upstream's call failed, as a rule's ``kind`` names it; the labels are the words admin shows.
+UPSTREAM_FAILURE_KIND_CHOICES = [
+    ("", "Any"),
+    *((kind, said[0].upper() + said[1:]) for kind, said in UPSTREAM_FAILURE_KINDS.items()),
+]
+
+
 # --- The catalog's rules, written once ---------------------------------------------------------------------
 #
 # Each rule is a pure function from a row's values to the problems it finds, in the sentences every writer shows.
@@ -84,7 +93,17 @@ class Transport(models.TextChoices):
 # Python class names, as classification rules and the classify endpoint compare them (no module path).
 EXCEPTION_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
 # The conditions of a classification rule; a rule must set one, or it never matches.
-RULE_CONDITIONS = ("exception", "status_min", "status_max", "jsonrpc_code", "upstream", "tool", "transport")
+RULE_CONDITIONS = (
+    "exception",
+    "status_min",
+    "status_max",
+    "jsonrpc_code",
+    "upstream",
+    "tool",
+    "transport",
+    "kind",
+    "pattern",
+)
 # Problems about a row as a whole, not one of its fields.
 WHOLE_ROW = ""
 
@@ -190,10 +209,16 @@ def classification_rule_problems(values: Mapping[str, Any]) -> Problems:
     for name in ("upstream", "tool"):
         if found := identifier_problems(values.get(name)):
             problems[name] = found
+    kind = values.get("kind")
+    if isinstance(kind, str) and kind and kind not in UPSTREAM_FAILURE_KINDS:
+        problems["kind"] = [f"Use one of: {', '.join(UPSTREAM_FAILURE_KINDS)}."]
+    pattern = values.get("pattern")
+    if isinstance(pattern, str) and pattern and (found := pattern_problems(pattern)):
+        problems["pattern"] = found
     if all(values.get(name) in (None, "") for name in RULE_CONDITIONS):
         problems[WHOLE_ROW] = [
-            "Set at least one condition (exception, status, JSON-RPC code, upstream, tool or transport); "
-            "a rule without one never matches."
+            "Set at least one condition (exception, status, JSON-RPC code, upstream, tool, transport, kind or "
+            "pattern); a rule without one never matches."
         ]
     return problems
 
@@ -383,7 +408,8 @@ class ClassificationRule(models.Model):
     exception = models.CharField(
         max_length=128,
         blank=True,
-        help_text="Exception class name; subclasses match too (e.g. TimeoutError).",
+        help_text="Exception class name of our own tools' failures; subclasses match too (e.g. TimeoutError). "
+        "Upstream servers' failures are told apart by kind and pattern.",
     )
     status_min = models.PositiveSmallIntegerField(null=True, blank=True)
     status_max = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -393,6 +419,19 @@ class ClassificationRule(models.Model):
         max_length=128, blank=True, help_text="Only for this tool, by the name /mcp serves it under (blank: any)."
     )
     transport = models.CharField(max_length=16, choices=Transport.choices, blank=True)
+    kind = models.CharField(
+        max_length=16,
+        choices=UPSTREAM_FAILURE_KIND_CHOICES,
+        blank=True,
+        help_text="Only for an upstream server's failures of this kind (blank: any failure).",
+    )
+    pattern = models.CharField(
+        max_length=PATTERN_MAX_CHARS,
+        blank=True,
+        help_text="Only when the upstream's failure text contains this pattern: case-insensitive, RE2 syntax (no "
+        "look-around or back-references), read over the text's first 2,000 characters; ^ anchors at its start. "
+        "The text only chooses the code: it never appears in the answer.",
+    )
     active = models.BooleanField(default=True)
     note = models.CharField(max_length=200, blank=True)
 

@@ -1,16 +1,19 @@
 """Classification: from the facts of a raw failure to a catalog code, by the catalog's ordered rules.
 
 ``classify`` is pure and works on ``FailureFacts``; ``facts_from_exception`` is the small adapter that reads
-an exception's type, status and transport kind (never its message).
+an exception's type, status and transport kind, and for an upstream's failure its kind and its cut, redacted text.
+The text only chooses a code: rules match patterns against it (``errcatalog.render.patterns``), and nothing
+rendered is ever taken from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.errors import http_status
 from errcatalog.render.entries import UNKNOWN_CODE, CatalogSnapshot, RuleEntry
+from errcatalog.render.patterns import TEXT_MAX_CHARS
 
 # Exception class names, from the standard library and common HTTP clients, that mean the network failed.
 _TIMEOUT_NAMES = frozenset({"TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout", "Timeout"})
@@ -19,7 +22,13 @@ _CONNECTION_NAMES = frozenset({"ConnectionError", "ConnectError", "NetworkError"
 
 @dataclass(frozen=True, slots=True)
 class FailureFacts:
-    """What is known about a failure, without any of its text."""
+    """What is known about a failure.
+
+    ``text`` is an upstream's own failure text (cut and redacted: ``errcatalog.safety.redacted_for_people``). It is
+    read for one thing: matching rules' patterns, which choose a code. It never reaches what is rendered: the
+    renderer takes a ``Failure`` (``errcatalog.render.core``), built from the chosen code and typed facts, and
+    nothing builds one from these facts' text. It is left out of ``repr`` so that logging facts cannot print it.
+    """
 
     exception_types: tuple[str, ...] = ()  # the exception's class and its bases, most specific first
     status_code: int | None = None
@@ -28,6 +37,8 @@ class FailureFacts:
     tool: str = ""  # as /mcp serves it; set only for an upstream's tools, the one case rules name tools for
     transport: str = ""  # "timeout", "connection" or ""
     code: str | None = None  # set when the raiser named the catalog code itself
+    kind: str = ""  # how an upstream's call failed (errcatalog.vocabulary.UPSTREAM_FAILURE_KINDS), else ""
+    text: str = field(default="", repr=False)
 
 
 # Exception classes live as long as the process; their names and transport kind are read once per class.
@@ -38,7 +49,9 @@ _type_facts: BoundedCache[type, tuple[tuple[str, ...], str]] = process_cache(
 
 def classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
     """The catalog code for ``facts``: the raiser's own code if the catalog has it, else the first rule that
-    matches, else UNKNOWN_ERROR."""
+    matches, else UNKNOWN_ERROR. A rule with a pattern matches only a failure with text the pattern is found in."""
+    if facts.text:
+        return _classify_text(snapshot, facts)
     code = snapshot.classify_cache.get(facts)
     if code is None:
         code = _classify(snapshot, facts)
@@ -47,15 +60,64 @@ def classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
 
 
 def _classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
-    if facts.code and facts.code in snapshot.codes and snapshot.codes[facts.code].active:
+    if facts.code and _own_code(snapshot, facts.code):
         return facts.code
     for rule in snapshot.rules:
-        if rule.active and _matches(rule, facts) and rule.code in snapshot.codes:
+        if not rule.pattern and _usable(snapshot, rule) and _matches(rule, facts):
             return rule.code
     return UNKNOWN_CODE
 
 
+# A plan for facts with text: the codes of the rules that match all but their pattern, in order, each with its
+# pattern's index in the snapshot's PatternSet (None: no pattern, so the rule matches; -1: a pattern RE2 refused).
+_Plan = tuple[tuple[str, int | None], ...]
+
+
+def _classify_text(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
+    # The text varies with every failure and would fill any cache; the rest of the facts repeat. So the rules are
+    # narrowed by the other facts once (cached), and the text is matched against all patterns in one RE2 pass,
+    # only when a rule with a pattern comes before the first rule without one.
+    if facts.code and _own_code(snapshot, facts.code):
+        return facts.code
+    key = replace(facts, text="")
+    plan: _Plan | None = snapshot.classify_plans.get(key)
+    if plan is None:
+        plan = _plan(snapshot, key)
+        snapshot.classify_plans.set(key, plan)
+    if not plan:
+        return UNKNOWN_CODE
+    if plan[0][1] is None:
+        return plan[0][0]
+    found = snapshot.text_patterns.matching(facts.text)
+    for code, index in plan:
+        if index is None or index in found:
+            return code
+    return UNKNOWN_CODE
+
+
+def _plan(snapshot: CatalogSnapshot, facts: FailureFacts) -> _Plan:
+    plan: list[tuple[str, int | None]] = []
+    for rule in snapshot.rules:
+        if not (_usable(snapshot, rule) and _matches(rule, facts)):
+            continue
+        if not rule.pattern:
+            plan.append((rule.code, None))
+            break
+        index = snapshot.text_patterns.index(rule.pattern)
+        plan.append((rule.code, -1 if index is None else index))
+    return tuple(plan)
+
+
+def _own_code(snapshot: CatalogSnapshot, code: str) -> bool:
+    return code in snapshot.codes and snapshot.codes[code].active
+
+
+def _usable(snapshot: CatalogSnapshot, rule: RuleEntry) -> bool:
+    return rule.active and rule.code in snapshot.codes
+
+
 def _matches(rule: RuleEntry, facts: FailureFacts) -> bool:
+    """Whether every condition ``rule`` sets, but its pattern, holds for ``facts``."""
     conditions = (
         not rule.exception or rule.exception in facts.exception_types,
         rule.status_min is None or (facts.status_code is not None and facts.status_code >= rule.status_min),
@@ -64,6 +126,7 @@ def _matches(rule: RuleEntry, facts: FailureFacts) -> bool:
         not rule.upstream or rule.upstream == facts.upstream,
         not rule.tool or rule.tool == facts.tool,
         not rule.transport or rule.transport == facts.transport,
+        not rule.kind or rule.kind == facts.kind,
     )
     # A rule with no condition at all would swallow everything after it; it never matches.
     has_condition = any(
@@ -75,6 +138,8 @@ def _matches(rule: RuleEntry, facts: FailureFacts) -> bool:
             rule.upstream,
             rule.tool,
             rule.transport,
+            rule.kind,
+            rule.pattern,
         )
     )
     return has_condition and all(conditions)
@@ -90,7 +155,8 @@ def transport_for(exception_types: tuple[str, ...]) -> str:
 
 
 def facts_from_exception(exc: BaseException, *, upstream: str = "", tool: str = "") -> FailureFacts:
-    """Read the classifiable facts of an exception: its type names, status code and transport kind."""
+    """Read the classifiable facts of an exception: its type names, status code and transport kind; for an
+    upstream's failure, also its kind and text (for patterns only, see ``FailureFacts``)."""
     kind = type(exc)
     known = _type_facts.get(kind)
     if known is None:
@@ -101,6 +167,9 @@ def facts_from_exception(exc: BaseException, *, upstream: str = "", tool: str = 
     status = getattr(exc, "status_code", None)
     jsonrpc = getattr(exc, "jsonrpc_code", None)
     code = getattr(exc, "code", None)
+    # An upstream's failure (mcpserver.gateway.failures) says how it failed and carries its text, cut and redacted.
+    failure_kind = getattr(exc, "failure_kind", "")
+    failure_text = getattr(exc, "failure_text", "")
     return FailureFacts(
         exception_types=names,
         # A number outside 100-599 is not a status: the failure is classified as if it had none.
@@ -110,4 +179,6 @@ def facts_from_exception(exc: BaseException, *, upstream: str = "", tool: str = 
         tool=tool,
         transport=transport,
         code=code if isinstance(code, str) else None,
+        kind=failure_kind if isinstance(failure_kind, str) else "",
+        text=failure_text[:TEXT_MAX_CHARS] if isinstance(failure_text, str) else "",
     )

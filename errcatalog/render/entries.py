@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from errcatalog.caching import BoundedCache
+from errcatalog.render.patterns import PatternSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,10 @@ class RuleEntry:
     transport: str = ""
     active: bool = True
     note: str = ""
+    # How an upstream's call failed (errcatalog.vocabulary.UPSTREAM_FAILURE_KINDS), and a case-insensitive RE2
+    # pattern over the failure's own text (errcatalog.render.patterns); empty: any.
+    kind: str = ""
+    pattern: str = ""
 
 
 def _render_cache() -> BoundedCache[Any, Any]:
@@ -123,6 +128,11 @@ def _render_cache() -> BoundedCache[Any, Any]:
 def _classify_cache() -> BoundedCache[Any, str]:
     # Distinct facts seen per snapshot are few (one per exception type and status); the bound only guards memory.
     return BoundedCache("snapshot.classifications", max_entries=1024)
+
+
+def _plan_cache() -> BoundedCache[Any, Any]:
+    # Keyed like the classifications (the facts without their text), so as few; the bound only guards memory.
+    return BoundedCache("snapshot.classification_plans", max_entries=1024)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +149,18 @@ class CatalogSnapshot:
     classify_cache: BoundedCache[Any, str] = field(
         default_factory=_classify_cache, init=False, compare=False, repr=False
     )
+    # For failures that carry text: by their other facts, the rules that may still match once the text is read
+    # (see errcatalog.render.classify). Keyed without the text, so their number stays that of the textless facts.
+    classify_plans: BoundedCache[Any, Any] = field(default_factory=_plan_cache, init=False, compare=False, repr=False)
+    # The rules' patterns, compiled together on first use (``text_patterns``).
+    _pattern_set: list[PatternSet] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    @property
+    def text_patterns(self) -> PatternSet:
+        """All the rules' patterns, compiled once for this snapshot."""
+        if not self._pattern_set:
+            self._pattern_set.append(PatternSet(r.pattern for r in self.rules if r.pattern))
+        return self._pattern_set[0]
 
     def entry(self, code: str) -> CodeEntry:
         """The entry for ``code``; an unknown or inactive code falls back to UNKNOWN_ERROR."""

@@ -554,7 +554,9 @@ class UpstreamConnection:
         if isinstance(result, types.InputRequiredResult):
             return result
         if result.is_error:
-            raise UpstreamToolError(name, _result_text(result), secrets=self._secrets, code=_envelope_code(result))
+            raise UpstreamToolError(
+                name, _result_text(result), tool=tool, secrets=self._secrets, code=_envelope_code(result)
+            )
         if result.meta and any(key.startswith(_PROTOCOL_META) for key in result.meta):
             # The protocol's own metadata (the upstream's server info) describes the upstream's answer, not ours.
             meta = {k: v for k, v in result.meta.items() if not k.startswith(_PROTOCOL_META)}
@@ -685,7 +687,7 @@ class UpstreamConnection:
         name, data = self.config.name, exc.data
         if isinstance(data, dict) and data.get(_TRANSPORT_KEY):
             self._connection_lost()
-            return UpstreamConnectionError(name, exc.message, secrets=self._secrets, kind=_known_kind(data))
+            return UpstreamConnectionError(name, exc.message, secrets=self._secrets, cause=_known_kind(data))
         status = data.get(_STATUS_KEY) if isinstance(data, dict) else None
         if isinstance(status, int):
             if status == 404:  # the upstream forgot our session (it restarted): connect again
@@ -706,7 +708,9 @@ class UpstreamConnection:
             # The SDK's client stands in for an answer it could not read: not the upstream's JSON-RPC error (whose
             # catalog text would tell the model that its own request was malformed) but an answer that is not MCP.
             return UpstreamProtocolError(name, exc.message, secrets=self._secrets)
-        return UpstreamJsonRpcError(name, f"{exc.code}: {exc.message}", secrets=self._secrets, jsonrpc_code=exc.code)
+        return UpstreamJsonRpcError(
+            name, f"{exc.code}: {exc.message}", said=exc.message, secrets=self._secrets, jsonrpc_code=exc.code
+        )
 
 
 # What every POST of a Streamable HTTP client sends (the SDK's transport sends the same).

@@ -35,6 +35,7 @@ from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
 from errcatalog.render.classify import FailureFacts, transport_for
 from errcatalog.render.core import NETWORK_FAILURES
 from errcatalog.render.locale import choose_locale
+from errcatalog.render.patterns import PATTERN_MAX_CHARS
 from errcatalog.safety import template_errors
 from errcatalog.vocabulary import TOOL_NAME_PATTERN, is_json_number
 
@@ -241,6 +242,10 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
     )
     upstream = serializers.CharField(max_length=64, required=False, allow_blank=True)
     tool = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    # A pattern's spaces are part of it ("^ENOENT: ").
+    pattern = serializers.CharField(
+        max_length=PATTERN_MAX_CHARS, required=False, allow_blank=True, trim_whitespace=False
+    )
     row_problems = staticmethod(classification_rule_problems)
 
     class Meta:
@@ -256,6 +261,8 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
             "upstream",
             "tool",
             "transport",
+            "kind",
+            "pattern",
             "active",
             "note",
         ]

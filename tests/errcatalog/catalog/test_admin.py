@@ -447,3 +447,33 @@ def test_view_site_goes_to_the_dashboard(client, staff_user):
     page = client.get("/admin/").content.decode()
     assert '<a href="/dashboard/">View site</a>' in page
     assert 'rel="icon" type="image/svg+xml" href="/static/errcatalog/favicon.svg"' in page
+
+
+# --- Rules on an upstream failure's kind and text -------------------------------------------------------------
+
+
+def _rule_form(writer, **fields) -> dict[str, str]:
+    data = _form_data(writer.get(_url(ClassificationRule, "add")))
+    data.update(position="99999", error_code=str(ErrorCode.objects.get(code="NOT_FOUND").pk), **fields)
+    return data
+
+
+def test_a_pattern_re2_refuses_is_an_error_at_its_field(writer):
+    response = writer.post(_url(ClassificationRule, "add"), _rule_form(writer, kind="tool_error", pattern="(?=x)y"))
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors["pattern"]
+    assert any("RE2 cannot use this pattern" in e and "look-around" in e for e in errors)
+    assert not ClassificationRule.objects.filter(position=99999).exists()
+
+
+def test_a_rule_on_kind_and_pattern_is_saved_and_listed_in_words(writer):
+    response = writer.post(
+        _url(ClassificationRule, "add"), _rule_form(writer, upstream="files", kind="tool_error", pattern="^ENOENT: ")
+    )
+
+    assert response.status_code == 302
+    rule = ClassificationRule.objects.get(position=99999)
+    assert (rule.kind, rule.pattern) == ("tool_error", "^ENOENT: ")  # its trailing space kept
+    listed = writer.get(_url(ClassificationRule, "changelist")).content.decode()
+    assert "upstream files, the tool reported an error, text matches &#x27;^ENOENT: &#x27;" in listed

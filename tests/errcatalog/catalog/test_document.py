@@ -192,8 +192,11 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     }
     assert all("must reach Sentry" in r["note"] for r in off)
     # Exception-class rules come before transport and status rules, ranges after the statuses inside them.
-    kinds = ["exception" if r["exception"] else "transport" if r["transport"] else "other" for r in rules[:15]]
-    assert kinds == ["exception"] * 13 + ["transport"] * 2
+    kinds = [
+        "exception" if r["exception"] else "kind" if r["kind"] else "transport" if r["transport"] else "other"
+        for r in rules[:15]
+    ]
+    assert kinds == ["exception"] * 12 + ["kind"] + ["transport"] * 2
     by_status = [(r["status_min"], r["status_max"], r["code"]) for r in rules if r["status_min"] is not None]
     assert by_status.index((500, 599, "SERVER_ERROR")) > by_status.index((503, 503, "SERVICE_UNAVAILABLE"))
     assert by_status[-1] == (400, 499, "CLIENT_ERROR")
@@ -370,6 +373,14 @@ def test_a_misspelt_key_gets_a_suggestion():
         (
             lambda d: d.update(rules=[{"position": 7, "code": "X_ERROR", "status_min": 500, "status_max": 400}]),
             "rules[0] (position 7) → status_max: 400 is below status_min (500).",
+        ),
+        (
+            lambda d: d.update(rules=[{"position": 7, "code": "X_ERROR", "kind": "tool_error", "pattern": "(?<=x)a"}]),
+            "rules[0] (position 7) → pattern: RE2 cannot use this pattern",
+        ),
+        (
+            lambda d: d.update(rules=[{"position": 7, "code": "X_ERROR", "kind": "UpstreamToolError"}]),
+            "rules[0] (position 7) → kind: 'UpstreamToolError' is not one of: '', 'tool_error'",
         ),
         (lambda d: d.update(format="errcatalog/v2"), "format: 'errcatalog/v2': must be errcatalog/v1"),
         (lambda d: d.pop("codes"), "catalog.yaml: codes: missing (required)."),

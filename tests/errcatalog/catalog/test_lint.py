@@ -91,6 +91,11 @@ def test_a_placeholder_is_provided_by_the_codes_own_properties_and_rules():
     assert ("cause", "unprovided-placeholder") in _rules(variant_findings(TOOL_CODE, status_variant, max_chars=CAP))
     rule = {"code": "EXECUTION_FAILURE", "status_min": 500, "status_max": 599}
     assert variant_findings(TOOL_CODE, status_variant, [rule], max_chars=CAP) == []
+    # A network failure reaches it through a rule on an upstream's timeout or connection kind.
+    network_variant = {**GOOD, "cause": "The call failed: {network_failure}."}
+    assert ("cause", "unprovided-placeholder") in _rules(variant_findings(TOOL_CODE, network_variant, max_chars=CAP))
+    kind_rule = {"code": "EXECUTION_FAILURE", "kind": "timeout"}
+    assert variant_findings(TOOL_CODE, network_variant, [kind_rule], max_chars=CAP) == []
 
 
 @pytest.mark.parametrize(

@@ -161,7 +161,8 @@ def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_c
     assert result.is_error and result.structured_content["code"] == "EXECUTION_FAILURE"
     assert "Mars" not in result.model_dump_json() and "Invalid timezone" not in result.model_dump_json()
 
-    # An operator's rule on the upstream and its tool: this tool's failures are the caller's input.
+    # An operator's rule on the upstream, its tool, the failure's kind and its text (README's example): when this
+    # tool reports an invalid time zone, it is the caller's input.
     manage(
         app.env,
         "shell",
@@ -170,7 +171,7 @@ def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_c
         "from errcatalog.catalog.models import ErrorCode; "
         "from errcatalog.catalog.services import classification_rule_create; "
         "classification_rule_create(position=295, error_code=ErrorCode.objects.get(code='INVALID_ARGUMENTS'), "
-        "exception='UpstreamToolError', upstream='time', tool='time__get_current_time')",
+        "kind='tool_error', pattern='^Invalid timezone', upstream='time', tool='time__get_current_time')",
     )
 
     def reclassified() -> bool:

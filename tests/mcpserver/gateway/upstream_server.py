@@ -75,6 +75,12 @@ def fail_hostile() -> str:
 
 
 @server.tool()
+def fail_with(text: str) -> str:
+    """Fail with the given error text, as a real server's tool reports its failures."""
+    raise ToolError(text)
+
+
+@server.tool()
 def fail_jsonrpc(code: int) -> str:
     """Fail with a JSON-RPC error of the given code."""
     raise MCPError(code, HOSTILE, {"leak": SECRET})

@@ -299,12 +299,35 @@ def test_rules_are_created_updated_and_deleted(catalog, editor):
         ({"code": "NOT_FOUND", "status_min": 99}, "status_min"),
         ({"code": "NOT_FOUND", "exception": "requests.exceptions.Timeout"}, "exception"),
         ({"code": "NOT_FOUND", "transport": "carrier_pigeon"}, "transport"),
+        ({"code": "NOT_FOUND", "kind": "UpstreamToolError"}, "kind"),
+        ({"code": "NOT_FOUND", "kind": "tool_error", "pattern": "(?<=open ')/x"}, "pattern"),
+        ({"code": "NOT_FOUND", "pattern": "x" * 501}, "pattern"),
     ],
 )
 def test_invalid_rules_are_refused(catalog, editor, rule, field):
     response = editor.post("/api/v1/rules/", {"position": 99_999, **rule}, format="json")
 
     assert field in assert_api_error(response, 400, "invalid")["fields"]
+
+
+def test_a_pattern_re2_refuses_is_refused_with_the_reason(catalog, editor):
+    response = editor.post(
+        "/api/v1/rules/", {"position": 99_999, "code": "NOT_FOUND", "pattern": r"(a)\1"}, format="json"
+    )
+
+    messages = assert_api_error(response, 400, "invalid")["fields"]["pattern"]
+    assert any("RE2 cannot use this pattern" in m and "back-references" in m for m in messages)
+    assert not ClassificationRule.objects.filter(position=99_999).exists()
+
+
+def test_a_rule_on_an_upstream_failures_kind_and_text_is_written_and_read_back(catalog, editor):
+    rule = {"position": 99_999, "code": "NOT_FOUND", "upstream": "files", "kind": "tool_error", "pattern": "^ENOENT: "}
+    created = editor.post("/api/v1/rules/", rule, format="json")
+
+    assert created.status_code == 201, created.content
+    assert {k: created.json()[k] for k in rule} == rule
+    stored = ClassificationRule.objects.get(position=99_999)
+    assert (stored.kind, stored.pattern) == ("tool_error", "^ENOENT: ")
 
 
 def test_api_edits_are_recorded_in_history_with_the_token_user(catalog, writer_client, catalog_editor):
