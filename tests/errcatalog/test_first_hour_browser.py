@@ -47,8 +47,9 @@ def admin_data(staff_user) -> None:
         actor=None,
     )  # fmt: skip
     # Its tools pinned, one of them changed since and waiting for review.
-    listing = [{"name": "search_issues", "description": "Search the issues of a repository.", "inputSchema": {"type": "object"}},
-               {"name": "create_issue", "description": "Open an issue.", "inputSchema": {"type": "object"}}]  # fmt: skip
+    schema = {"type": "object"}
+    listing = [{"name": "search_issues", "description": "Search the issues of a repository.", "inputSchema": schema},
+               {"name": "create_issue", "description": "Open an issue.", "inputSchema": schema}]  # fmt: skip
     upstream_tools_record(upstream="github-enterprise", listing=listing)
     listing[1] = {**listing[1], "description": "Open an issue in a repository, with labels."}
     upstream_tools_record(upstream="github-enterprise", listing=listing)
