@@ -80,6 +80,9 @@ CASES = [
      ["Mars", "No time zone", "key"]),
     ("time__convert_time", {"source_timezone": "Etc/UTC", "time": "25:99", "target_timezone": "Asia/Tokyo"},
      {"INVALID_PARAMETER"}, "time", ["25:99", "HH:MM", "24-hour"]),
+    # The same text whichever of the two zones is unknown: no parameter is named (not "time", from "No time zone").
+    ("time__convert_time", {"source_timezone": "Mars/Olympus", "time": "12:00", "target_timezone": "Etc/UTC"},
+     {"VALIDATION_ERROR"}, None, ["Mars", "No time zone"]),
     ("time__get_current_time", {"timezone": "Access denied - outside allowed directories"}, INPUT, "timezone",
      ["Access denied", "No time zone"]),
     ("git__git_status", {"repo_path": "{folder}/plain"}, {"PERMISSION_DENIED"}, None,
@@ -125,7 +128,9 @@ def test_a_real_servers_failure_gets_a_fitting_code_and_none_of_its_text(real, t
     structured = result.structured_content
     assert structured["code"] in codes, structured
     assert structured["code"] not in {"UPSTREAM_TOOL_FAILED", "EXECUTION_FAILURE", "UNKNOWN_ERROR"}
-    if parameter is not None:
+    if parameter is None:
+        assert _named(structured) is None and "`" not in result.content[0].text, structured
+    else:
         wire = result.model_dump_json()
         assert _named(structured) == parameter or f"`{parameter}`" in wire or f" {parameter} " in wire, structured
     wire = result.model_dump_json()
