@@ -26,7 +26,7 @@ from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status,
 from errcatalog.outcomes import prometheus, recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, render, tool_result
-from errcatalog.render.classify import classify, facts_from_exception
+from errcatalog.render.classify import FailureFacts, classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.render.patterns import parameter_named_in
 from errcatalog.safety import safe_identifier
@@ -256,6 +256,11 @@ async def _fail_with_exception(
     facts = facts_from_exception(exc, upstream=spec.upstream, tool=spec.name if spec.upstream else "")
     code = classify(snapshot, facts)
     entry = snapshot.entry(code)
+    parameters = _exception_parameters(exc) or _parameters_named(spec, facts.text, entry)
+    if code == "INVALID_PARAMETER" and not parameters and _FOR_NO_PARAMETER in snapshot.codes:
+        # INVALID_PARAMETER's text is about one parameter; when the failure names none of the tool's, the values
+        # as a whole were rejected, which is what VALIDATION_ERROR says.
+        entry = snapshot.entry(_FOR_NO_PARAMETER)
     event_id = None
     if entry.system:
         # The exception (message, traceback) goes to Sentry, never to the model; the model gets the event ID.
@@ -289,9 +294,9 @@ async def _fail_with_exception(
         event_id=event_id,
         retry_after=_retry_hint(getattr(exc, "retry_after", None), entry),
         service=getattr(exc, "service", None) if isinstance(getattr(exc, "service", None), str) else None,
-        parameters=_exception_parameters(exc) or _parameters_named(spec, facts.text, entry),
+        parameters=parameters,
         alternatives=tuple(a for a in getattr(exc, "alternatives", ()) if isinstance(a, str)),
-        network_failure=facts.transport or None,
+        network_failure=facts.transport or _network_failure_said(facts, entry),
         # The tool's own partial output (seed 002's timeout), never text taken from the exception.
         partial_result=getattr(exc, "partial_result", None) if isinstance(exc, ErrcatalogError) else None,
     )
@@ -334,6 +339,16 @@ def _exception_parameters(exc: Exception) -> tuple[ParameterFault, ...]:
     # catalog's question for it (the parameter hint) is asked, rather than a question about its format.
     problem = "missing" if getattr(exc, "code", None) == "MISSING_PARAMETER" else "invalid"
     return (ParameterFault(name, problem=problem, expected_format=expected if isinstance(expected, str) else ""),)
+
+
+def _network_failure_said(facts: FailureFacts, entry: CodeEntry) -> str | None:
+    """An upstream tool's own report of a network failure (a rule on its text chose a network code): its connection
+    to the service behind it failed, as far as we know; our connection to the upstream was fine."""
+    return "connection" if facts.kind == "tool_error" and entry.category == "network" else None
+
+
+# The code for a failure a rule calls INVALID_PARAMETER whose text names none of the tool's parameters.
+_FOR_NO_PARAMETER = "VALIDATION_ERROR"
 
 
 # The codes whose failures carry parameters (the catalog's lint says the same, errcatalog.catalog.lint): interactive

@@ -80,18 +80,23 @@ class PatternSet:
 
 # Words as a failure text names a parameter: letters, digits and underscores (pydantic's "url" line, zod's "at path").
 _WORD = re.compile(r"[A-Za-z0-9_]+")
+# What a text quotes is a value it echoes ("Ref 'x' did not resolve", pydantic's input_value='…') or a message it
+# nests ("Invalid timezone: 'No time zone found with key …'"): its words name no parameter. A quote that follows a
+# letter is an apostrophe ("tool's"), not an opening quote; bounded, so that unmatched quotes keep the pass linear.
+_QUOTED = re.compile(r"(?<![A-Za-z0-9_])'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"")
 
 
 def parameter_named_in(text: str, names: Iterable[str]) -> str | None:
-    """The first of ``names`` that ``text`` (its first ``TEXT_MAX_CHARS`` characters) has as a whole word, else None.
+    """The first of ``names`` that ``text`` (its first ``TEXT_MAX_CHARS`` characters) has as a whole word outside
+    quotes, else None.
 
     ``names`` are a tool's input properties, from its schema: the answer is one of them, never a word of the text.
-    One pass over the text (a regular expression without nesting, linear), then a set lookup per word.
+    Two passes over the text (regular expressions without nesting, bounded), then a set lookup per word.
     """
     wanted = frozenset(names)
     if not wanted:
         return None
-    for word in _WORD.finditer(text[:TEXT_MAX_CHARS]):
+    for word in _WORD.finditer(_QUOTED.sub(" ", text[:TEXT_MAX_CHARS])):
         if word.group() in wanted:
             return word.group()
     return None

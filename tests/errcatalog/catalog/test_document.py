@@ -176,15 +176,27 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     rules = default_document["rules"]
     # Spaced by ten, except the rules inserted later so that installed catalogs keep every position they had: issue
     # 10's between exception rules (33: a provider's unconverted APICallError, 36: SafetyRefusal) and the gateway's
-    # open circuit before the transport rules (105).
-    inserted = {33, 36, 105}
+    # open circuit before the transport rules (105); the rules on an upstream tool's own failure text before the
+    # fallbacks for an upstream's failure (291-297).
+    upstream_text = set(range(291, 298))
+    inserted = {33, 36, 105} | upstream_text
     original = [r["position"] for r in rules if r["position"] not in inserted]
     assert original == list(range(10, 10 * len(original) + 1, 10))
     assert [r["code"] for r in rules if r["position"] in inserted] == [
         "LLM_PROVIDER_ERROR",
         "SAFETY_REFUSAL",
         "SERVICE_UNAVAILABLE",
+        "AUTHENTICATION_ERROR",
+        "RATE_LIMIT",
+        "PERMISSION_DENIED",
+        "NETWORK_ERROR",
+        "INVALID_PARAMETER",
+        "INVALID_PARAMETER",
+        "NOT_FOUND",
     ]
+    assert all(
+        r["kind"] == "tool_error" and r["pattern"].startswith("^") for r in rules if r["position"] in upstream_text
+    )
     off = [r for r in rules if not r["active"]]
     assert {(r["exception"], r["code"]) for r in off} == {
         ("ValueError", "INVALID_PARAMS"),

@@ -179,6 +179,12 @@ def test_a_pattern_set_matches_all_its_patterns_in_one_pass():
         ),
         ("MCP error -32602: Invalid arguments for tool read_file: path: Required", ["path", "head", "tail"], "path"),
         (BAD_ZONE, ["timezone"], "timezone"),
+        # Quoted words are an echoed value or a nested message: convert_time's unknown zone names neither of its
+        # two zone parameters, and "No time zone" inside the quotes is not its time parameter.
+        (BAD_ZONE, ["source_timezone", "time", "target_timezone"], None),
+        ("Invalid target: '--output=/tmp/pwned' - cannot start with '-'", ["repo_path", "target"], "target"),
+        ("Ref 'repo_path' did not resolve to an object", ["repo_path", "revision"], None),
+        ("Check the tool's description: max_count is too big", ["max_count"], "max_count"),
         ("fetch failed", ["url"], None),
         # Part of a word is not the word: "urlencoded" does not name url, "repo_path_x" does not name repo_path.
         ("urlencoded body; repo_path_x is odd", ["url", "repo_path"], None),

@@ -24,12 +24,17 @@ from mcpserver.gateway.failures import (
         (
             UpstreamToolError("files", "EISDIR: illegal operation on a directory, read"),
             "tool_error",
-            "EXECUTION_FAILURE",
+            "INVALID_PARAMETER",
+        ),
+        (
+            UpstreamToolError("files", "Widget exploded"),
+            "tool_error",
+            "UPSTREAM_TOOL_FAILED",
         ),
         (
             UpstreamJsonRpcError("git", "-31999: nope", said="nope", jsonrpc_code=-31999),
             "jsonrpc_error",
-            "EXECUTION_FAILURE",
+            "UPSTREAM_TOOL_FAILED",
         ),
         (
             UpstreamJsonRpcError("git", "-32602: Unknown tool: x", jsonrpc_code=-32602),

@@ -183,9 +183,9 @@ def test_missing_input_becomes_the_catalogs_question_before_anything_is_sent(gat
 @pytest.mark.parametrize(
     ("tool", "arguments", "code"),
     [
-        ("fail_hostile", {}, "EXECUTION_FAILURE"),  # isError with the upstream's text
+        ("fail_hostile", {}, "UPSTREAM_TOOL_FAILED"),  # isError with a text no rule recognises
         ("fail_jsonrpc", {"code": -32602}, "INVALID_PARAMS"),  # a JSON-RPC error, classified by its code
-        ("fail_jsonrpc", {"code": -31999}, "EXECUTION_FAILURE"),  # a code no rule names
+        ("fail_jsonrpc", {"code": -31999}, "UPSTREAM_TOOL_FAILED"),  # a code no rule names
         ("fail_coded", {}, "RATE_LIMIT"),  # a toolError:v1 envelope naming a catalog code
     ],
 )
@@ -213,13 +213,13 @@ def test_a_system_failure_reaches_sentry_redacted_under_the_event_id_the_model_g
     _assert_catalog_only(user_error, "RATE_LIMIT")
     assert "eventId" not in user_error.structured_content["details"]
 
-    result = _call(app, key, "web__fail_hostile", {})  # EXECUTION_FAILURE, a system failure
-    _assert_catalog_only(result, "EXECUTION_FAILURE")
+    result = _call(app, key, "web__fail_hostile", {})  # UPSTREAM_TOOL_FAILED, a system failure
+    _assert_catalog_only(result, "UPSTREAM_TOOL_FAILED")
     event_id = result.structured_content["details"]["eventId"]
     assert event_id in result.content[0].text  # what an operator is told to look up
     wait_until(lambda: any(e["event_id"] == event_id for e in sentry_ingest.events), what="the event in Sentry")
     event = next(e for e in sentry_ingest.events if e["event_id"] == event_id)
-    assert event["tags"] == {**event["tags"], "tool": "web__fail_hostile", "code": "EXECUTION_FAILURE"}
+    assert event["tags"] == {**event["tags"], "tool": "web__fail_hostile", "code": "UPSTREAM_TOOL_FAILED"}
     exception = event["exception"]["values"][-1]
     assert exception["type"] == "UpstreamToolError"
     assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in exception["value"]  # people see what the upstream said...
@@ -492,12 +492,12 @@ def test_a_rule_on_the_kind_and_text_chooses_the_code_and_logs_and_sentry_follow
     assert not any("web__fail_with failed with NOT_FOUND" in line for line in lines)
 
     # The same tool's failure that no text rule matches stays a system failure: an error with a Sentry event.
-    other = _call(app, key, "web__fail_with", {"text": "EISDIR: illegal operation on a directory, read"})
-    assert other.structured_content["code"] == "EXECUTION_FAILURE"
-    assert "EISDIR" not in other.model_dump_json()
+    other = _call(app, key, "web__fail_with", {"text": "Widget exploded"})
+    assert other.structured_content["code"] == "UPSTREAM_TOOL_FAILED"
+    assert "Widget" not in other.model_dump_json()
     event_id = other.structured_content["details"]["eventId"]
     wait_until(lambda: any(e["event_id"] == event_id for e in sentry_ingest.events), what="the event in Sentry")
-    assert f"Tool web__fail_with failed with EXECUTION_FAILURE (Sentry event {event_id})" in app.log()
+    assert f"Tool web__fail_with failed with UPSTREAM_TOOL_FAILED (Sentry event {event_id})" in app.log()
     # Events leave in order: an event for the not-found failure, sent before, would have arrived before this one.
     assert not any(e.get("tags", {}).get("code") == "NOT_FOUND" for e in sentry_ingest.events)
 
@@ -515,7 +515,7 @@ def test_a_rule_on_the_tool_error_kind_leaves_a_dead_upstream_process_a_network_
         "upstream='local', tool='local__die', kind='tool_error')",
     )
     wait_until(
-        lambda: _call(app, key, "local__fail_with", {"text": "x"}).structured_content["code"] == "EXECUTION_FAILURE",
+        lambda: _call(app, key, "local__fail_with", {"text": "x"}).structured_content["code"] == "UPSTREAM_TOOL_FAILED",
         what="the catalog reloaded",
     )
     result = _call(app, key, "local__die", {})  # the process is killed: not the tool reporting an error

@@ -158,11 +158,11 @@ def test_missing_and_invalid_input_become_the_catalogs_question(published, name,
 def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_can_reclassify_it(published):
     app, key = published
     result = _call(app, key, "time__get_current_time", {"timezone": "Mars/Olympus"})
-    assert result.is_error and result.structured_content["code"] == "EXECUTION_FAILURE"
+    assert result.is_error and result.structured_content["code"] == "INVALID_PARAMETER"  # the default rules
     assert "Mars" not in result.model_dump_json() and "Invalid timezone" not in result.model_dump_json()
 
-    # An operator's rule on the upstream, its tool, the failure's kind and its text (README's example): when this
-    # tool reports an invalid time zone, it is the caller's input.
+    # An operator's rule on the upstream, its tool, the failure's kind and its text (README's example), before the
+    # default rules: when this tool reports an invalid time zone, its arguments do not match its schema.
     manage(
         app.env,
         "shell",
@@ -170,7 +170,7 @@ def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_c
         "-c",
         "from errcatalog.catalog.models import ErrorCode; "
         "from errcatalog.catalog.services import classification_rule_create; "
-        "classification_rule_create(position=295, error_code=ErrorCode.objects.get(code='INVALID_ARGUMENTS'), "
+        "classification_rule_create(position=5, error_code=ErrorCode.objects.get(code='INVALID_ARGUMENTS'), "
         "kind='tool_error', pattern='^Invalid timezone', upstream='time', tool='time__get_current_time')",
     )
 
@@ -181,7 +181,7 @@ def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_c
     wait_until(reclassified, what="the rule served")
     other = _call(app, key, "time__convert_time", {"source_timezone": "Mars/Olympus", "time": "12:00",
                                                    "target_timezone": "Etc/UTC"})  # fmt: skip
-    assert other.structured_content["code"] == "EXECUTION_FAILURE"  # another tool of the same upstream
+    assert other.structured_content["code"] == "VALIDATION_ERROR"  # another tool: its text names neither zone
 
 
 def test_an_http_server_killed_mid_call_is_answered_from_the_catalog_and_the_gateway_reconnects(

@@ -2,8 +2,9 @@
 
 Ours (an SDK server with hostile failing tools, a garbage server) run from this folder. The real, unmodified
 published servers are installed as their users install them, pinned, into ``var/upstreams/`` once and reused
-after: ``@modelcontextprotocol/server-everything`` from npm (run by the machine's Node) and ``mcp-server-time`` from
-PyPI in a virtual environment of its own.
+after: ``@modelcontextprotocol/server-everything`` and ``server-filesystem`` from npm (run by the machine's Node),
+and ``mcp-server-time``, ``mcp-server-git`` and ``mcp-server-fetch`` from PyPI, each in a virtual environment of
+its own.
 """
 
 from __future__ import annotations
@@ -34,31 +35,51 @@ TIME_PACKAGE = "mcp-server-time"
 TIME_VERSION = "2026.10.19"
 
 
-def everything_server() -> list[str]:
-    """The command that runs npm's ``server-everything`` (add ``stdio`` or ``streamableHttp``); installed once."""
-    package = UPSTREAMS_DIR / "node_modules" / EVERYTHING_PACKAGE
+GIT_PACKAGE = "mcp-server-git"
+GIT_VERSION = "2026.10.19"
+FETCH_PACKAGE = "mcp-server-fetch"
+FETCH_VERSION = "2026.10.24"
+FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
+FILESYSTEM_VERSION = "2026.8.31"
+
+
+def _npm_package(package_name: str, version: str) -> Path:
+    """The folder of an npm package installed (pinned) into the shared ``node_modules``; installed once."""
+    package = UPSTREAMS_DIR / "node_modules" / package_name
     manifest = package / "package.json"
-    if not manifest.exists() or json.loads(manifest.read_text())["version"] != EVERYTHING_VERSION:
+    if not manifest.exists() or json.loads(manifest.read_text())["version"] != version:
         UPSTREAMS_DIR.mkdir(parents=True, exist_ok=True)
         if not (UPSTREAMS_DIR / "package.json").exists():
             (UPSTREAMS_DIR / "package.json").write_text('{"private": true}\n')
         subprocess.run(  # noqa: S603 (npm with a pinned package)
             [shutil.which("npm") or "npm", "install", "--prefix", str(UPSTREAMS_DIR), "--no-audit", "--no-fund",
-             "--loglevel=error", f"{EVERYTHING_PACKAGE}@{EVERYTHING_VERSION}"],
+             "--loglevel=error", f"{package_name}@{version}"],
             check=True, capture_output=True, timeout=600,
         )  # fmt: skip
+    return package
+
+
+def everything_server() -> list[str]:
+    """The command that runs npm's ``server-everything`` (add ``stdio`` or ``streamableHttp``); installed once."""
+    package = _npm_package(EVERYTHING_PACKAGE, EVERYTHING_VERSION)
     return [shutil.which("node") or "node", str(package / "dist" / "index.js")]
 
 
-def time_server() -> str:
-    """The ``mcp-server-time`` program of a virtual environment of its own; installed once."""
-    venv = UPSTREAMS_DIR / "time"
-    program = venv / "bin" / "mcp-server-time"
+def filesystem_server() -> list[str]:
+    """The command that runs npm's ``server-filesystem`` (add the allowed folders); installed once."""
+    package = _npm_package(FILESYSTEM_PACKAGE, FILESYSTEM_VERSION)
+    return [shutil.which("node") or "node", str(package / "dist" / "index.js")]
+
+
+def _pypi_program(folder: str, package: str, version: str) -> str:
+    """The console script ``package`` installs, from a virtual environment of its own; installed once."""
+    venv = UPSTREAMS_DIR / folder
+    program = venv / "bin" / package
     stamp = venv / "installed-version"
-    if not program.exists() or not stamp.exists() or stamp.read_text() != TIME_VERSION:
+    if not program.exists() or not stamp.exists() or stamp.read_text() != version:
         shutil.rmtree(venv, ignore_errors=True)
-        requirement = f"{TIME_PACKAGE}=={TIME_VERSION}"
-        uv = shutil.which("uv")  # as ``uvx mcp-server-time`` installs it; ``./dev`` puts uv on the machine
+        requirement = f"{package}=={version}"
+        uv = shutil.which("uv")  # as ``uvx <package>`` installs it; ``./dev`` puts uv on the machine
         if uv and subprocess.run([uv, "--version"], capture_output=True, check=False).returncode == 0:  # noqa: S603
             commands = [
                 [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
@@ -72,8 +93,23 @@ def time_server() -> str:
             ]  # fmt: skip
         for command in commands:
             subprocess.run(command, check=True, capture_output=True, timeout=600)  # noqa: S603 (pinned package)
-        stamp.write_text(TIME_VERSION)
+        stamp.write_text(version)
     return str(program)
+
+
+def time_server() -> str:
+    """The ``mcp-server-time`` program of a virtual environment of its own; installed once."""
+    return _pypi_program("time", TIME_PACKAGE, TIME_VERSION)
+
+
+def git_server() -> str:
+    """The ``mcp-server-git`` program of a virtual environment of its own; installed once."""
+    return _pypi_program("git", GIT_PACKAGE, GIT_VERSION)
+
+
+def fetch_server() -> str:
+    """The ``mcp-server-fetch`` program of a virtual environment of its own; installed once."""
+    return _pypi_program("fetch", FETCH_PACKAGE, FETCH_VERSION)
 
 
 class UpstreamProcess:

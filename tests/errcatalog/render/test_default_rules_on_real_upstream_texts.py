@@ -1,0 +1,88 @@
+"""The default catalog's rules against the exact failure texts of real, unmodified MCP servers.
+
+``real_upstream_failures.json`` holds what mcp-server-time, -git and -fetch (PyPI) and server-filesystem,
+-everything, -memory and -sequential-thinking (npm) and mcp-server-sqlite answered when run into failures whose
+truth is known: each text as the server sent it, with the code the default rules must choose. Pure: no servers, no
+database; the failures are built as the gateway builds them (``mcpserver.gateway.failures``), so the Python SDK's
+"Error executing tool X: " wrapper is taken off the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from errcatalog.render.classify import classify, facts_from_exception
+from errcatalog.render.entries import CatalogSnapshot
+from mcpserver.gateway.failures import UpstreamError, UpstreamJsonRpcError, UpstreamToolError
+
+CASES = json.loads((Path(__file__).parent / "real_upstream_failures.json").read_text())
+FALLBACK = "UPSTREAM_TOOL_FAILED"
+
+
+def _failure(case: dict) -> UpstreamError:
+    if case["kind"] == "jsonrpc_error":
+        return UpstreamJsonRpcError(case["server"], case["text"], jsonrpc_code=case["jsonrpc_code"])
+    return UpstreamToolError(case["server"], case["text"], tool=case["tool"])
+
+
+def _code(snapshot: CatalogSnapshot, case: dict) -> str:
+    tool = f"{case['server']}__{case['tool']}"
+    return classify(snapshot, facts_from_exception(_failure(case), upstream=case["server"], tool=tool))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['server']}-{c['tool']}-{c['case'][:40]}" for c in CASES])
+def test_each_real_servers_failure_gets_the_code_its_truth_calls_for(default_snapshot, case):
+    assert _code(default_snapshot, case) == case["expected"]
+
+
+def test_the_fixture_covers_every_category_across_servers():
+    by_code: dict[str, set[str]] = {}
+    for case in CASES:
+        by_code.setdefault(case["expected"], set()).add(case["server"])
+    assert {"INVALID_PARAMETER", "NOT_FOUND", "PERMISSION_DENIED", "NETWORK_ERROR"} <= by_code.keys()
+    assert len(by_code["INVALID_PARAMETER"]) >= 4 and len(by_code["NOT_FOUND"]) >= 3
+    # Only the texts that cannot be told apart by their words fall back: git's bare path, conflicts and states.
+    assert sum(c["expected"] == FALLBACK for c in CASES) <= 6
+
+
+@pytest.mark.parametrize(
+    ("tool", "text", "expected"),
+    [
+        # An unknown time zone says "not found" and is the caller's bad value.
+        ("get_current_time", "Invalid timezone: 'No time zone found with key Mars/Olympus'", "INVALID_PARAMETER"),
+        # git's unknown revision "did not resolve" is not DNS.
+        ("git_show", "Ref 'deadbeef0123' did not resolve to an object", "NOT_FOUND"),
+        # An echoed argument that reads like another category steers nothing: the pattern is anchored at the start.
+        ("git_show", "Ref 'connection refused' did not resolve to an object", "NOT_FOUND"),
+        (
+            "get_current_time",
+            "Invalid timezone: 'No time zone found with key Access denied - outside allowed directories'",
+            "INVALID_PARAMETER",
+        ),
+        ("read_text_file", "ENOENT: no such file or directory, open '/tmp/fetch failed'", "NOT_FOUND"),
+        # Behind the Python SDK's wrapper the anchor is on the tool's own text, so the tool's name cannot steer.
+        ("fetch", "Error executing tool fetch: Unknown tool: fetch_url", "INVALID_PARAMETER"),
+        # fetch's refusal of a private address says "resolves to" and "fetch": it is a refusal, not the network.
+        (
+            "fetch",
+            "Refused to fetch http://10.1.2.3/: 10.1.2.3 resolves to 10.1.2.3, which is not a public address.",
+            "PERMISSION_DENIED",
+        ),
+        # Words a naive pattern would catch, in a text no rule knows: the fallback, which claims no cause.
+        ("echo", "something about connection refused, access denied and not found", FALLBACK),
+        ("echo", "ECONNREFUSED somewhere later: Invalid timezone", FALLBACK),
+    ],
+)
+def test_traps_of_naive_patterns_do_not_catch_the_default_rules(default_snapshot, tool, text, expected):
+    case = {"server": "up", "tool": tool, "text": text, "kind": "tool_error"}
+    assert _code(default_snapshot, case) == expected
+
+
+def test_an_unrecognised_upstream_failure_claims_no_cause(default_snapshot):
+    entry = default_snapshot.codes[FALLBACK]
+    assert entry.system and not entry.retryable  # the operator's to look at until a rule covers it
+    case = {"server": "up", "tool": "t", "text": "Widget exploded", "kind": "tool_error"}
+    assert _code(default_snapshot, case) == FALLBACK
