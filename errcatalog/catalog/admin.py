@@ -164,8 +164,15 @@ def _rule_conditions(rule: ClassificationRule) -> str:
     if rule.kind:
         parts.append(UPSTREAM_FAILURE_KINDS.get(rule.kind, rule.kind))
     if rule.pattern:
-        parts.append(f"text matches {rule.pattern!r}")
+        # A pattern is one long run of characters with few places to wrap: the list shows its start, the rule's
+        # page all of it.
+        shown = rule.pattern if len(rule.pattern) <= _PATTERN_SHOWN else rule.pattern[: _PATTERN_SHOWN - 1] + "…"
+        parts.append(f"text matches {shown!r}")
     return ", ".join(parts) or "any failure"
+
+
+# How much of a rule's pattern its conditions show in lists.
+_PATTERN_SHOWN = 40
 
 
 @dataclass(frozen=True)
