@@ -97,8 +97,8 @@ def _bound(value: Any) -> int | float | None:
 
 
 def received_value(value: Any) -> int | float | bool | None:
-    """The value the caller sent, when it is a boolean or a number a double holds (seed 002 names it: "got 30");
-    else None.
+    """The value the caller sent, when it is a boolean or a number a double holds (an answer may name it: "got
+    30"); else None.
 
     Strings, lists and objects are never carried: what a caller typed could say anything. The renderer bounds the
     number's length again (``errcatalog.render.core``).
