@@ -125,3 +125,8 @@ UPSTREAM_FAILURE_KINDS: dict[str, str] = {
     "malformed": "an answer that is not MCP",
     "circuit_open": "circuit open after repeated failures",
 }
+
+# The codes an upstream's failure gets when no specific rule recognises it: the catalog's fallback for an upstream
+# failure, and UNKNOWN_ERROR when not even a fallback rule matched. Such failures go to admin's inbox of
+# unclassified upstream failures (errcatalog.gateway.inbox); every other code counts as classified.
+UNCLASSIFIED_UPSTREAM_CODES = frozenset({"UPSTREAM_TOOL_FAILED", "UNKNOWN_ERROR"})

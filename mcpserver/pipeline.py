@@ -23,6 +23,7 @@ from sentry_sdk.integrations.logging import ignore_logger
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
+from errcatalog.gateway import inbox
 from errcatalog.outcomes import prometheus, recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, render, tool_result
@@ -30,7 +31,7 @@ from errcatalog.render.classify import FailureFacts, classify, facts_from_except
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.render.patterns import parameter_named_in
 from errcatalog.safety import safe_identifier
-from errcatalog.vocabulary import recorded_tool_name
+from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_name
 from mcpserver import elicitation, tracing, wire
 from mcpserver.call_settings import call_settings
 from mcpserver.calls import ToolCall, current_tool_call
@@ -256,6 +257,12 @@ async def _fail_with_exception(
     facts = facts_from_exception(exc, upstream=spec.upstream, tool=spec.name if spec.upstream else "")
     code = classify(snapshot, facts)
     entry = snapshot.entry(code)
+    if facts.kind:
+        # An upstream's failure: counted, and when no specific rule knew it, kept for staff to write one (the text
+        # goes to admin's inbox, cut and redacted; never to the model).
+        inbox.note(
+            spec.upstream, spec.name, facts.kind, facts.text, classified=entry.code not in UNCLASSIFIED_UPSTREAM_CODES
+        )
     parameters = _exception_parameters(exc) or _parameters_named(spec, facts.text, entry)
     if code == "INVALID_PARAMETER" and not parameters and _FOR_NO_PARAMETER in snapshot.codes:
         # INVALID_PARAMETER's text is about one parameter; when the failure names none of the tool's, the values
