@@ -10,6 +10,7 @@ tool preset, a code chosen, previewed against the group's samples before it is s
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -19,6 +20,7 @@ from django.db import IntegrityError
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from errcatalog.catalog import inbox_rules
@@ -70,11 +72,17 @@ class RuleFromGroupForm(forms.Form):
         return hashlib.sha256(repr(tuple(values)).encode()).hexdigest()[:32]
 
 
+def _short(moment: datetime) -> str:
+    """A moment as a list column shows it: day, month and time of day in the server's time zone (the group's page
+    has it whole)."""
+    return f"{timezone.localtime(moment):%d %b %H:%M}"
+
+
 @admin.register(UpstreamFailureGroup)
 class UpstreamFailureGroupAdmin(admin.ModelAdmin):
     """Upstream failures no specific rule classified, newest first, with what the rules make of them now."""
 
-    list_display = ("signature_short", "upstream", "tool", "kind", "count", "last_seen", "now")
+    list_display = ("signature_short", "upstream", "tool", "kind", "count", "first", "last", "now")
     list_filter = ("upstream", "kind")
     search_fields = ("signature", "tool", "upstream")
     fields = ("upstream", "tool", "kind", "signature", "count", "first_seen", "last_seen", "now", "sample_list")
@@ -93,6 +101,14 @@ class UpstreamFailureGroupAdmin(admin.ModelAdmin):
     @admin.display(description="signature", ordering="signature")
     def signature_short(self, obj: UpstreamFailureGroup) -> str:
         return obj.signature if len(obj.signature) <= 60 else f"{obj.signature[:59]}…"
+
+    @admin.display(description="first seen", ordering="first_seen")
+    def first(self, obj: UpstreamFailureGroup) -> str:
+        return _short(obj.first_seen)
+
+    @admin.display(description="last seen", ordering="last_seen")
+    def last(self, obj: UpstreamFailureGroup) -> str:
+        return _short(obj.last_seen)
 
     @admin.display(description="the rules now say")
     def now(self, obj: UpstreamFailureGroup) -> str:
