@@ -44,7 +44,7 @@ _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _PROTOCOL_VERSION = r"^\d{4}-\d{2}-\d{2}$"
 # A BCP 47 language tag as catalogs use them (de, pt-BR, zh-Hant-TW): letters, then subtags of letters and digits.
 _LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
-# Seed 003 asks for one question per missing parameter; more than this is not a preview anyone needs.
+# The question protocol asks one question per missing parameter; more than this is not a preview anyone needs.
 _MAX_LIST_ITEMS = 20
 
 
@@ -146,7 +146,7 @@ class TemplateVariantSerializer(KnownFieldsOnly, serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["updated_at"]
-        # The key is required, as in catalog files; it may be empty only to reproduce a one-line message (seed 000).
+        # The key is required, as in catalog files; it may be empty only to reproduce a one-line toolError:v1 message.
         extra_kwargs = {"weight": _range("weight"), "instruction": {"required": True, "allow_blank": True}}
 
 
@@ -165,7 +165,7 @@ class ErrorCodeSerializer(CatalogRowSerializer):
         child=serializers.RegexField(f"^{TOOL_NAME_PATTERN}$", max_length=128),
         required=False,
         max_length=_MAX_LIST_ITEMS,
-        help_text="Seed 003's data.optional_parameters for missing input.",
+        help_text="The question protocol's data.optional_parameters for missing input.",
     )
     variants = TemplateVariantSerializer(many=True, required=False, allow_empty=False)
     row_problems = staticmethod(error_code_problems)
@@ -340,7 +340,7 @@ class ParameterFaultSerializer(KnownFieldsOnly):
         required=False,
         allow_null=True,
         default=None,
-        help_text="The number or boolean the caller sent (seed 002's 'got 30'); text is refused, never shown.",
+        help_text="The number or boolean the caller sent (shown as in 'got 30'); text is refused, never shown.",
     )
 
 
@@ -406,7 +406,7 @@ class RenderRequestSerializer(KnownFieldsOnly):
         _PROTOCOL_VERSION, required=False, allow_blank=True, default="", help_text="MCP protocol, e.g. 2025-11-25."
     )
     legacy_codes = serializers.BooleanField(
-        default=_default_legacy_codes, help_text="FastMCP's -32001/-32000 codes (seed 004) on face=jsonrpc."
+        default=_default_legacy_codes, help_text="FastMCP's legacy -32001/-32000 codes on face=jsonrpc."
     )
 
     def validate_code(self, value: str) -> str:
@@ -640,8 +640,9 @@ class MetricsRowSerializer(serializers.Serializer):
     latency_p95_ms = serializers.FloatField(allow_null=True)
     resolution_p50_seconds = serializers.FloatField(
         allow_null=True,
-        help_text="User resolution time (seed 003), median: seconds from an episode's first failed call to the call "
-        "that recovered it, over recovered episodes; from rollup histograms (about ±20 %). Null without one.",
+        help_text="User resolution time, as the question protocol measures it, median: seconds from an episode's "
+        "first failed call to the call that recovered it, over recovered episodes; from rollup histograms (about "
+        "±20 %). Null without one.",
     )
     resolution_p90_seconds = serializers.FloatField(
         allow_null=True, help_text="User resolution time, 90th percentile (as resolution_p50_seconds)."
