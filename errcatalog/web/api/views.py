@@ -285,8 +285,10 @@ class ClassifyView(BodyRequired, APIView):
     @extend_schema(
         tags=["classify"],
         summary="Classify a raw failure",
-        description="Maps a failure's exception class, HTTP status, JSON-RPC code, upstream, tool and transport to a "
-        "catalog code by the classification rules; with no matching rule the answer is UNKNOWN_ERROR.",
+        description="Maps a failure's exception class, HTTP status, JSON-RPC code, upstream, tool and transport, and "
+        "for an upstream's failure its kind and text, to a catalog code by the classification rules, in their order; "
+        "with no matching rule the answer is UNKNOWN_ERROR. Send an upstream's failure text to try rules with a "
+        "pattern: it is redacted as the gateway redacts it, only chooses the code, and is never sent back.",
         request=ClassifyRequestSerializer,
         responses={200: ClassifyResponseSerializer, **_WRITE_ERRORS},
     )
