@@ -1,4 +1,5 @@
-"""Seed 003's data fields in the catalog: import/export round trip, validation, admin and the rendered data."""
+"""The question protocol's data fields in the catalog: import/export round trip, validation, admin and the
+rendered data."""
 
 from __future__ import annotations
 
