@@ -246,9 +246,11 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "errcatalog.web.api.schema.api_schema_corrections",
     ],
-    # One name per choice set, where several fields share one (the classify and render requests' transport).
+    # One name per choice set, where several fields share one (the classify and render requests' transport; the
+    # failure kinds of a rule and of a classify request).
     "ENUM_NAME_OVERRIDES": {
         "TransportFailureEnum": ["connection", "timeout"],
+        "UpstreamFailureKindEnum": "errcatalog.vocabulary.UPSTREAM_FAILURE_KINDS",
         "RuleTransportEnum": "errcatalog.catalog.models.Transport",
     },
 }
