@@ -2,7 +2,8 @@
 the length cap.
 
 Rendered text reaches a model, so it may contain only catalog text and values the server itself controls
-(seed 001, "Trusted Error Messages Only"). Templates are parsed with ``string.Formatter`` but never passed to
+(the "trusted error messages only" rule of Sentry's error-handling
+conventions). Templates are parsed with ``string.Formatter`` but never passed to
 ``str.format``: values are spliced in by name from plain strings, so no attribute access or indexing can run.
 """
 

@@ -47,9 +47,9 @@ logger = logging.getLogger("mcpserver.pipeline")
 # captures exactly one event per system failure itself, and user errors never.
 ignore_logger(logger.name)
 
-# Alternatives offered for an unknown tool when no name is close (seed 002: "what is available").
+# Alternatives offered for an unknown tool when no name is close (say what is available, so the model can pick one).
 FALLBACK_ALTERNATIVES = 3
-# Codes that are the caller's input problem: these may go out on the JSON-RPC channel (seed 003).
+# Codes that are the caller's input problem: these may go out on the JSON-RPC channel (the question protocol).
 INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
 
 
@@ -215,8 +215,9 @@ class InvalidToolOutput(ErrcatalogError):
 def sdk_content_block(block: Any) -> Any:
     """A content block as the SDK can carry it: a text block's ``mimeType`` moves into its ``_meta``.
 
-    Seed 000 puts ``mimeType`` on text blocks, but MCP's ``TextContent`` has no such field and the SDK drops
-    unknown fields; ``_meta`` is the place the protocol leaves for such metadata, so clients still find it there.
+    The toolError:v1 envelope puts ``mimeType`` on text blocks, but MCP's ``TextContent`` has no such field and the
+    SDK drops unknown fields; ``_meta`` is the place the protocol leaves for such metadata, so clients still find it
+    there.
     """
     if not isinstance(block, dict) or block.get("type") != "text" or "mimeType" not in block:
         return block
@@ -304,7 +305,7 @@ async def _fail_with_exception(
         parameters=parameters,
         alternatives=tuple(a for a in getattr(exc, "alternatives", ()) if isinstance(a, str)),
         network_failure=facts.transport or _network_failure_said(facts, entry),
-        # The tool's own partial output (seed 002's timeout), never text taken from the exception.
+        # The tool's own partial output (what a timed-out tool finished), never text taken from the exception.
         partial_result=getattr(exc, "partial_result", None) if isinstance(exc, ErrcatalogError) else None,
     )
     return await _fail(call, failure, fmt, elicited=elicited, snapshot=snapshot)

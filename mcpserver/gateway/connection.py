@@ -94,7 +94,8 @@ RELAY_STATE_VERSION = 1
 RELAY_MAX_REQUESTS = 8
 RELAY_MAX_STATE = 16384
 _RELAY_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-# Catalog envelopes an upstream may answer with (another errcatalog, or a server following seed 000).
+# Catalog envelopes an upstream may answer with (another errcatalog, or a server using the toolError:v1 and
+# needsInput:v1 envelopes).
 _ENVELOPES = frozenset({"toolError:v1", "needsInput:v1"})
 
 
