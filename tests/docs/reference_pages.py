@@ -318,6 +318,7 @@ def _operation(method: str, path: str, operation: Mapping[str, Any], types: _Ope
         shown = "; ".join(f"{types.describe(content.get('schema', {}))} (`{kind}`)" for kind, content in media.items())
         required = "required" if body.get("required") else "optional"
         lines += ["", f"**Request body** ({required}): {shown}"]
+        lines += _examples("Example request", media)
     lines += ["", "**Responses**", ""]
     rows = []
     for status in sorted(operation.get("responses", {})):
@@ -326,6 +327,25 @@ def _operation(method: str, path: str, operation: Mapping[str, Any], types: _Ope
         answer = "; ".join(types.describe(c.get("schema", {})) for c in content.values()) or "no body"
         rows.append((f"`{status}`", answer, _status_meaning(status, response)))
     lines += _table(("status", "body", "meaning"), rows)
+    for status in sorted(operation.get("responses", {})):
+        lines += _examples(f"Example answer ({status})", operation["responses"][status].get("content", {}))
+    return lines
+
+
+def _examples(title: str, media: Mapping[str, Any]) -> list[str]:
+    """The examples an operation's document gives for a body, as JSON blocks under ``title``."""
+    lines: list[str] = []
+    for content in media.values():
+        examples = dict(content.get("examples", {}))
+        if "example" in content:
+            examples.setdefault("", {"value": content["example"]})
+        for name, example in examples.items():
+            if "value" not in example:
+                continue
+            label = example.get("summary") or name
+            lines += ["", f"*{title}{': ' + _cell(label) if label else ''}*", "", "```json"]
+            lines += json.dumps(example["value"], indent=2, ensure_ascii=False).splitlines()
+            lines += ["```"]
     return lines
 
 

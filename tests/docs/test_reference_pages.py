@@ -78,3 +78,30 @@ def test_a_broken_example_would_be_refused():
     broken["rules"][0]["code"] = "NO_SUCH_CODE"
     with pytest.raises(CatalogFileError, match="NO_SUCH_CODE"):
         validate_catalog_document(broken, source="catalog-file.md")
+
+
+def test_an_operations_examples_are_shown_as_json():
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1", "description": "d"},
+        "paths": {
+            "/api/v1/render/": {
+                "post": {
+                    "operationId": "render_create",
+                    "summary": "Render",
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "object"},
+                                "examples": {"Missing": {"value": {"code": "MISSING_PARAMETER"}, "summary": "A gap"}},
+                            }
+                        }
+                    },
+                    "responses": {"200": {"content": {"application/json": {"example": {"face": "markdown"}}}}},
+                }
+            }
+        },
+    }
+    page = reference_pages.rest_api_page(document)
+    assert '*Example request: A gap*\n\n```json\n{\n  "code": "MISSING_PARAMETER"\n}\n```' in page
+    assert '*Example answer (200)*\n\n```json\n{\n  "face": "markdown"\n}\n```' in page
