@@ -11,6 +11,8 @@ Counted where they happen, in the process that serves them:
 - ``errcatalog_tool_call_duration_seconds{tool, outcome}``: a histogram of how long each call took to answer
   (these three are counted on the request path in bulk, ``observe_call`` and ``fold_calls``: a scrape of the
   process sees every call it answered, one of another process each call older than ``FOLD_SECONDS``);
+- ``errcatalog_upstream_failures_total{upstream, classified}``: failures of upstreams' calls, by whether a specific
+  rule classified them (counted by ``errcatalog.gateway.inbox``, which the gateway's domain owns);
 - ``errcatalog_outcome_events_{recorded,sent,dropped}_total`` and ``errcatalog_outcome_events_held``: the outcome
   recorder's counters (``errcatalog.outcomes.recorder``), copied by its sender thread after every send.
 

@@ -343,10 +343,29 @@ def _examples(title: str, media: Mapping[str, Any]) -> list[str]:
             if "value" not in example:
                 continue
             label = example.get("summary") or name
+            value, stamped = _fixed_times(example["value"])
             lines += ["", f"*{title}{': ' + _cell(label) if label else ''}*", "", "```json"]
-            lines += json.dumps(example["value"], indent=2, ensure_ascii=False).splitlines()
+            lines += json.dumps(value, indent=2, ensure_ascii=False).splitlines()
             lines += ["```"]
+            if stamped:
+                lines += ["", STAMP_NOTE]
     return lines
+
+
+# Outcome events' examples carry the time the document was made (an event must be from the last seven days); the
+# page shows a fixed one, so that it does not change with every generation, and says so.
+FIXED_TS = 1_767_225_600
+STAMP_NOTE = (
+    f"`ts` is shown as {FIXED_TS} (2026-01-01); an event must be from the last seven days, and Swagger UI's example "
+    "carries the time the document was served."
+)
+
+
+def _fixed_times(value: Any) -> tuple[Any, bool]:
+    if not (isinstance(value, dict) and isinstance(value.get("events"), list)):
+        return value, False
+    events = [{**e, "ts": FIXED_TS} if isinstance(e, dict) and "ts" in e else e for e in value["events"]]
+    return {**value, "events": events}, events != value["events"]
 
 
 def _schema(name: str, node: Mapping[str, Any], types: _OpenApiTypes) -> list[str]:

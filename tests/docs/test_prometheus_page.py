@@ -8,6 +8,7 @@ import re
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from errcatalog.gateway import inbox
 from errcatalog.outcomes import prometheus
 from errcatalog.outcomes.events import OutcomeEvent
 from tests.docs.reference_pages import REFERENCE_DIR
@@ -32,7 +33,10 @@ def sample_name(family) -> str:
 
 @pytest.fixture
 def exposed(transactional_db):
-    """The families of a scrape in which a failed call was counted, so every labelled metric has a sample."""
+    """The families of a scrape in which a failed call and an upstream's failure were counted, so every labelled
+    metric has a sample (the serving process imports the inbox with its pipeline)."""
+    inbox.note("web", "web__get", "tool_error", "Widget 1 exploded", classified=False)
+    inbox.reset()
     prometheus.observe_call(
         OutcomeEvent(tool="send_email", outcome="error", code="MISSING_PARAMETER", interactive=True, latency_ms=3.0),
         served=True,
