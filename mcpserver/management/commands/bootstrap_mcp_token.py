@@ -7,6 +7,9 @@ runs the command says that the "quickstart" token exists and how to create anoth
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -20,12 +23,45 @@ KEY_PLACEHOLDER = "<your token>"
 
 # The Python snippet needs the SDK generation that speaks both protocol versions the endpoint serves.
 PYTHON_SDK_REQUIREMENT = "mcp>=2.3"
-# The MCP Inspector's current releases need this Node; on older Node npx resolves an old Inspector (0.15) that has
-# no --header option, so the token cannot be given on its command line.
-INSPECTOR_NODE = "22.19"
+# The MCP Inspector's current releases need this Node (their package.json: "engines": {"node": ">=22.19.0"}); on
+# older Node npx resolves an old Inspector (0.15) that has no --header option and fails with errors that do not
+# point at Node, so the printed configs say when this machine's Node is too old.
+INSPECTOR_NODE = (22, 19)
 # mcp-remote reads ${NAME} in a header from its environment: the key stays out of the argument list (and so out of
 # `ps`), and the argument has no space, which Claude Desktop on Windows would split.
 MCP_REMOTE_AUTH_VARIABLE = "ERRCATALOG_AUTH"
+
+
+def node_version() -> tuple[int, int, int] | None:
+    """The version of the ``node`` on the PATH (what ``npx`` runs), or None when there is none or it does not say."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    try:
+        printed = subprocess.run(  # noqa: S603 (the machine's node, asked its version)
+            [node, "--version"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)\s*", printed)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def node_notice(version: tuple[int, int, int] | None) -> str:
+    """A line that warns when this machine cannot run the printed ``npx`` commands as they are; blank when it can."""
+    needed = ".".join(map(str, INSPECTOR_NODE))
+    if version is None:
+        return (
+            f"  ! No Node on this machine's PATH: the Inspector and mcp-remote run with npx, which comes with Node;"
+            f" install Node {needed} or later (nodejs.org, or nvm install 22)."
+        )
+    if version[:2] < INSPECTOR_NODE:
+        return (
+            f"  ! This machine's Node is {'.'.join(map(str, version))}, older than {needed}: npx would run an old"
+            f" Inspector that has no --header and fails with errors that do not mention Node. Install Node {needed}"
+            " or later (nodejs.org, or nvm install 22) first; the other clients below do not need it."
+        )
+    return ""
 
 
 def python_client(url: str, key: str) -> str:
@@ -66,9 +102,10 @@ def typescript_client(url: str, key: str) -> str:
     )
 
 
-def client_configs(url: str, key: str) -> str:
+def client_configs(url: str, key: str, *, node: tuple[int, int, int] | None = (*INSPECTOR_NODE, 0)) -> str:
     """Ready-to-paste configuration for MCP Inspector, VS Code, Claude Desktop (through mcp-remote) and the Python
-    and TypeScript SDKs. Each block is separated from the next by one blank line."""
+    and TypeScript SDKs. Each block is separated from the next by one blank line. ``node`` is the version of the
+    machine's Node (``node_version``): when it cannot run the Inspector, its block says so first."""
     vscode = {"servers": {"errcatalog": {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {key}"}}}}
     claude = {
         "mcpServers": {
@@ -79,9 +116,12 @@ def client_configs(url: str, key: str) -> str:
             }
         }
     }
+    notice = node_notice(node)
     return "\n".join(
         [
-            f"MCP Inspector (Node {INSPECTOR_NODE} or later; older Node gets an Inspector without --header):",
+            f"MCP Inspector (Node {'.'.join(map(str, INSPECTOR_NODE))} or later; older Node gets an Inspector"
+            " without --header):",
+            *([notice] if notice else []),
             f"  npx @modelcontextprotocol/inspector --transport http --server-url {url}"
             f' --header "Authorization: Bearer {key}"',
             f"  (or in its web page: Transport: Streamable HTTP, URL: {url},",
@@ -128,4 +168,4 @@ class Command(BaseCommand):
         else:
             _token, key = client_token_create(user=admin, name=TOKEN_NAME)
             self.stdout.write(f"MCP client token {TOKEN_NAME!r} for {admin.get_username()} (shown once): {key}\n")
-        self.stdout.write(client_configs(url, key))
+        self.stdout.write(client_configs(url, key, node=node_version()))
