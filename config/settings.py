@@ -257,6 +257,9 @@ SPECTACULAR_SETTINGS = {
 # --- errcatalog -------------------------------------------------------------------------------------------
 
 ERRCATALOG: dict[str, Any] = {
+    # Where the documentation site is published; the home page links it. Blank: the home page points to the
+    # repository's docs/ folder and the command that serves it locally.
+    "DOCS_URL": env_str("ERRCATALOG_DOCS_URL", ""),
     # Rendered model-facing text is cut at this many characters (seed 002: keep messages under 500).
     "MAX_MESSAGE_CHARS": env_int("ERRCATALOG_MAX_MESSAGE_CHARS", 500, minimum=80),
     # The face a tool result takes when the caller does not pass `format` (seed 000 default: markdown).
