@@ -463,7 +463,7 @@ def test_bootstrap_admin_reset_password_takes_the_password_from_the_environment(
 def test_bootstrap_admin_reset_password_needs_an_admin(monkeypatch):
     with pytest.raises(CommandError, match="no superuser yet"):
         run("bootstrap_admin", "--reset-password")
-    get_user_model().objects.create_user(username="plain", password="x")  # noqa: S106 (a test password)
+    get_user_model().objects.create_user(username="plain", password="x")
     with pytest.raises(CommandError, match="no superuser 'plain'"):
         run("bootstrap_admin", "--reset-password", "--username", "plain")
     assert get_user_model().objects.get(username="plain").check_password("x")
