@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -258,6 +259,9 @@ SPECTACULAR_SETTINGS = {
 # --- errcatalog -------------------------------------------------------------------------------------------
 
 ERRCATALOG: dict[str, Any] = {
+    # Where the documentation site is published; the home page links it. Blank: the home page points to the
+    # repository's docs/ folder and the command that serves it locally.
+    "DOCS_URL": env_str("ERRCATALOG_DOCS_URL", ""),
     # Rendered model-facing text is cut at this many characters (a model reads a short message whole).
     "MAX_MESSAGE_CHARS": env_int("ERRCATALOG_MAX_MESSAGE_CHARS", 500, minimum=80),
     # The face a tool result takes when the caller does not pass `format` (markdown, as in the toolError:v1
@@ -388,6 +392,11 @@ GATEWAY: dict[str, Any] = {
 
 # Celery's broker (see "Celery" below); the outcome buffer depends on it.
 _BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+# kombu's filesystem transport reads its folders from the transport options below, never from the URL, but a URL
+# without a host ("filesystem://") makes kombu log "No hostname was supplied" at every connection: the URL names one.
+_FILESYSTEM_BROKER = urlsplit(_BROKER_URL).scheme == "filesystem"
+if _FILESYSTEM_BROKER and not urlsplit(_BROKER_URL).hostname:
+    _BROKER_URL = "filesystem://localhost/"
 OUTCOMES: dict[str, Any] = {
     # Record every tool call's outcome (off: nothing is buffered, the dashboard stays empty).
     "ENABLED": env_bool("ERRCATALOG_OUTCOMES", True),
@@ -404,7 +413,7 @@ OUTCOMES: dict[str, Any] = {
     # Without Redis, on Celery's filesystem broker: the folder where batches wait for ingestion as files (a task
     # message on that broker dies with the worker that read it; a batch file is deleted only after its commit).
     # Blank otherwise: with Redis the stream is the buffer, on another broker batches travel as tasks.
-    "SPOOL_DIR": str(DATA_DIR / "outcomes" / "spool") if not REDIS_URL and _BROKER_URL == "filesystem://" else "",
+    "SPOOL_DIR": str(DATA_DIR / "outcomes" / "spool") if not REDIS_URL and _FILESYSTEM_BROKER else "",
     # The Redis streams that buffer events for ingestion (partition 0 is STREAM_KEY, partition n STREAM_KEY:n),
     # their consumer group and each one's bound (approximate).
     "STREAM_KEY": env_str("ERRCATALOG_OUTCOMES_STREAM", "errcatalog:outcomes"),
@@ -432,7 +441,7 @@ OUTCOMES: dict[str, Any] = {
 
 # With Redis, Redis is the broker; the embedded setup uses Celery's filesystem broker in DATA_DIR/celery.
 CELERY_BROKER_URL = _BROKER_URL
-if CELERY_BROKER_URL == "filesystem://":
+if _FILESYSTEM_BROKER:
     _CELERY_QUEUE_DIR = DATA_DIR / "celery" / "queue"
     _CELERY_QUEUE_DIR.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
