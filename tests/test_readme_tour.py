@@ -45,14 +45,18 @@ def printed(pattern: str, output: str) -> str:
     return found.group(1)
 
 
-def edit_the_message(page: Page, base_url: str, password: str, message: str) -> None:
-    """Step 2 as README words it: sign in as admin, Catalog, Template variants, search, open, Message, Save."""
+def edit_the_message(page: Page, base_url: str, password: str, section_name: str, message: str) -> None:
+    """Step 2 as README words it: sign in as admin, the admin index's section, Template variants, search, open the
+    code's row, Message, Save."""
     page.goto(f"{base_url}/admin/")
     page.fill("#id_username", "admin")
     page.fill("#id_password", password)
     page.click("input[type=submit]")
     page.wait_for_url(f"{base_url}/admin/")
-    page.locator("#content-main").get_by_role("link", name="Template variants", exact=True).click()
+    section = page.locator("#content-main .module").filter(
+        has=page.get_by_role("caption").filter(has_text=section_name)
+    )
+    section.get_by_role("link", name="Template variants", exact=True).click()
     page.fill("#searchbar", "NOT_FOUND")
     page.press("#searchbar", "Enter")
     page.wait_for_url(re.compile(r"\?q=NOT_FOUND"))
@@ -90,12 +94,15 @@ def counted_on_the_dashboard(page: Page, base_url: str, *, seconds: float = 75.0
             break
         assert time.monotonic() < deadline, page.inner_text("body")[:1000]
         page.wait_for_timeout(2000)
+    # One call, one error: the calls tile counts it, the error-rate tile is the whole of it.
     assert page.inner_text("[data-kpi=calls] .ed-kpi-value") == "1"
+    assert float(page.get_attribute("[data-kpi=error_rate]", "data-value")) == 1.0
     assert page.locator("#ed-breakdown-code tbody tr[data-key='NOT_FOUND']").count() == 1
 
 
 def test_the_readme_tour_works_as_written(dev_up, tmp_path):
     text = tour()
+    section_name = printed(r"Under\s+\*([^*]+)\*,\s+open\s+\*Template\s+variants\*", text)
     message = printed(r"Replace\s+the\s+text\s+of\s+\*Message\*\s+with\s+`([^`]+)`", text)
     output = dev_up.printed()
     # Step 1: the two lines the tour says ./dev up prints.
@@ -107,7 +114,7 @@ def test_the_readme_tour_works_as_written(dev_up, tmp_path):
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = chromium.new_page(viewport=LAPTOP)
-        edit_the_message(page, dev_up.base_url, password, message)
+        edit_the_message(page, dev_up.base_url, password, section_name, message)
 
         # Step 3: the next call shows the new text, where the tour's expected output shows it.
         answer = the_call(dev_up.base_url, key)
