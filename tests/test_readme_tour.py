@@ -174,3 +174,13 @@ def test_the_readme_tour_works_as_written(served, tmp_path):
         assert cells(page, "code", "NOT_FOUND") == {"calls": "1", "errors": "1"}
         page.screenshot(path=Path(os.environ.get("ERRCATALOG_SCREENSHOT_DIR") or tmp_path) / "tour-dashboard.png")
         chromium.close()
+
+
+def test_the_docs_tour_makes_the_readmes_call():
+    """The documentation site's tour page repeats README's steps: its call is README's, which the test above runs."""
+    page = (REPO_ROOT / "docs" / "get-started" / "tour.md").read_text(encoding="utf-8")
+    assert re.findall(r"```bash\n(.*?)```", page, flags=re.DOTALL) == re.findall(
+        r"```bash\n(.*?)```", tour(), flags=re.DOTALL
+    )
+    message = found(r"Replace\s+the\s+text\s+of\s+\*Message\*\s+with\s+`([^`]+)`", tour())
+    assert f"with `{message}`" in page
