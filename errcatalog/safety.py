@@ -314,22 +314,41 @@ _CREDENTIAL_LIKE = re.compile(
 
 
 def _prefilter() -> re2._Regexp:
-    r"""``_CREDENTIAL_LIKE`` for RE2, finding a match wherever Python's finds one: most texts hold no credential, and
-    RE2 says so about a hundred times faster than Python's engine tries the alternatives at every position.
+    r"""``_CREDENTIAL_LIKE`` for RE2, matching every text Python's matches (and maybe more): most texts hold no
+    credential, and RE2 says so about a hundred times faster than Python's engine tries the alternatives at every
+    position.
 
-    Python's classes are Unicode, RE2's ASCII, so each is widened where the pattern needs it to match: ``\w`` to every
-    letter, number and mark, and ``\s`` (outside classes) to every space Python knows. Left as they are: ``[^\s,;&]``,
-    where RE2's narrower ``\s`` excludes less, and ``\b``, which in the pattern always stands beside an ASCII word
-    character, where RE2 sees a boundary wherever Python does (and more)."""
-    space = r"[\s\v\pZ\x1c-\x1f\x85]"
-    pattern = _CREDENTIAL_LIKE.pattern.replace(r"\w", r"\pL\pN\pM_")
-    pattern = pattern.replace(r"\s+", f"{space}+").replace(r"\s*", f"{space}*")
+    RE2 reads the text's UTF-8 bytes one by one (Latin-1 mode, which keeps its automaton small), so the pattern is
+    widened where Python's Unicode reading would match more: ``\w`` and ``\s`` also take every byte of a non-ASCII
+    character, word boundaries are dropped (Python's notion of a word is Unicode), and the four non-ASCII letters
+    Python's case-insensitive matching folds onto ASCII ones are folded in the text (``_ASCII_FOLDS``). A character
+    is at least one byte, so "at least N characters" still holds of the bytes."""
+    byte = r"\x80-\xff"
+    pattern = _CREDENTIAL_LIKE.pattern.replace(r"[\w", rf"[0-9A-Za-z_{byte}").replace(r"\w", rf"[0-9A-Za-z_{byte}]")
+    space = rf"[\s\v\x1c-\x1f{byte}]"
+    pattern = pattern.replace(r"\s+", f"{space}+").replace(r"\s*", f"{space}*").replace(r"\b", "")
     options = re2.Options()
     options.log_errors = False
-    return re2.compile(pattern, options)
+    options.encoding = re2.Options.Encoding.LATIN1
+    return re2.compile(pattern.encode("latin-1"), options)
 
 
 _CREDENTIAL_PREFILTER = _prefilter()
+# Capital I with a dot, dotless i, long s and the Kelvin sign match i, i, s and k in Python's case-insensitive
+# matching.
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _credentials_redacted(value: str) -> str:
+    """``_CREDENTIAL_LIKE.sub(REDACTED, value)``, skipped when RE2 finds no candidate anywhere in ``value``.
+
+    A text in which RE2's wider pattern finds nothing holds nothing Python's would replace. For the few texts that
+    hold a candidate, Python's engine does the replacing, exactly as before. Lone surrogates (valid JSON, invalid
+    UTF-8) are kept as bytes of their own.
+    """
+    if _CREDENTIAL_PREFILTER.search(value.translate(_ASCII_FOLDS).encode("utf-8", "surrogatepass")) is None:
+        return value
+    return _CREDENTIAL_LIKE.sub(REDACTED, value)
 
 
 def redacted_for_people(text: object, *, known: Sequence[str] = (), limit: int = UNTRUSTED_TEXT_MAX_CHARS) -> str:
@@ -341,9 +360,7 @@ def redacted_for_people(text: object, *, known: Sequence[str] = (), limit: int =
     for secret in known:
         if len(secret) >= 4:
             value = value.replace(secret, REDACTED)
-    # Bytes for RE2, so that text with lone surrogates (valid JSON, invalid UTF-8) is read rather than refused.
-    if _CREDENTIAL_PREFILTER.search(value.encode("utf-8", "surrogatepass")):
-        value = _CREDENTIAL_LIKE.sub(REDACTED, value)
+    value = _credentials_redacted(value)
     value = "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in value)
     return value if len(value) <= limit else value[: limit - 1] + ELLIPSIS
 

@@ -102,6 +102,7 @@ _FRAGMENTS = [
     "\u3000", "\u2028", "\x1c", "\x85", "ghp_", "github_pat_", "sk-", "sk_live_", "xoxb-", "AKIA", "AIza", "eyJ",
     "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", ".", "é", "ß", "٣", "\u0301", "_", "-", "+",
     "/", "=", "~", "0123456789abcdef", "ABCDEFGHIJKLMNOP", "zzzzzzzz", "\ud800", ",", ";", "&", " ", "\n", "\t",
+    "\u0130", "\u0131", "\u017f", "\u212a", "ba\u017fic ",
 ]  # fmt: skip
 
 
@@ -109,7 +110,8 @@ _FRAGMENTS = [
 @hypothesis.given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=12)), max_size=40).map("".join))
 def test_the_fast_check_finds_a_credential_wherever_pythons_pattern_does(text):
     if safety._CREDENTIAL_LIKE.search(text):
-        assert safety._CREDENTIAL_PREFILTER.search(text.encode("utf-8", "surrogatepass"))
+        folded = text.translate(safety._ASCII_FOLDS)
+        assert safety._CREDENTIAL_PREFILTER.search(folded.encode("utf-8", "surrogatepass"))
 
 
 @pytest.mark.parametrize(
@@ -121,7 +123,15 @@ def test_the_fast_check_finds_a_credential_wherever_pythons_pattern_does(text):
         "key ghp_ééééééééé",
         "0123456789abcdef0123456789abcdef0123",
         "-----BEGIN PRIVATE KEY-----\nMIIE",
+        "ba\u017fic abcdefghij",  # Python's case-insensitive matching reads the long s as an s
+        "\u212aEY: to\u212aen=abcdefgh",
     ],
 )
 def test_credentials_in_unicode_text_are_redacted(text):
     assert safety.REDACTED in safety.redacted_for_people(text)
+
+
+@hypothesis.settings(max_examples=3000, deadline=None, derandomize=True)
+@hypothesis.given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=12)), max_size=40).map("".join))
+def test_redaction_replaces_exactly_what_pythons_pattern_replaces(text):
+    assert safety._credentials_redacted(text) == safety._CREDENTIAL_LIKE.sub(safety.REDACTED, text)
