@@ -170,7 +170,7 @@ def chart_data(page: str) -> dict[str, Any]:
     return json.loads(match.group(1))
 
 
-def get_page(client, path: str = DASHBOARD) -> str:
+def get_page(client, path: str = DASHBOARD + "?window=24h") -> str:
     response = client.get(path)
     assert response.status_code == 200, response.status_code
     return response.content.decode()
