@@ -217,6 +217,50 @@ def window_bounds(window: str, now: datetime | None = None) -> tuple[datetime, d
     return end - timedelta(seconds=WINDOWS[window]), end, step
 
 
+def filter_values(window: str, *, now: datetime | None = None, limit: int = 200) -> dict[str, list[str]]:
+    """For each filter (``FILTERS``), the values recorded in ``window``, A to Z, at most ``limit`` of each.
+
+    Read from where the window's numbers come from: windows read in minutes (``reads_events``) from their events
+    and episodes, a DISTINCT query over each one's time index; others one DISTINCT query per filter over the window's rollup
+    rows (indexed by span and bucket), whose number grows with buckets and distinct cells, not with events.
+    """
+    start, end, step = window_bounds(window, now)
+    if reads_events(window):
+        seen: dict[str, set[str]] = {name: set() for name in FILTERS}
+        events = OutcomeRecord.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
+        opened = Episode.objects.filter(started_at__gte=start, started_at__lt=end)
+        for rows in (events, opened):
+            for cell in rows.values_list(*FILTERS).distinct().order_by():
+                for name, value in zip(FILTERS, cell, strict=True):
+                    if value:
+                        seen[name].add(value)
+        return {name: sorted(values)[:limit] for name, values in seen.items()}
+    span = RollupSummary.Span.DAY if step >= 86400 else RollupSummary.Span.BUCKET
+    rows = RollupSummary.objects.filter(span=span, bucket__gte=start, bucket__lt=end)
+    return {
+        name: list(rows.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()[:limit])
+        for name in FILTERS
+    }
+
+
+def ever_recorded(name: str, value: str) -> bool:
+    """Whether any rolled-up outcome has ``value`` as its ``name`` (one of ``FILTERS``): a filter value that exists.
+
+    Reads the daily summaries (a row per day and cell, however many events).
+    """
+    if name not in FILTERS:
+        raise ValueError(f"name must be one of {', '.join(FILTERS)}")
+    return RollupSummary.objects.filter(span=RollupSummary.Span.DAY, **{name: value}).exists()
+
+
+def recorded_before(moment: datetime) -> bool:
+    """Whether a call or an episode was recorded before ``moment`` (two lookups on the time indexes)."""
+    return (
+        OutcomeRecord.objects.filter(occurred_at__lt=moment).exists()
+        or Episode.objects.filter(started_at__lt=moment).exists()
+    )
+
+
 def _events_generation() -> str:
     """Changes whenever an event is ingested or an episode changes (both columns indexed: two index lookups).
 

@@ -18,11 +18,9 @@ from urllib.parse import urlencode, urlsplit
 from django.contrib import admin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-
 from django.utils import timezone
 
 from errcatalog.access.selectors import client_display_names
@@ -32,11 +30,10 @@ from errcatalog.outcomes.metrics import (
     WINDOWS,
     MetricsStoreUnavailable,
     compute_metrics,
-    reads_events,
-    window_bounds,
+    ever_recorded,
+    filter_values,
+    recorded_before,
 )
-from errcatalog.outcomes.models import DailyRollup, Episode, OutcomeRecord, Rollup, RollupSummary
-from errcatalog.outcomes.rollups import day_start
 
 DEFAULT_WINDOW = "24h"
 # While every recorded outcome is younger than this (a new installation's first hour), the page opens on this
@@ -111,7 +108,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     try:
         window = query.window or default_window(now)
-        choices = window_choices(window, now)
+        choices = filter_values(window, now=now, limit=FILTER_CHOICES_LIMIT)
         filters, unknown = known_filters(query.filters, choices)
         metrics = compute_metrics(window, now=now, **filters)
     except DATABASE_ERRORS as exc:
@@ -160,14 +157,8 @@ def unavailable(request: HttpRequest) -> HttpResponse:
 
 
 def default_window(now: datetime) -> str:
-    """``FIRST_HOUR_WINDOW`` while no recorded call or episode is an hour old, else ``DEFAULT_WINDOW``.
-
-    Two index lookups (the events' and episodes' time indexes).
-    """
-    since = now - timedelta(seconds=WINDOWS[FIRST_HOUR_WINDOW])
-    if OutcomeRecord.objects.filter(occurred_at__lt=since).exists() or Episode.objects.filter(
-        started_at__lt=since
-    ).exists():
+    """``FIRST_HOUR_WINDOW`` while no recorded call or episode is an hour old, else ``DEFAULT_WINDOW``."""
+    if recorded_before(now - timedelta(seconds=WINDOWS[FIRST_HOUR_WINDOW])):
         return DEFAULT_WINDOW
     return FIRST_HOUR_WINDOW
 
@@ -177,8 +168,8 @@ def known_filters(
 ) -> tuple[dict[str, str | None], list[dict[str, str]]]:
     """The filters to apply, and those left out because no recorded outcome has that value.
 
-    A value offered for the window is known; another one is looked up in the daily summaries of all time (a tool
-    called last week but not today is still a tool; the filter then shows zeros). Choices gain the known values;
+    A value offered for the window is known; another one is looked up in all recorded outcomes (a tool called last
+    week but not today is still a tool; the filter then shows zeros). Choices gain the known values;
     an unknown value never becomes a choice, and it is not applied (the page would be filtered by a value its
     drop-down cannot show).
     """
@@ -186,7 +177,7 @@ def known_filters(
     unknown: list[dict[str, str]] = []
     for name, value in filters.items():
         if value and value not in choices[name]:
-            if RollupSummary.objects.filter(span=RollupSummary.Span.DAY, **{name: value}).exists():
+            if ever_recorded(name, value):
                 choices[name].insert(0, value)
             else:
                 unknown.append({"name": name, "value": value})
@@ -470,41 +461,3 @@ def _duration(seconds: int) -> str:
             count = seconds // size
             return f"{count}-{unit}" if count != 1 else unit
     return f"{seconds}-second"
-
-
-DAY_SECONDS = 86400
-
-
-def window_choices(window: str, now: datetime) -> dict[str, list[str]]:
-    """The values seen in the window for each filter's drop-down, A to Z, at most ``FILTER_CHOICES_LIMIT`` each.
-
-    Windows read in minutes (see ``metrics.reads_events``) take them from the window's events, as their numbers:
-    one DISTINCT query over the events' time index. Others take one DISTINCT query per filter over the window's
-    rollups (indexed by bucket): their size grows with buckets and distinct cells, not with events. Windows read
-    in days (7 d, 30 d) read the day rows, 24 times fewer.
-    """
-    start, end, step = window_bounds(window, now)
-    names = tuple(FILTER_MAX_LENGTH)
-    if reads_events(window):
-        cells = (
-            OutcomeRecord.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
-            .values_list(*names)
-            .distinct()
-            .order_by()
-        )
-        seen: dict[str, set[str]] = {name: set() for name in names}
-        for cell in cells:
-            for name, value in zip(names, cell, strict=True):
-                if value:
-                    seen[name].add(value)
-        return {name: sorted(values)[:FILTER_CHOICES_LIMIT] for name, values in seen.items()}
-    rollups: QuerySet[DailyRollup] | QuerySet[Rollup]
-    if step >= DAY_SECONDS:
-        rollups = DailyRollup.objects.filter(bucket__gte=day_start(start))
-    else:
-        rollups = Rollup.objects.filter(bucket__gte=start)
-    choices: dict[str, list[str]] = {}
-    for name in names:
-        values = rollups.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()
-        choices[name] = list(values[:FILTER_CHOICES_LIMIT])
-    return choices
