@@ -66,7 +66,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -138,13 +138,20 @@ def compute_metrics(
     """
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {', '.join(WINDOWS)}")
+    return _guarded(
+        lambda: _compute_metrics(
+            window, tool=tool, code=code, client=client, variant=variant, upstream=upstream, now=now
+        )
+    )
+
+
+def _guarded[T](read: Callable[[], T]) -> T:
+    """``read()``, raising ``MetricsStoreUnavailable`` while Redis (when configured) or the database is away."""
     uses_redis = bool(settings.REDIS_URL)
     if uses_redis and not REDIS.available():
         raise MetricsStoreUnavailable("Redis")
     try:
-        metrics = _compute_metrics(
-            window, tool=tool, code=code, client=client, variant=variant, upstream=upstream, now=now
-        )
+        result = read()
     except REDIS_ERRORS as exc:
         REDIS.failed(exc)
         REDIS.degraded(UNAVAILABLE_CONSEQUENCE)
@@ -155,7 +162,7 @@ def compute_metrics(
         raise MetricsStoreUnavailable("the database") from None
     if uses_redis:
         REDIS.succeeded()
-    return metrics
+    return result
 
 
 def _compute_metrics(
@@ -221,10 +228,28 @@ def filter_values(window: str, *, now: datetime | None = None, limit: int = 200)
     """For each filter (``FILTERS``), the values recorded in ``window``, A to Z, at most ``limit`` of each.
 
     Read from where the window's numbers come from: windows read in minutes (``reads_events``) from their events
-    and episodes, a DISTINCT query over each one's time index; others one DISTINCT query per filter over the window's rollup
-    rows (indexed by span and bucket), whose number grows with buckets and distinct cells, not with events.
+    and episodes, a DISTINCT query over each one's time index; others one DISTINCT query per filter over the
+    window's rollup rows (indexed by span and bucket), whose number grows with buckets and distinct cells, not
+    with events. Cached as the numbers are, per generation of what they are read from. Raises
+    ``MetricsStoreUnavailable`` as ``compute_metrics`` does.
     """
     start, end, step = window_bounds(window, now)
+
+    def read() -> dict[str, list[str]]:
+        current = _events_generation() if reads_events(window) else generation()
+        window_info = {"name": window, "start": start.isoformat(), "end": end.isoformat(), "limit": limit}
+        key = _cache_key(window_info, {}, current).replace(":metrics:", ":filter-values:")
+        values = cache.get(key)
+        if values is None:
+            values = _filter_values(window, start, end, step, limit)
+            if current:
+                cache.set(key, values, CACHE_SECONDS)
+        return values
+
+    return _guarded(read)
+
+
+def _filter_values(window: str, start: datetime, end: datetime, step: int, limit: int) -> dict[str, list[str]]:
     if reads_events(window):
         seen: dict[str, set[str]] = {name: set() for name in FILTERS}
         events = OutcomeRecord.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
@@ -246,18 +271,23 @@ def filter_values(window: str, *, now: datetime | None = None, limit: int = 200)
 def ever_recorded(name: str, value: str) -> bool:
     """Whether any rolled-up outcome has ``value`` as its ``name`` (one of ``FILTERS``): a filter value that exists.
 
-    Reads the daily summaries (a row per day and cell, however many events).
+    Reads the daily summaries (a row per day and cell, however many events). Raises ``MetricsStoreUnavailable``.
     """
     if name not in FILTERS:
         raise ValueError(f"name must be one of {', '.join(FILTERS)}")
-    return RollupSummary.objects.filter(span=RollupSummary.Span.DAY, **{name: value}).exists()
+    return _guarded(lambda: RollupSummary.objects.filter(span=RollupSummary.Span.DAY, **{name: value}).exists())
 
 
 def recorded_before(moment: datetime) -> bool:
-    """Whether a call or an episode was recorded before ``moment`` (two lookups on the time indexes)."""
-    return (
-        OutcomeRecord.objects.filter(occurred_at__lt=moment).exists()
-        or Episode.objects.filter(started_at__lt=moment).exists()
+    """Whether a call or an episode was recorded before ``moment`` (two lookups on the time indexes).
+
+    Raises ``MetricsStoreUnavailable``.
+    """
+    return _guarded(
+        lambda: (
+            OutcomeRecord.objects.filter(occurred_at__lt=moment).exists()
+            or Episode.objects.filter(started_at__lt=moment).exists()
+        )
     )
 
 

@@ -25,7 +25,6 @@ from django.utils import timezone
 
 from errcatalog.access.selectors import client_display_names
 from errcatalog.catalog.allocation import allocation_report
-from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from errcatalog.outcomes.metrics import (
     WINDOWS,
     MetricsStoreUnavailable,
@@ -111,9 +110,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         choices = filter_values(window, now=now, limit=FILTER_CHOICES_LIMIT)
         filters, unknown = known_filters(query.filters, choices)
         metrics = compute_metrics(window, now=now, **filters)
-    except DATABASE_ERRORS as exc:
-        DATABASE.failed(exc)
-        return unavailable(request)
     except MetricsStoreUnavailable:
         return unavailable(request)
     # Clients are stored by token id ("token:1"); people know their tokens by name, everywhere on the page.
