@@ -261,9 +261,9 @@ def _filter_values(window: str, start: datetime, end: datetime, step: int, limit
                         seen[name].add(value)
         return {name: sorted(values)[:limit] for name, values in seen.items()}
     span = RollupSummary.Span.DAY if step >= 86400 else RollupSummary.Span.BUCKET
-    rows = RollupSummary.objects.filter(span=span, bucket__gte=start, bucket__lt=end)
+    summaries = RollupSummary.objects.filter(span=span, bucket__gte=start, bucket__lt=end)
     return {
-        name: list(rows.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()[:limit])
+        name: list(summaries.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()[:limit])
         for name in FILTERS
     }
 
