@@ -313,7 +313,7 @@ class ErrorCodeAdmin(CatalogRowAdmin):
         ),
         ("Explanation", {"fields": ("doc_url", "explanation", "updated_at")}),
         (
-            "Data for clients (seed 003)",
+            "Data for clients (the question protocol)",
             {
                 "description": "Sent in the error's data: setup fields for authentication and configuration errors, "
                 "optional parameters and guidance for missing input. Catalog text only.",

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from errcatalog.access.selectors import client_display_names
 from errcatalog.catalog.allocation import allocation_report
+from errcatalog.gateway.selectors import FailureShare, upstream_exists, upstream_failure_share
 from errcatalog.outcomes.metrics import (
     WINDOWS,
     MetricsStoreUnavailable,
@@ -121,6 +122,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         }
     )
     allocations = [allocation_view(item) for item in allocation_report()]
+    share = upstream_failure_share(
+        datetime.fromisoformat(metrics["window"]["start"]),
+        datetime.fromisoformat(metrics["window"]["end"]),
+        upstream=filters.get("upstream"),
+    )
     query = DashboardQuery(window=window, filters=filters)
     context = {
         **admin.site.each_context(request),
@@ -142,6 +148,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "refresh_seconds": REFRESH_SECONDS,
         "refresh_query": urlencode({"window": window, **{name: value for name, value in filters.items() if value}}),
         "updated_text": now.strftime("%H:%M:%S"),
+        "upstream_failures": upstream_failure_tile(share, inbox_url=_inbox_url(request)),
         **dashboard_context(metrics, client_names=client_names),
     }
     return render(request, "errcatalog/dashboard.html", context)
@@ -164,22 +171,43 @@ def known_filters(
 ) -> tuple[dict[str, str | None], list[dict[str, str]]]:
     """The filters to apply, and those left out because no recorded outcome has that value.
 
-    A value offered for the window is known; another one is looked up in all recorded outcomes (a tool called last
-    week but not today is still a tool; the filter then shows zeros). Choices gain the known values;
-    an unknown value never becomes a choice, and it is not applied (the page would be filtered by a value its
-    drop-down cannot show).
+    A value offered for the window is known; another one is looked up in all recorded outcomes (a tool called
+    last week but not today is still a tool; the filter then shows zeros), and an upstream among the gateway's.
+    Choices gain the known values; an unknown value never becomes a choice, and it is not applied (the page would
+    be filtered by a value its drop-down cannot show).
     """
     applied: dict[str, str | None] = {}
     unknown: list[dict[str, str]] = []
     for name, value in filters.items():
         if value and value not in choices[name]:
-            if ever_recorded(name, value):
+            if ever_recorded(name, value) or (name == "upstream" and upstream_exists(value)):
                 choices[name].insert(0, value)
             else:
                 unknown.append({"name": name, "value": value})
                 value = None
         applied[name] = value
     return applied, unknown
+
+
+def _inbox_url(request: HttpRequest) -> str | None:
+    if not request.user.has_perm("errcatalog.view_upstreamfailuregroup"):
+        return None
+    return reverse("admin:errcatalog_upstreamfailuregroup_changelist")
+
+
+def upstream_failure_tile(share: FailureShare, *, inbox_url: str | None) -> dict[str, Any] | None:
+    """The tile of upstream failures a specific rule classified, with the inbox's size; None without any. Pure."""
+    if not share.total and not share.open_groups:
+        return None
+    groups = f"{format_count(share.open_groups)} group{'s' * (share.open_groups != 1)} in the inbox"
+    return {
+        "key": "upstream_classified_rate",
+        "label": "Upstream failures classified",
+        "text": format_rate(share.rate),
+        "value": share.rate,
+        "note": f"of {format_count(share.total)} upstream failures; {groups}",
+        "inbox_url": inbox_url,
+    }
 
 
 # --- Turning metrics into display rows ---------------------------------------------------------------------
