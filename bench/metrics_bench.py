@@ -2,14 +2,17 @@
 
     .venv/bin/python bench/metrics_bench.py [--events 1000000] [--days 30] [--requests 20]
 
-Uses its own database (``errcatalog_bench`` on ``BENCH_PG``, default ``postgres://postgres@127.0.0.1:5432``),
-dropped and recreated, then migrated. It generates the events and their episodes inside PostgreSQL
-(``INSERT … SELECT`` over ``generate_series``), computes every rollup bucket with ``rollups.compute_due`` (timed),
-then times ``GET /api/v1/metrics/`` and ``GET /dashboard/`` through Django's test client as a staff user for
-each window, p50/p95 over ``--requests`` requests: cold (the metrics cache emptied before each, so every request
-reads the rollups) and warm (the rollups' result cached for the current rollup generation). The data: 6 tools
-with 3 codes each, 2 variants per code (one recovering more often), 8 clients, 15 % errors, log-normal latencies
-around 20 ms.
+Uses its own database (``BENCH_DATABASE``, default ``errcatalog_bench``, on ``BENCH_PG``, default
+``postgres://postgres@127.0.0.1:5432``), dropped and recreated, then migrated. It generates the events and their
+episodes inside PostgreSQL (``INSERT … SELECT`` over ``generate_series``), computes every rollup bucket with
+``rollups.compute_due`` (timed), then times ``GET /api/v1/metrics/`` and ``GET /dashboard/`` through Django's test
+client as a staff user for each window, p50/p95 over ``--requests`` requests: cold (the metrics cache emptied
+before each, so every request reads the rollups) and warm (the result cached for the current generation of the
+rollups, or of the events for the 1-hour window). The 1-hour window reads the last hour's events themselves in
+minute buckets: its cost grows with the events of an hour, so ``--days 1`` (a million events a day, about 42,000
+an hour) is the figure to watch for it. The data: 6 tools with 3 codes each, 2 variants per code (one recovering
+more often), 8 clients, 15 % errors, log-normal latencies around 20 ms, inserted in time order as ingest writes
+them (so an hour's events share table pages).
 """
 
 from __future__ import annotations
@@ -24,39 +27,42 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SERVER = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
-DATABASE = "errcatalog_bench"
+DATABASE = os.environ.get("BENCH_DATABASE", "errcatalog_bench")
 WINDOWS = ("1h", "24h", "7d", "30d")
 
 EVENTS_SQL = """
 INSERT INTO errcatalog_outcomeevent
     (id, occurred_at, source, tool, client, session, outcome, code, variant, interactive, elicitation, attempt,
-     latency_ms, sentry_event_id, episode_id, ingested_at)
+     latency_ms, sentry_event_id, episode_id, ingested_at, locale, upstream, trace_id)
 SELECT md5('e' || i)::uuid, at,
        'mcp', 'tool_' || t, 'token:' || c, '', CASE WHEN err THEN 'error' ELSE 'ok' END,
        CASE WHEN err THEN 'CODE_' || t || '_' || k ELSE '' END,
        CASE WHEN err THEN (CASE WHEN random() < 0.5 THEN 'friendly' ELSE 'default' END) ELSE '' END,
        err AND random() < 0.7, '', CASE WHEN random() < 0.1 THEN 1 + (i %% 3) ELSE 0 END,
        exp(ln(20) + 0.9 * (random() + random() + random() + random() - 2) * 2), '', NULL,
-       at + interval '1 second'
+       at + interval '1 second', '', '', ''
 FROM (SELECT i, floor(random() * 6)::int AS t, floor(random() * 8)::int AS c, floor(random() * 3)::int AS k,
              random() < 0.15 AS err, now() - random() * interval '%(days)s days' AS at
       FROM generate_series(1, %(events)s) AS i) AS g
+ORDER BY at
 """
 
 EPISODES_SQL = """
 INSERT INTO errcatalog_episode
     (tool, client, session, code, variant, interactive, sentry_event_id, started_at, last_at, ended_at, retries,
-     recovered_at_attempt, ending, changed_at)
+     recovered_at_attempt, ending, changed_at, upstream, resolution_seconds)
 SELECT 'tool_' || t, 'token:' || c, 's' || i, 'CODE_' || t || '_' || k, v, random() < 0.7,
        md5('s' || i), s, s + interval '20 seconds', s + interval '10 minutes',
        CASE WHEN ending = 'abandoned' AND random() < 0.3 THEN 0 ELSE 1 + (i %% 3) END,
-       CASE WHEN ending = 'recovered' THEN 1 + (i %% 3) END, ending, s + interval '10 minutes'
+       CASE WHEN ending = 'recovered' THEN 1 + (i %% 3) END, ending, s + interval '10 minutes', '',
+       CASE WHEN ending = 'recovered' THEN 5 + random() * 120 END
 FROM (SELECT i, floor(random() * 6)::int AS t, floor(random() * 8)::int AS c, floor(random() * 3)::int AS k, v,
              now() - random() * interval '%(days)s days' AS s,
              CASE WHEN r < (CASE WHEN v = 'friendly' THEN 0.7 ELSE 0.55 END) THEN 'recovered'
                   WHEN r < 0.85 THEN 'exhausted' ELSE 'abandoned' END AS ending
       FROM (SELECT i, CASE WHEN random() < 0.5 THEN 'friendly' ELSE 'default' END AS v, random() AS r
             FROM generate_series(1, %(episodes)s) AS i) AS a) AS g
+ORDER BY s
 """
 
 

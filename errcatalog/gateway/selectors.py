@@ -180,3 +180,8 @@ def upstream_failure_share(start: datetime, end: datetime, *, upstream: str | No
     counts = dict(tallies.values_list("classified").annotate(n=Sum("count")).order_by())
     classified = counts.get(True, 0)
     return FailureShare(classified=classified, total=classified + counts.get(False, 0), open_groups=groups.count())
+
+
+def upstream_exists(name: str) -> bool:
+    """Whether ``name`` names an upstream: one configured now, or one whose failures were tallied (since removed)."""
+    return Upstream.objects.filter(name=name).exists() or UpstreamFailureTally.objects.filter(upstream=name).exists()

@@ -49,9 +49,16 @@ Definitions (the dashboard, the API and the admin's variant column all use these
   that were exhausted or abandoned have no resolution time: they count in the retry success rate instead.
 
 Episodes count in the bucket (and under the code, variant, tool, client and upstream) of the error that opened them.
-A window ends with the current bucket: "24h" is the current hourly bucket and the 23 before it. The 7- and 30-day
-windows read the daily summaries and have one series point per UTC day ("bucket_seconds": 86400): the current day
-and the 6 or 29 before it.
+A window ends with the current bucket, and its bucket size follows its length so that its chart has tens of points:
+
+- windows up to ``MINUTE_WINDOW_MAX`` (the "1h" window) have one point per UTC minute ("bucket_seconds": 60): the
+  current minute and the 59 before it. Rollup buckets (an hour by default) would draw a single bar, so these
+  windows read the outcome events and episodes themselves, through the rollups' own aggregation
+  (``rollups.aggregate``), with the events' and episodes' time indexes: up to date the moment an event is
+  ingested, without waiting for the rollup job;
+- "24h" reads the rollup buckets: the current hourly bucket and the 23 before it;
+- the 7- and 30-day windows read the daily summaries and have one series point per UTC day ("bucket_seconds":
+  86400): the current day and the 6 or 29 before it.
 """
 
 from __future__ import annotations
@@ -59,24 +66,26 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS, REDIS_ERRORS
 from errcatalog.outcomes import stats
 from errcatalog.outcomes.events import LEGACY_REPORTER_CLIENT, REPORTER_CLIENT_PREFIX, reporter_client
-from errcatalog.outcomes.models import Episode, RollupSummary
+from errcatalog.outcomes.models import Episode, OutcomeRecord, RollupSummary
 from errcatalog.outcomes.rollups import (
     COUNTERS,
     LATENCY_BOUNDS_MS,
+    MINUTE,
     RESOLUTION_BOUNDS_SECONDS,
+    aggregate,
     bucket_seconds,
     bucket_start,
     day_start,
@@ -87,6 +96,10 @@ from errcatalog.outcomes.rollups import (
 WINDOWS = {"1h": 3600, "24h": 24 * 3600, "7d": 7 * 24 * 3600, "30d": 30 * 24 * 3600}
 # Windows at least this long read the daily rollups.
 DAILY_FROM_SECONDS = 7 * 24 * 3600
+# Windows at most this long read the events in minute buckets (at most 180 points; an hour of events is what the
+# rollup job aggregates per bucket anyway).
+MINUTE_WINDOW_MAX = 3 * 3600
+MINUTE_SECONDS = 60
 # The issue's targets: more than 60 % of retried episodes recover; more than 80 % of errors are interactive.
 TARGETS = {"retry_success_rate": 0.6, "interactive_error_rate": 0.8}
 RECENT_EPISODES = 20
@@ -125,13 +138,20 @@ def compute_metrics(
     """
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {', '.join(WINDOWS)}")
+    return _guarded(
+        lambda: _compute_metrics(
+            window, tool=tool, code=code, client=client, variant=variant, upstream=upstream, now=now
+        )
+    )
+
+
+def _guarded[T](read: Callable[[], T]) -> T:
+    """``read()``, raising ``MetricsStoreUnavailable`` while Redis (when configured) or the database is away."""
     uses_redis = bool(settings.REDIS_URL)
     if uses_redis and not REDIS.available():
         raise MetricsStoreUnavailable("Redis")
     try:
-        metrics = _compute_metrics(
-            window, tool=tool, code=code, client=client, variant=variant, upstream=upstream, now=now
-        )
+        result = read()
     except REDIS_ERRORS as exc:
         REDIS.failed(exc)
         REDIS.degraded(UNAVAILABLE_CONSEQUENCE)
@@ -142,7 +162,7 @@ def compute_metrics(
         raise MetricsStoreUnavailable("the database") from None
     if uses_redis:
         REDIS.succeeded()
-    return metrics
+    return result
 
 
 def _compute_metrics(
@@ -155,27 +175,25 @@ def _compute_metrics(
     upstream: str | None,
     now: datetime | None,
 ) -> dict[str, Any]:
-    now = now or timezone.now()
-    if WINDOWS[window] >= DAILY_FROM_SECONDS:
-        span, step, end = RollupSummary.Span.DAY, 86400, day_start(now) + timedelta(days=1)
-    else:
-        step = bucket_seconds()
-        span, end = RollupSummary.Span.BUCKET, bucket_start(now) + timedelta(seconds=step)
-    start = end - timedelta(seconds=WINDOWS[window])
+    start, end, step = window_bounds(window, now)
     filters = {"tool": tool, "code": code, "client": client, "variant": variant, "upstream": upstream}
     window_info = {"name": window, "start": start.isoformat(), "end": end.isoformat(), "bucket_seconds": step}
-    # What is read from rollups is the same until they change: computed once per rollup generation (and
-    # window and filters), shared by the web processes through the cache. Episodes are read fresh.
-    current = generation()
+    active = {k: v for k, v in filters.items() if v}
+    # What is read is the same until what it is read from changes: computed once per generation of the rollups
+    # (or of the events, for minute windows) and window and filters, shared by the web processes through the
+    # cache. Episodes are read fresh.
+    current = _events_generation() if reads_events(window) else generation()
     key = _cache_key(window_info, filters, current)
     # Read even before the first rollup (nothing is stored under that key then): every metrics read touches
     # Redis, so none is answered while Redis is away (see ``MetricsStoreUnavailable``).
     from_rollups = cache.get(key)
     if from_rollups is None:
-        rows = RollupSummary.objects.filter(
-            span=span, bucket__gte=start, bucket__lt=end, **{k: v for k, v in filters.items() if v}
-        )
-        from_rollups = _from_rollups(rows, start, end, step)
+        if reads_events(window):
+            from_rollups = _from_events(start, end, active)
+        else:
+            span = RollupSummary.Span.DAY if step >= 86400 else RollupSummary.Span.BUCKET
+            rows = RollupSummary.objects.filter(span=span, bucket__gte=start, bucket__lt=end, **active)
+            from_rollups = _from_rollups(rows, start, end, step)
         if current:
             cache.set(key, from_rollups, CACHE_SECONDS)
     return {
@@ -184,6 +202,118 @@ def _compute_metrics(
         "targets": dict(TARGETS),
         **from_rollups,
         "recent_episodes": _recent_episodes(start, end, filters),
+    }
+
+
+def reads_events(window: str) -> bool:
+    """Whether ``window`` is read from the events in minute buckets rather than from the rollups."""
+    return WINDOWS[window] <= MINUTE_WINDOW_MAX
+
+
+def window_bounds(window: str, now: datetime | None = None) -> tuple[datetime, datetime, int]:
+    """``(start, end, bucket_seconds)`` of ``window`` at ``now``: it ends with the bucket holding ``now``."""
+    now = now or timezone.now()
+    if reads_events(window):
+        step = MINUTE_SECONDS
+        end = datetime.fromtimestamp(int(now.timestamp()) // step * step + step, tz=UTC)
+    elif WINDOWS[window] >= DAILY_FROM_SECONDS:
+        step, end = 86400, day_start(now) + timedelta(days=1)
+    else:
+        step = bucket_seconds()
+        end = bucket_start(now) + timedelta(seconds=step)
+    return end - timedelta(seconds=WINDOWS[window]), end, step
+
+
+def filter_values(window: str, *, now: datetime | None = None, limit: int = 200) -> dict[str, list[str]]:
+    """For each filter (``FILTERS``), the values recorded in ``window``, A to Z, at most ``limit`` of each.
+
+    Read from where the window's numbers come from: windows read in minutes (``reads_events``) from their events
+    and episodes, a DISTINCT query over each one's time index; others one DISTINCT query per filter over the
+    window's rollup rows (indexed by span and bucket), whose number grows with buckets and distinct cells, not
+    with events. Cached as the numbers are, per generation of what they are read from. Raises
+    ``MetricsStoreUnavailable`` as ``compute_metrics`` does.
+    """
+    start, end, step = window_bounds(window, now)
+
+    def read() -> dict[str, list[str]]:
+        current = _events_generation() if reads_events(window) else generation()
+        window_info = {"name": window, "start": start.isoformat(), "end": end.isoformat(), "limit": limit}
+        key = _cache_key(window_info, {}, current).replace(":metrics:", ":filter-values:")
+        values = cache.get(key)
+        if values is None:
+            values = _filter_values(window, start, end, step, limit)
+            if current:
+                cache.set(key, values, CACHE_SECONDS)
+        return values
+
+    return _guarded(read)
+
+
+def _filter_values(window: str, start: datetime, end: datetime, step: int, limit: int) -> dict[str, list[str]]:
+    if reads_events(window):
+        seen: dict[str, set[str]] = {name: set() for name in FILTERS}
+        events = OutcomeRecord.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
+        opened = Episode.objects.filter(started_at__gte=start, started_at__lt=end)
+        for rows in (events, opened):
+            for cell in rows.values_list(*FILTERS).distinct().order_by():
+                for name, value in zip(FILTERS, cell, strict=True):
+                    if value:
+                        seen[name].add(value)
+        return {name: sorted(values)[:limit] for name, values in seen.items()}
+    span = RollupSummary.Span.DAY if step >= 86400 else RollupSummary.Span.BUCKET
+    summaries = RollupSummary.objects.filter(span=span, bucket__gte=start, bucket__lt=end)
+    return {
+        name: list(summaries.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()[:limit])
+        for name in FILTERS
+    }
+
+
+def ever_recorded(name: str, value: str) -> bool:
+    """Whether any rolled-up outcome has ``value`` as its ``name`` (one of ``FILTERS``): a filter value that exists.
+
+    Reads the daily summaries (a row per day and cell, however many events). Raises ``MetricsStoreUnavailable``.
+    """
+    if name not in FILTERS:
+        raise ValueError(f"name must be one of {', '.join(FILTERS)}")
+    return _guarded(lambda: RollupSummary.objects.filter(span=RollupSummary.Span.DAY, **{name: value}).exists())
+
+
+def recorded_before(moment: datetime) -> bool:
+    """Whether a call or an episode was recorded before ``moment`` (two lookups on the time indexes).
+
+    Raises ``MetricsStoreUnavailable``.
+    """
+    return _guarded(
+        lambda: (
+            OutcomeRecord.objects.filter(occurred_at__lt=moment).exists()
+            or Episode.objects.filter(started_at__lt=moment).exists()
+        )
+    )
+
+
+def _events_generation() -> str:
+    """Changes whenever an event is ingested or an episode changes (both columns indexed: two index lookups).
+
+    The window's start is part of the cache key too, so what was cached is read again for a minute at most.
+    """
+    latest = OutcomeRecord.objects.aggregate(at=Max("ingested_at"))["at"]
+    changed = Episode.objects.aggregate(at=Max("changed_at"))["at"]
+    return f"events:{latest}:{changed}"
+
+
+def _from_events(start: datetime, end: datetime, filters: Mapping[str, str]) -> dict[str, Any]:
+    """As ``_from_rollups``, from the events and episodes of [start, end) in minute buckets (four GROUP BYs)."""
+    cells = [
+        dict(zip(FILTERS, cell, strict=True)) | values
+        for cell, values in aggregate(start, end, group=FILTERS, filters=dict(filters)).items()
+    ]
+    minutes = aggregate(start, end, group=(MINUTE,), filters=dict(filters))
+    by_minute = {cell[0]: values for cell, values in minutes.items()}
+    return {
+        "totals": metric_row(_merge(cells)),
+        "series": _series(by_minute, start, end, MINUTE_SECONDS),
+        "breakdowns": _breakdowns(cells),
+        "variant_comparison": _variant_comparison(cells),
     }
 
 

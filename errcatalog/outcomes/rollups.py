@@ -30,7 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, Count, IntegerField, Q, QuerySet, Sum, Value, When
-from django.db.models.functions import TruncHour
+from django.db.models.functions import TruncHour, TruncMinute
 from django.utils import timezone
 
 from errcatalog.outcomes.models import (
@@ -74,7 +74,6 @@ _EVENT_COUNTERS = ("calls", "errors", "interactive_errors", "retries", "latency_
 _EPISODE_COUNTERS: tuple[str, ...] = ("episodes", "recovered", "first_retry_recovered", "exhausted", "abandoned")
 _EPISODE_COUNTERS += ("abandoned_without_retry",)
 
-Cell = tuple[str, str, str, str, str]
 DAY = timedelta(days=1)
 # Summed by ``summed_rows``: every counter of a rollup row.
 COUNTERS = _EVENT_COUNTERS[:-1] + _EPISODE_COUNTERS
@@ -109,7 +108,7 @@ def recompute_bucket(start: datetime) -> int:
 def _recompute_bucket(start: datetime) -> int:
     end = start + timedelta(seconds=bucket_seconds())
     with transaction.atomic():
-        cells = sorted(_aggregate(start, end).items())
+        cells = sorted(aggregate(start, end).items())
         rows = [Rollup(bucket=start, **dict(zip(_DIMENSIONS, cell, strict=True)), **values) for cell, values in cells]
         Rollup.objects.filter(bucket=start).delete()
         Rollup.objects.bulk_create(rows, batch_size=500)
@@ -246,13 +245,28 @@ def _resolution_bin() -> Case:
     return Case(*whens, default=Value(len(RESOLUTION_BOUNDS_SECONDS)), output_field=IntegerField())
 
 
-def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
-    """Counters per cell of the bucket [start, end): two GROUP BY queries, merged by cell."""
-    cells: dict[Cell, dict[str, Any]] = {}
+# ``aggregate``'s grouping by the minute of the event (and of the episode's opening error).
+MINUTE = "minute"
+
+
+def aggregate(
+    start: datetime,
+    end: datetime,
+    *,
+    group: tuple[str, ...] = _DIMENSIONS,
+    filters: dict[str, str] | None = None,
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Counters per cell of [start, end): two GROUP BY queries (events, episodes), merged by cell.
+
+    A cell is the tuple of the ``group`` values (the dimensions by default; ``MINUTE`` groups by the UTC minute).
+    ``filters`` (dimension: value) narrow both queries. The rollup job reads whole buckets this way; the metrics of
+    windows shorter than a bucket read their minutes this way, from the events themselves.
+    """
+    cells: dict[tuple[Any, ...], dict[str, Any]] = {}
+    filters = filters or {}
 
     def cell_values(row: dict[str, Any]) -> dict[str, Any]:
-        tool, code, variant, client, upstream = (row[name] or "" for name in _DIMENSIONS)
-        cell = (tool, code, variant, client, upstream)
+        cell = tuple(row[name] or "" for name in group)
         if cell not in cells:
             cells[cell] = {name: 0 for name in _EVENT_COUNTERS + _EPISODE_COUNTERS}
             cells[cell]["latency_sum_ms"] = 0.0
@@ -260,11 +274,17 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
             cells[cell]["resolution_histogram"] = [0] * RESOLUTION_HISTOGRAM_SIZE
         return cells[cell]
 
+    def grouped(queryset: QuerySet, moment: str) -> QuerySet:
+        if MINUTE in group:
+            queryset = queryset.annotate(**{MINUTE: TruncMinute(moment, tzinfo=UTC)})
+        return queryset.filter(**filters)
+
     error = Q(outcome="error")
+    events = OutcomeRecord.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
     event_rows = (
-        OutcomeRecord.objects.filter(occurred_at__gte=start, occurred_at__lt=end)
+        grouped(events, "occurred_at")
         .annotate(latency_bin=_latency_bin())
-        .values(*_DIMENSIONS, "latency_bin")
+        .values(*group, "latency_bin")
         .annotate(
             n_calls=Count("pk"),
             n_errors=Count("pk", filter=error),
@@ -283,10 +303,11 @@ def _aggregate(start: datetime, end: datetime) -> dict[Cell, dict[str, Any]]:
     ending = Episode.Ending
     abandoned = Q(ending=ending.ABANDONED)
     recovered = Q(ending=ending.RECOVERED)
+    opened = Episode.objects.filter(started_at__gte=start, started_at__lt=end)
     episode_rows = (
-        Episode.objects.filter(started_at__gte=start, started_at__lt=end)
+        grouped(opened, "started_at")
         .annotate(resolution_bin=_resolution_bin())
-        .values(*_DIMENSIONS, "resolution_bin")
+        .values(*group, "resolution_bin")
         .annotate(
             n_episodes=Count("pk"),
             n_recovered=Count("pk", filter=recovered),

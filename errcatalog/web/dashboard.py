@@ -10,27 +10,37 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from django.contrib import admin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 
 from errcatalog.access.selectors import client_display_names
 from errcatalog.catalog.allocation import allocation_report
-from errcatalog.gateway.selectors import FailureShare, upstream_failure_share
-from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
-from errcatalog.outcomes.models import DailyRollup, Rollup
-from errcatalog.outcomes.rollups import day_start
+from errcatalog.gateway.selectors import FailureShare, upstream_exists, upstream_failure_share
+from errcatalog.outcomes.metrics import (
+    WINDOWS,
+    MetricsStoreUnavailable,
+    compute_metrics,
+    ever_recorded,
+    filter_values,
+    recorded_before,
+)
 
 DEFAULT_WINDOW = "24h"
+# While every recorded outcome is younger than this (a new installation's first hour), the page opens on this
+# window instead: 24 hourly buckets would show a single bar, the minutes of the last hour show the calls just made.
+FIRST_HOUR_WINDOW = "1h"
+# The page reloads its numbers this often while it is visible (dashboard.js); the rollup job runs every 30 s.
+REFRESH_SECONDS = 30
 # Filter values are identifiers (tool names, catalog codes, variant names, client token names); the lengths are
 # those of the Rollup columns. Anything else is refused before it reaches a query or the page.
 FILTER_MAX_LENGTH = {"tool": 128, "code": 64, "client": 128, "variant": 40, "upstream": 64}
@@ -48,7 +58,7 @@ class BadDashboardQuery(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class DashboardQuery:
-    window: str
+    window: str | None  # None: the query names none (``default_window`` decides)
     filters: dict[str, str | None]
 
 
@@ -71,8 +81,8 @@ def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
 
 def parse_query(params: Mapping[str, str]) -> DashboardQuery:
     """The window and filters of the query string; raises BadDashboardQuery on anything unexpected."""
-    window = params.get("window") or DEFAULT_WINDOW
-    if window not in WINDOWS:
+    window = params.get("window") or None
+    if window is not None and window not in WINDOWS:
         raise BadDashboardQuery(f"Unknown window. Choose one of {', '.join(WINDOWS)}.")
     filters: dict[str, str | None] = {}
     for name, max_length in FILTER_MAX_LENGTH.items():
@@ -85,27 +95,25 @@ def parse_query(params: Mapping[str, str]) -> DashboardQuery:
 
 @staff_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The dashboard page for the window and filters in the query string; a malformed query gets a 400 page."""
+    """The dashboard page for the window and filters in the query string; a malformed query gets a 400 page.
+
+    A filter value that no recorded outcome has (a mistyped tool name) is not applied and not offered as a choice:
+    the page says that nothing has that name.
+    """
     try:
         query = parse_query(request.GET)
     except BadDashboardQuery as error:
         context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": str(error)}
         return render(request, "errcatalog/dashboard_bad_request.html", context, status=400)
+    now = timezone.now()
     try:
-        filters = query.filters
-        metrics = compute_metrics(
-            query.window,
-            tool=filters.get("tool"),
-            code=filters.get("code"),
-            client=filters.get("client"),
-            variant=filters.get("variant"),
-            upstream=filters.get("upstream"),
-        )
+        window = query.window or default_window(now)
+        choices = filter_values(window, now=now, limit=FILTER_CHOICES_LIMIT)
+        filters, unknown = known_filters(query.filters, choices)
+        metrics = compute_metrics(window, now=now, **filters)
     except MetricsStoreUnavailable:
-        context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": UNAVAILABLE_PROBLEM}
-        return render(request, "errcatalog/dashboard_bad_request.html", context, status=503)
-    choices = filter_choices(metrics["window"], query.filters)
-    # Clients are stored by token id ("token:1"); people know their tokens by name.
+        return unavailable(request)
+    # Clients are stored by token id ("token:1"); people know their tokens by name, everywhere on the page.
     client_names = client_display_names(
         {
             *choices["client"],
@@ -119,6 +127,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         datetime.fromisoformat(metrics["window"]["end"]),
         upstream=filters.get("upstream"),
     )
+    query = DashboardQuery(window=window, filters=filters)
     context = {
         **admin.site.each_context(request),
         "title": "Outcomes dashboard",
@@ -130,10 +139,54 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             name: [(value, client_names.get(value, value) if name == "client" else value) for value in values]
             for name, values in choices.items()
         },
+        "active_filters": [
+            {"name": name, "value": value, "text": client_names.get(value, value) if name == "client" else value}
+            for name, value in filters.items()
+            if value
+        ],
+        "unknown_filters": unknown,
+        "refresh_seconds": REFRESH_SECONDS,
+        "refresh_query": urlencode({"window": window, **{name: value for name, value in filters.items() if value}}),
+        "updated_text": now.strftime("%H:%M:%S"),
         "upstream_failures": upstream_failure_tile(share, inbox_url=_inbox_url(request)),
         **dashboard_context(metrics, client_names=client_names),
     }
     return render(request, "errcatalog/dashboard.html", context)
+
+
+def unavailable(request: HttpRequest) -> HttpResponse:
+    context = {**admin.site.each_context(request), "title": "Outcomes dashboard", "problem": UNAVAILABLE_PROBLEM}
+    return render(request, "errcatalog/dashboard_bad_request.html", context, status=503)
+
+
+def default_window(now: datetime) -> str:
+    """``FIRST_HOUR_WINDOW`` while no recorded call or episode is an hour old, else ``DEFAULT_WINDOW``."""
+    if recorded_before(now - timedelta(seconds=WINDOWS[FIRST_HOUR_WINDOW])):
+        return DEFAULT_WINDOW
+    return FIRST_HOUR_WINDOW
+
+
+def known_filters(
+    filters: Mapping[str, str | None], choices: Mapping[str, list[str]]
+) -> tuple[dict[str, str | None], list[dict[str, str]]]:
+    """The filters to apply, and those left out because no recorded outcome has that value.
+
+    A value offered for the window is known; another one is looked up in all recorded outcomes (a tool called
+    last week but not today is still a tool; the filter then shows zeros), and an upstream among the gateway's.
+    Choices gain the known values; an unknown value never becomes a choice, and it is not applied (the page would
+    be filtered by a value its drop-down cannot show).
+    """
+    applied: dict[str, str | None] = {}
+    unknown: list[dict[str, str]] = []
+    for name, value in filters.items():
+        if value and value not in choices[name]:
+            if ever_recorded(name, value) or (name == "upstream" and upstream_exists(value)):
+                choices[name].insert(0, value)
+            else:
+                unknown.append({"name": name, "value": value})
+                value = None
+        applied[name] = value
+    return applied, unknown
 
 
 def _inbox_url(request: HttpRequest) -> str | None:
@@ -432,28 +485,3 @@ def _duration(seconds: int) -> str:
             count = seconds // size
             return f"{count}-{unit}" if count != 1 else unit
     return f"{seconds}-second"
-
-
-DAY_SECONDS = 86400
-
-
-def filter_choices(window: Mapping[str, Any], current: Mapping[str, str | None]) -> dict[str, list[str]]:
-    """The values seen in the window for each filter's drop-down (the current value is always offered).
-
-    One DISTINCT query per filter over the window's rollups (indexed by bucket): their size grows with buckets and
-    distinct cells, not with events. Windows read in days (7 d, 30 d) read the day rows, 24 times fewer.
-    """
-    start = datetime.fromisoformat(window["start"])
-    rollups: QuerySet[DailyRollup] | QuerySet[Rollup]
-    if window["bucket_seconds"] >= DAY_SECONDS:
-        rollups = DailyRollup.objects.filter(bucket__gte=day_start(start))
-    else:
-        rollups = Rollup.objects.filter(bucket__gte=start)
-    choices: dict[str, list[str]] = {}
-    for name in FILTER_MAX_LENGTH:
-        values = rollups.exclude(**{name: ""}).order_by(name).values_list(name, flat=True).distinct()
-        seen = list(values[:FILTER_CHOICES_LIMIT])
-        if current.get(name) and current[name] not in seen:
-            seen.insert(0, current[name])
-        choices[name] = seen
-    return choices

@@ -1,7 +1,9 @@
 /*
  * The outcomes dashboard: draws the two charts from the json_script data, sorts breakdown tables when a column
- * heading is clicked, and submits the filter form when a selection changes. No inline handlers: everything is
- * wired here, so the page works under a CSP without 'unsafe-inline'.
+ * heading is clicked, submits the filter form when a selection changes, and refreshes the numbers while the tab
+ * is visible (a fresh copy of the page replaces #ed-live and the caption: same window and filters, the sorted
+ * columns kept). No inline handlers: everything is wired here, so the page works under a CSP without
+ * 'unsafe-inline'.
  */
 "use strict";
 
@@ -14,6 +16,9 @@
     interactive: "#6a1b9a",
     errorRate: "#e65100",
   };
+
+  // Chart.js instances of the current content, destroyed before a refresh replaces their canvases.
+  let charts = [];
 
   function readChartData() {
     const node = document.getElementById("ed-chart-data");
@@ -65,7 +70,7 @@
     Chart.defaults.maintainAspectRatio = false;
     const count = data.labels.length;
 
-    new Chart(volume, {
+    charts.push(new Chart(volume, {
       type: "bar",
       data: {
         labels: data.labels,
@@ -78,9 +83,9 @@
         interaction: { mode: "index", intersect: false },
         scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
       },
-    });
+    }));
 
-    new Chart(rates, {
+    charts.push(new Chart(rates, {
       type: "line",
       data: {
         labels: data.labels,
@@ -106,7 +111,7 @@
           },
         },
       },
-    });
+    }));
   }
 
   /* Adaptive allocation: each code's shares over time, one stepped line per variant. */
@@ -129,14 +134,14 @@
         dataset.tension = 0;
         return dataset;
       });
-      new Chart(canvas, {
+      charts.push(new Chart(canvas, {
         type: "line",
         data: { labels: chart.labels, datasets: datasets },
         options: {
           interaction: { mode: "index", intersect: false },
           scales: { y: { min: 0, max: 100, ticks: { callback: percentTick } } },
         },
-      });
+      }));
     });
   }
 
@@ -150,17 +155,20 @@
     return numeric ? parseFloat(raw) : raw.toLowerCase();
   }
 
-  function sortTable(table, button) {
+  /* Sorts by the button's column; ``direction`` given (a refresh keeping the sort), else the next one. */
+  function sortTable(table, button, direction) {
     const index = Number(button.getAttribute("data-sort-index"));
     const numeric = button.getAttribute("data-sort-type") === "number";
     const header = button.closest("th");
     const current = header.getAttribute("aria-sort");
-    // Numbers start with the largest first (the busiest tool, the worst rate); text starts A to Z.
-    let direction = numeric ? "descending" : "ascending";
-    if (current === "descending") {
-      direction = "ascending";
-    } else if (current === "ascending") {
-      direction = "descending";
+    if (!direction) {
+      // Numbers start with the largest first (the busiest tool, the worst rate); text starts A to Z.
+      direction = numeric ? "descending" : "ascending";
+      if (current === "descending") {
+        direction = "ascending";
+      } else if (current === "ascending") {
+        direction = "descending";
+      }
     }
     const sign = direction === "ascending" ? 1 : -1;
     const body = table.tBodies[0];
@@ -207,7 +215,26 @@
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
+  /* The sorted column of each sortable table (by table id), to sort the refreshed tables the same way. */
+  function sortState() {
+    const state = {};
+    document.querySelectorAll("table.ed-sortable[id] th[aria-sort]").forEach(function (th) {
+      state[th.closest("table").id] = { column: th.getAttribute("data-column"), direction: th.getAttribute("aria-sort") };
+    });
+    return state;
+  }
+
+  function restoreSort(state) {
+    Object.keys(state).forEach(function (id) {
+      const table = document.getElementById(id);
+      const button = table && table.querySelector('th[data-column="' + CSS.escape(state[id].column) + '"] button.ed-sort');
+      if (button) {
+        sortTable(table, button, state[id].direction);
+      }
+    });
+  }
+
+  function render() {
     wireSorting();
     wireFilters();
     const data = readChartData();
@@ -215,5 +242,119 @@
       drawCharts(data);
     }
     drawAllocations();
+  }
+
+  /*
+   * Auto-refresh: every data-refresh-seconds while the tab is visible and not paused, fetch the page of the same
+   * window and filters (data-refresh-url) and put its #ed-live and caption in place of these. A hidden tab fetches
+   * nothing; shown again, it refreshes at once if an update is due. Someone using the filter form is not
+   * interrupted: the update waits until the form loses focus.
+   */
+  function wireRefresh() {
+    const root = document.getElementById("content-main");
+    const toggle = document.getElementById("ed-refresh-toggle");
+    const stateText = document.getElementById("ed-refresh-state");
+    const updated = document.querySelector("#ed-updated time");
+    if (!root || !toggle || !stateText || !updated || !root.dataset.refreshUrl) {
+      return;
+    }
+    const seconds = Number(root.dataset.refreshSeconds) || 30;
+    const url = root.dataset.refreshUrl;
+    let paused = false;
+    let failed = false;
+    let timer = null;
+    let due = Date.now() + seconds * 1000;
+
+    function describe() {
+      let text = "· refreshes every " + seconds + " s";
+      if (paused) {
+        text = "· auto-refresh paused";
+      } else if (failed) {
+        text = "· the last update failed; retrying every " + seconds + " s";
+      }
+      stateText.textContent = text;
+      toggle.textContent = paused ? "Resume auto-refresh" : "Pause auto-refresh";
+      toggle.setAttribute("aria-pressed", paused ? "true" : "false");
+    }
+
+    function schedule() {
+      clearTimeout(timer);
+      timer = null;
+      if (!paused && !document.hidden) {
+        timer = setTimeout(refresh, Math.max(0, due - Date.now()));
+      }
+    }
+
+    function busy() {
+      const form = document.querySelector("#ed-live form.ed-filters");
+      return Boolean(form && form.contains(document.activeElement));
+    }
+
+    function swap(doc) {
+      const live = doc.getElementById("ed-live");
+      if (!live) {
+        throw new Error("the response is not the dashboard (signed out?)");
+      }
+      const sorted = sortState();
+      charts.forEach(function (chart) {
+        chart.destroy();
+      });
+      charts = [];
+      document.getElementById("ed-live").replaceWith(document.adoptNode(live));
+      const caption = doc.getElementById("ed-caption");
+      const current = document.getElementById("ed-caption");
+      if (caption && current) {
+        current.replaceWith(document.adoptNode(caption));
+      }
+      render();
+      restoreSort(sorted);
+      updated.textContent = live.dataset.updated || "";
+      updated.setAttribute("datetime", live.dataset.updated || "");
+    }
+
+    async function refresh() {
+      timer = null;
+      if (paused || document.hidden) {
+        return;
+      }
+      if (busy()) {
+        due = Date.now() + 2000;
+        schedule();
+        return;
+      }
+      try {
+        const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } });
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        swap(new DOMParser().parseFromString(await response.text(), "text/html"));
+        failed = false;
+      } catch (error) {
+        failed = true;
+      }
+      due = Date.now() + seconds * 1000;
+      describe();
+      schedule();
+    }
+
+    toggle.addEventListener("click", function () {
+      paused = !paused;
+      if (!paused) {
+        due = Date.now();
+      }
+      describe();
+      schedule();
+    });
+    document.addEventListener("visibilitychange", function () {
+      schedule();
+    });
+    toggle.hidden = false;
+    describe();
+    schedule();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    render();
+    wireRefresh();
   });
 })();

@@ -425,8 +425,10 @@ class MetricsView(APIView):
         summary="Outcome metrics",
         description=(
             "Calls, errors, retry and interactive-error rates, latency percentiles, their time series, breakdowns "
-            "by code, tool, client and variant, the variant comparison and recent episodes over a window, read "
-            "from rollups. Filters are exact matches; an empty filter is no filter. Rate definitions: "
+            "by code, tool, client and variant, the variant comparison and recent episodes over a window: 1h in "
+            "minute buckets (read from the events, up to date as soon as they are ingested), 24h in the rollups' "
+            "buckets (an hour by default), 7d and 30d in days (read from the rollups). Filters are exact matches; "
+            "an empty filter is no filter. Rate definitions: "
             "error_rate = errors / calls; interactive_error_rate = interactive_errors / errors; "
             "retry_success_rate = recovered / retried_episodes; first_retry_success_rate = "
             "first_retry_recovered / retried_episodes. For staff sessions, tokens created with metrics read "

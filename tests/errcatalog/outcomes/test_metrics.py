@@ -7,7 +7,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from errcatalog.outcomes import rollups
-from errcatalog.outcomes.metrics import WINDOWS, compute_metrics, metric_row, percentile, sentry_url
+from errcatalog.outcomes.metrics import (
+    WINDOWS,
+    compute_metrics,
+    ever_recorded,
+    filter_values,
+    metric_row,
+    percentile,
+    recorded_before,
+    sentry_url,
+)
 from tests.errcatalog.outcomes.rows import episode, event
 
 pytestmark = pytest.mark.django_db
@@ -95,6 +104,49 @@ def test_the_window_holds_one_series_point_per_bucket(traffic):
     assert series[-1]["bucket"] == "2026-11-20T12:00:00+00:00" and series[-1]["calls"] == 10
     assert all(point["calls"] == 0 and point["error_rate"] is None for point in series[:-1])
     assert metrics["targets"] == {"retry_success_rate": 0.6, "interactive_error_rate": 0.8}
+
+
+def test_the_hour_window_has_a_point_per_minute_read_from_the_events(traffic):
+    """NOW is 12:30: the window is 11:31 to 12:31, one point per minute, the same numbers as the rollups."""
+    metrics = compute_metrics("1h", now=NOW)
+
+    assert metrics["window"] == {
+        "name": "1h",
+        "start": "2026-11-20T11:31:00+00:00",
+        "end": "2026-11-20T12:31:00+00:00",
+        "bucket_seconds": 60,
+    }
+    series = {point["bucket"]: point for point in metrics["series"]}
+    assert len(series) == 60
+    calls = {bucket[11:16]: point["calls"] for bucket, point in series.items() if point["calls"]}
+    # Six calls in the minutes 12:00 to 12:05, four errors in 12:10 to 12:13.
+    assert calls == {f"12:{minute:02}": 1 for minute in (0, 1, 2, 3, 4, 5, 10, 11, 12, 13)}
+    assert series["2026-11-20T12:10:00+00:00"]["errors"] == 1
+    # Episodes count in the minute of their opening error: all six opened at 12:00.
+    assert series["2026-11-20T12:00:00+00:00"]["episodes"] == 6
+    assert series["2026-11-20T12:00:00+00:00"]["retry_success_rate"] == 0.75
+    day = compute_metrics("24h", now=NOW)
+    for key in ("totals", "breakdowns", "variant_comparison"):
+        assert metrics[key] == day[key], key
+
+
+def test_the_hour_window_counts_an_event_before_the_rollup_job_runs(traffic):
+    assert compute_metrics("1h", now=NOW)["totals"]["calls"] == 10  # and now cached
+    event(NOW - timedelta(seconds=5), tool="search", outcome="error", code="NOT_FOUND", variant="default")
+
+    metrics = compute_metrics("1h", now=NOW)
+    assert metrics["totals"]["calls"] == 11 and metrics["series"][-2]["errors"] == 1
+    assert compute_metrics("1h", tool="search", now=NOW)["totals"]["calls"] == 1
+    assert compute_metrics("24h", now=NOW)["totals"]["calls"] == 10  # the rollups, until the job runs
+
+
+def test_filter_values_are_those_recorded_in_the_window(traffic):
+    hour = filter_values("1h", now=NOW)
+    assert hour["tool"] == ["send_email"] and hour["code"] == ["MISSING_PARAMETER", "RATE_LIMITED"]
+    assert hour["upstream"] == []
+    assert filter_values("7d", now=NOW)["tool"] == ["search", "send_email"]
+    assert ever_recorded("tool", "search") and not ever_recorded("tool", "sned_email")
+    assert recorded_before(NOW - timedelta(days=2)) and not recorded_before(NOW - timedelta(days=4))
 
 
 def test_long_windows_read_daily_rollups_with_a_point_per_day(traffic):

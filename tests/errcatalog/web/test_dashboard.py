@@ -170,7 +170,7 @@ def chart_data(page: str) -> dict[str, Any]:
     return json.loads(match.group(1))
 
 
-def get_page(client, path: str = DASHBOARD) -> str:
+def get_page(client, path: str = DASHBOARD + "?window=24h") -> str:
     response = client.get(path)
     assert response.status_code == 200, response.status_code
     return response.content.decode()
@@ -461,7 +461,7 @@ def test_clients_are_named_by_their_token_name(client, staff_user):
     assert options[f"token:{quickstart.pk}"] == "quickstart"
     assert options[f"token:{reporter.pk}/ide"] == "ci-reporter / ide"
     episode_rows = re.search(r'id="ed-episodes".*?</table>', page, re.DOTALL).group(0)
-    assert "<td>quickstart</td>" in episode_rows and f"token:{quickstart.pk}" not in episode_rows
+    assert '<td class="ed-name">quickstart</td>' in episode_rows and f"token:{quickstart.pk}" not in episode_rows
 
 
 def test_tokens_sharing_a_name_stay_apart(client, staff_user):
@@ -472,6 +472,59 @@ def test_tokens_sharing_a_name_stay_apart(client, staff_user):
     second, _key = client_token_create(user=staff_user, name="agents")
     names = client_display_names([f"token:{first.pk}", f"token:{second.pk}/x", "claude", "token:abc"])
     assert names == {f"token:{first.pk}": f"agents #{first.pk}", f"token:{second.pk}/x": f"agents #{second.pk} / x"}
+
+
+def test_the_first_hour_opens_on_the_minute_window(client, staff_user):
+    client.force_login(staff_user)
+    assert 'value="1h" selected' in get_page(client, DASHBOARD)  # nothing recorded yet
+    call_events(timezone.now() - timedelta(minutes=10), 2, tool="send_email")
+    page = get_page(client, DASHBOARD)
+    assert 'value="1h" selected' in page and "minute buckets" in page and tile_text(page, "calls") == "2"
+    call_events(timezone.now() - timedelta(minutes=70), 1, tool="send_email")  # an hour old: the usual default
+    assert 'value="24h" selected' in get_page(client, DASHBOARD)
+    assert 'value="1h" selected' in get_page(client, DASHBOARD + "?window=1h")  # a window asked for is kept
+
+
+def test_an_unknown_filter_value_is_reported_not_offered_nor_applied(client, staff_user):
+    build_outcomes()
+    client.force_login(staff_user)
+    page = get_page(client, DASHBOARD + "?window=24h&tool=sned_email&client=claude")
+
+    tool_select = re.search(r'<select name="tool">(.*?)</select>', page, re.DOTALL).group(1)
+    assert re.findall(r'<option value="([^"]*)"', tool_select) == ["", "send_email", "store_document"]
+    assert " selected" not in tool_select
+    assert "No recorded call has the tool “sned_email”" in page
+    caption = re.search(r'<p class="ed-window-caption".*?</p>', page, re.DOTALL).group(0)
+    assert "sned_email" not in caption and "client = " in caption
+    assert tile_text(page, "calls") == format(expected_totals(client="claude")["calls"], ",")
+    # Only recorded values are kept: a tool recorded outside the window is known (it filters to zeros).
+    page = get_page(client, DASHBOARD + "?window=1h&tool=store_document")
+    assert "No recorded call" not in page and tile_text(page, "calls") == "0"
+    tool_select = re.search(r'<select name="tool">(.*?)</select>', page, re.DOTALL).group(1)
+    assert '<option value="store_document" selected>' in tool_select
+
+
+def test_the_caption_names_a_client_by_its_token(client, staff_user):
+    from errcatalog.access.tokens import client_token_create
+
+    token, _key = client_token_create(user=staff_user, name="quickstart")
+    call_events(timezone.now() - timedelta(minutes=3), 2, tool="send_email", client=f"token:{token.pk}")
+    client.force_login(staff_user)
+    page = get_page(client, DASHBOARD + f"?window=1h&client=token:{token.pk}")
+
+    caption = re.search(r'<p class="ed-window-caption".*?</p>', page, re.DOTALL).group(0)
+    assert ">quickstart</code>" in caption and f">token:{token.pk}<" not in caption
+    assert tile_text(page, "calls") == "2"
+
+
+def test_the_page_refreshes_itself_from_the_same_query(client, staff_user):
+    build_outcomes()
+    client.force_login(staff_user)
+    page = get_page(client, DASHBOARD + "?tool=send_email&code=")
+    root = re.search(r'<div id="content-main"[^>]*>', page).group(0)
+    assert 'data-refresh-seconds="30"' in root
+    assert 'data-refresh-url="/dashboard/?window=24h&amp;tool=send_email"' in root
+    assert re.search(r'id="ed-updated"[^>]*>Updated <time>\d\d:\d\d:\d\d</time> UTC', page)
 
 
 def test_the_upstream_tile_shows_the_classified_share_and_links_the_inbox_for_those_who_may_read_it(
