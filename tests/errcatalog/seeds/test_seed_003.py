@@ -8,8 +8,8 @@ differences").
 
 The shipped catalog asks the seed's questions for send_email, create_document and web_search. The seed's
 invalid-email, Gmail set-up and search-configuration sentences are catalog wording: a writer enters them (as in
-admin) and the endpoint then says exactly that. Not here yet: ``setup_url``, ``action_required``,
-``optional_parameters`` and ``guidance`` (catalog fields being added on another branch).
+admin) and the endpoint then says exactly that. A question's ``optional_parameters`` and ``guidance`` come from the
+tool itself unless the code's catalog entry sets them.
 """
 
 from __future__ import annotations
@@ -206,13 +206,16 @@ def test_create_document_question_is_the_seeds(mcp, jsonrpc_channel):
     assert {key: error.data[key] for key in seed_data} == seed_data
 
 
-def test_create_document_required_parameters_differs_because_one_missing_parameter_is_named_singly(
-    mcp, jsonrpc_channel
-):
-    # The seed's Zapier example lists ["content"]; one missing parameter is "required_parameter" as in every
-    # other seed example, several are "required_parameters" (next test). The code is -32602, not -32603.
+def test_create_document_lists_required_and_optional_parameters_as_the_seeds_zapier_example(mcp, jsonrpc_channel):
+    # The seed's Zapier example lists ["content"] beside the optional parameters and a guidance sentence. The
+    # catalog entry sets neither, so both come from the tool: its schema's optional property and the first sentence
+    # of its description. One missing parameter is also "required_parameter", as in every other seed example. The
+    # code is -32602, not -32603.
     error = jsonrpc_error(mcp, "create_document", {})
-    assert error.data["required_parameter"] == "content" and "required_parameters" not in error.data
+    assert error.data["required_parameter"] == "content"
+    assert error.data["required_parameters"] == ["content"]
+    assert error.data["optional_parameters"] == ["title"]
+    assert error.data["guidance"] == "Create a new text document and store it."
     assert error.code == -32602
 
 
