@@ -19,6 +19,9 @@ import pytest
 from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
 from errcatalog.catalog.document import catalog_document_from_db, read_catalog_file
 from errcatalog.catalog.lint import lint_catalog
+from errcatalog.catalog.models import ErrorCode
+from errcatalog.catalog.services import error_code_update
+from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import ingest, recorder, rollups
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.metrics import TARGETS, compute_metrics
@@ -217,6 +220,27 @@ def test_create_document_lists_required_and_optional_parameters_as_the_seeds_zap
     assert error.data["optional_parameters"] == ["title"]
     assert error.data["guidance"] == "Create a new text document and store it."
     assert error.code == -32602
+
+
+def test_a_catalog_entry_overrides_the_tools_optional_parameters_and_guidance(mcp, jsonrpc_channel):
+    # A writer sets seed 003's Zapier wording on the code: it replaces what the tool's schema and description say.
+    error_code_update(
+        error_code=ErrorCode.objects.get(code="MISSING_PARAMETER"),
+        optional_parameters=["title", "format"],
+        guidance="Document creation requires content. You can also specify a title and format.",
+    )
+    catalog_changed()
+    error = jsonrpc_error(mcp, "create_document", {})
+    assert error.data["required_parameters"] == ["content"]
+    assert error.data["optional_parameters"] == ["title", "format"]
+    assert error.data["guidance"] == "Document creation requires content. You can also specify a title and format."
+
+
+def test_a_tool_without_optional_parameters_adds_no_guidance(mcp, jsonrpc_channel):
+    # send_email requires all it takes: its question and required parameter say everything, as in the seed.
+    error = jsonrpc_error(mcp, "send_email", {"subject": "Hi", "body": "Hello"})
+    assert error.data["required_parameter"] == "to"
+    assert not {"required_parameters", "optional_parameters", "guidance"} & set(error.data)
 
 
 def test_agentopia_edge_function_shape_differs_because_mcp_carries_it_as_a_tool_result(mcp):
