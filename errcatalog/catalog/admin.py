@@ -41,8 +41,8 @@ from errcatalog.catalog.preview_samples import (
     ToolText,
     VariantPreview,
     code_preview,
+    names_parameter,
     tool_texts,
-    wants_parameter,
 )
 from errcatalog.input_limits import depth_bounded_json_decoder
 from errcatalog.outcomes.metrics import variant_retry_annotations
@@ -137,8 +137,8 @@ def _tool_table(texts: Iterable[ToolText], links: dict[tuple[str, str], str], *,
     if not rows:
         return ""
     head = format_html(
-        "<thead><tr>{}<th>Tool</th><th>Missing</th><th>The model gets</th><th>Text</th></tr></thead>",
-        mark_safe("<th>Code · variant</th>") if code else "",  # noqa: S308 (a constant),
+        "<thead><tr>{}<th>Tool</th><th>Parameter</th><th>The model gets</th><th>Text</th></tr></thead>",
+        mark_safe("<th>Code · variant</th>") if code else "",
     )
     return format_html(
         '<table class="errcatalog-tools">{}<tbody>{}</tbody></table>',
@@ -161,7 +161,7 @@ def _notices(preview: VariantPreview) -> list[str]:
         notices.append(
             f"For {len(hinted)} of {len(preview.tool_texts)} tool parameters a parameter hint's question replaces "
             f"this variant's question ({named}): editing this question does not change what those calls get; edit "
-            'the hint (linked under "Which text each tool gets").'
+            "the hint instead (the table of which text each tool gets links to it)."
         )
     return notices
 
@@ -648,7 +648,7 @@ class ParameterHintAdmin(CatalogRowAdmin):
         texts = [
             text
             for code, entry in sorted(snapshot.codes.items())
-            if entry.active and entry.variants and wants_parameter(entry)
+            if entry.active and entry.variants and names_parameter(entry)
             for text in tool_texts(snapshot, code, entry.variant(), (tool,), max_chars=_max_chars())
         ]
         note = (

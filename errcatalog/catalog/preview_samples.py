@@ -180,6 +180,13 @@ def wants_parameter(entry: CodeEntry) -> bool:
     return entry.kind == "needs_input" or bool(used & _PARAMETER_PLACEHOLDERS)
 
 
+def names_parameter(entry: CodeEntry) -> bool:
+    """Whether ``entry``'s templates name the parameter at fault: a code a call's missing or invalid parameter
+    leads to (a needs-input code about a service is asked about the service, whatever the call left out)."""
+    used = {name for v in entry.variants for t in _templates(v) for name in template_placeholders(t)}
+    return bool(used & _PARAMETER_PLACEHOLDERS)
+
+
 def _problem(entry: CodeEntry) -> str:
     # Codes about a malformed value report an invalid parameter (seed 003 invalid_parameter); the rest a
     # missing one (seed 003 missing_parameter).
@@ -258,11 +265,11 @@ def tool_texts(
     """For each served tool, what the model reads when it fails with ``code`` rendered from ``variant``.
 
     A code about one parameter is rendered once per required parameter of each tool (only ``parameter`` when
-    given); any other code has no rows, every tool getting the variant's own text. Which text wins is the
-    renderer's answer (``text_source``), never worked out here.
+    given); a code whose templates name no parameter has no rows, every tool getting the same text. Which text
+    wins is the renderer's answer (``text_source``), never worked out here.
     """
     entry = snapshot.codes.get(code)
-    if entry is None or not wants_parameter(entry):
+    if entry is None or not names_parameter(entry):
         return ()
     alone = _with_only(snapshot, entry, variant)
     texts = []

@@ -378,6 +378,37 @@ def test_text_over_the_budget_is_flagged(writer, settings):
     assert "/ 80" in page
 
 
+def test_the_variant_page_says_which_text_each_tool_gets(writer):
+    variant = TemplateVariant.objects.get(error_code__code="MISSING_PARAMETER", name="default", locale="")
+    page = writer.get(_url(TemplateVariant, "change", variant.pk)).content.decode()
+    assert "the model gets the question only" in page
+    assert "a parameter hint&#x27;s question replaces this variant&#x27;s question" in page
+    hint = ParameterHint.objects.get(tool="send_email", parameter="to")
+    # send_email · to gets its hint's question, linked to the hint's page; explain_error · code the variant's.
+    assert f'href="{_url(ParameterHint, "change", hint.pk)}"' in page
+    assert "Who should I send this email to?" in page
+    assert "Question: What should I use for code?" in page
+
+
+def test_the_hint_page_lists_the_codes_whose_question_it_replaces(writer):
+    hint = ParameterHint.objects.get(tool="send_email", parameter="to")
+    page = writer.get(_url(ParameterHint, "change", hint.pk)).content.decode()
+    rows = page.split('<table class="errcatalog-tools">', 1)[1].split("</table>", 1)[0]
+    assert "MISSING_PARAMETER" in rows and "INVALID_PARAMETER" in rows
+    # A code about a service is not asked about a parameter, so the hint has no say in it.
+    assert "AUTHENTICATION_REQUIRED" not in rows
+    missing_row = rows.split("MISSING_PARAMETER", 1)[1].split("</tr>", 1)[0]
+    assert "replaces this variant" in missing_row and "Who should I send this email to?" in missing_row
+    invalid_row = rows.split("INVALID_PARAMETER", 1)[1].split("</tr>", 1)[0]
+    assert "this variant&#x27;s question only" in invalid_row
+
+
+def test_a_hint_for_a_tool_nobody_serves_says_so(writer):
+    hint = ParameterHint.objects.create(tool="no_such_tool", parameter="x", question="Question: Which x?")
+    page = writer.get(_url(ParameterHint, "change", hint.pk)).content.decode()
+    assert "No served tool is named <code>no_such_tool</code>" in page
+
+
 # --- Client tokens ----------------------------------------------------------------------------------------
 
 
