@@ -13,29 +13,56 @@ from errcatalog.catalog import admin as catalog_admin
 from errcatalog.catalog.preview_samples import SampleTool
 from errcatalog.gateway.models import TOOL_SEPARATOR
 from errcatalog.gateway.selectors import upstream_configs, upstream_tool_approvals
-from mcpserver.registry import autodiscover, registry
+from errcatalog.render import ParameterFault
+from mcpserver.registry import ToolSpec, autodiscover, registry
 from mcpserver.validation import parameter_fault
 
 
-def _sample_tool(name: str, schema: Any, upstream: str = "") -> SampleTool:
-    """A tool with its required parameters described as a call's validation describes a missing one."""
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    required = schema.get("required") if isinstance(schema, Mapping) else None
-    if not isinstance(properties, Mapping) or not isinstance(required, list):
-        return SampleTool(name=name, upstream=upstream)
-    faults = tuple(
-        parameter_fault(p, properties[p] if isinstance(properties.get(p), Mapping) else {}, "missing")
-        for p in required
-        if isinstance(p, str)
+def _sample_tool(spec: ToolSpec) -> SampleTool:
+    """A tool as a failed call describes it: its required parameters as validation describes a missing one, and
+    what the pipeline's failures carry of the tool itself."""
+    schema = spec.input_schema
+    properties = schema.get("properties")
+    required = schema.get("required")
+    faults: tuple[ParameterFault, ...] = ()
+    if isinstance(properties, Mapping) and isinstance(required, list):
+        faults = tuple(
+            parameter_fault(p, properties[p] if isinstance(properties.get(p), Mapping) else {}, "missing")
+            for p in required
+            if isinstance(p, str)
+        )
+    return SampleTool(
+        name=spec.name,
+        required=faults,
+        upstream=spec.upstream,
+        optional=spec.optional_parameters,
+        summary=spec.summary,
     )
-    return SampleTool(name=name, required=faults, upstream=upstream)
+
+
+def _upstream_spec(name: str, upstream: str, metadata: Mapping[str, Any]) -> ToolSpec:
+    """An approved upstream tool's metadata as a spec, for what it says of itself (it is never called here)."""
+    schema = metadata.get("inputSchema")
+    description = metadata.get("description")
+    return ToolSpec(
+        name=name,
+        description=description if isinstance(description, str) else "",
+        input_schema=schema if isinstance(schema, Mapping) else {},
+        function=_never_called,
+        toolset=f"upstream:{upstream}",
+        upstream=upstream,
+    )
+
+
+def _never_called(**_: Any) -> None:
+    raise RuntimeError("A preview's tool is never called.")
 
 
 def served_sample_tools() -> tuple[SampleTool, ...]:
     """Our enabled tools, then every approved tool of each enabled upstream with the metadata it is served with."""
     autodiscover()  # the tool modules register on import; a process that has not served /mcp yet has not
     own = registry.enabled_by_name(settings.MCP["TOOLSETS"])
-    tools = [_sample_tool(spec.name, spec.input_schema) for spec in sorted(own.values(), key=lambda s: s.name)]
+    tools = [_sample_tool(spec) for spec in sorted(own.values(), key=lambda s: s.name)]
     approvals = upstream_tool_approvals()
     for config in upstream_configs():
         for tool_name, metadata in sorted(approvals.get(config.name, {}).items()):
@@ -43,7 +70,7 @@ def served_sample_tools() -> tuple[SampleTool, ...]:
                 continue
             served = f"{config.prefix}{TOOL_SEPARATOR}{tool_name}"
             if served not in own:  # an own tool wins a name clash, as in what is served
-                tools.append(_sample_tool(served, metadata.get("inputSchema"), upstream=config.name))
+                tools.append(_sample_tool(_upstream_spec(served, config.name, metadata)))
     return tuple(tools)
 
 

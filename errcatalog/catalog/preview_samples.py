@@ -74,6 +74,9 @@ class SampleTool:
     name: str
     required: tuple[ParameterFault, ...] = ()
     upstream: str = ""  # the upstream MCP server it is forwarded to; "" for our own tools
+    # What a call's failure carries of the tool itself (``Failure.optional_parameters`` and ``guidance``).
+    optional: tuple[str, ...] = ()
+    summary: str = ""
 
 
 # What each ``text_source`` means to a writer: which row's text the model reads.
@@ -200,20 +203,20 @@ def _guide_first(tools: tuple[SampleTool, ...]) -> list[SampleTool]:
 
 def sample_call(
     snapshot: CatalogSnapshot, entry: CodeEntry, tools: tuple[SampleTool, ...]
-) -> tuple[str, ParameterFault]:
+) -> tuple[SampleTool, ParameterFault]:
     """The served tool and parameter the preview calls: the first required parameter without a hint question (so
     the preview shows the variant's own text), else the first required parameter; the built-in sample without tools.
     ``send_email`` comes first when it is served: the example every guide uses. A code about no parameter calls the
     first tool."""
     ordered = _guide_first(tools)
     if ordered and not wants_parameter(entry):  # only the tool's name is used
-        return ordered[0].name, SAMPLE_PARAMETER
-    calls = [(t.name, p) for t in ordered for p in t.required]
-    for name, parameter in calls:
-        hint = snapshot.hint(name, parameter.name)
+        return ordered[0], SAMPLE_PARAMETER
+    calls = [(t, p) for t in ordered for p in t.required]
+    for tool, parameter in calls:
+        hint = snapshot.hint(tool.name, parameter.name)
         if hint is None or not hint.question:
-            return name, parameter
-    return calls[0] if calls else (SAMPLE_TOOL, SAMPLE_PARAMETER)
+            return tool, parameter
+    return calls[0] if calls else (SampleTool(SAMPLE_TOOL), SAMPLE_PARAMETER)
 
 
 def sample_failure(
@@ -221,7 +224,7 @@ def sample_failure(
     *,
     snapshot: CatalogSnapshot | None = None,
     tools: tuple[SampleTool, ...] = (),
-    call: tuple[str, ParameterFault] | None = None,
+    call: tuple[SampleTool, ParameterFault] | None = None,
 ) -> Failure:
     """A plausible failure of ``entry``'s code, with a sample value for every placeholder its templates use.
 
@@ -234,15 +237,15 @@ def sample_failure(
         if tools and snapshot is not None:
             call = sample_call(snapshot, entry, tools)
         else:
-            call = (SAMPLE_TOOL, SAMPLE_PARAMETER)
-    tool_name, parameter = call
+            call = (SampleTool(SAMPLE_TOOL), SAMPLE_PARAMETER)
+    tool, parameter = call
     parameter = dataclasses.replace(parameter, problem=_problem(entry))
     retry_after = entry.retry_after_seconds
     if retry_after is None and entry.category == "rate_limit":
         retry_after = SAMPLE_RETRY_AFTER
     return Failure(
         code=entry.code,
-        tool_name=SAMPLE_UNKNOWN_TOOL if not_found else tool_name,
+        tool_name=SAMPLE_UNKNOWN_TOOL if not_found else tool.name,
         parameters=(parameter,) if wants_parameter(entry) else (),
         status_code=entry.http_statuses[0] if entry.http_statuses else None,
         event_id=SAMPLE_EVENT_ID if entry.system else None,
@@ -250,6 +253,8 @@ def sample_failure(
         alternatives=SAMPLE_ALTERNATIVES if not_found else (),
         network_failure="timeout" if entry.category == "network" or "network_failure" in used else None,
         service=SAMPLE_SERVICE if "service" in used else None,
+        optional_parameters=() if not_found else tool.optional,
+        guidance="" if not_found else tool.summary,
     )
 
 
@@ -277,7 +282,7 @@ def tool_texts(
         for fault in tool.required:
             if parameter is not None and fault.name != parameter:
                 continue
-            failure = sample_failure(entry, call=(tool.name, fault))
+            failure = sample_failure(entry, call=(tool, fault))
             rendered = render(alone, failure, variant=variant.name, locale=variant.locale, max_chars=max_chars)
             texts.append(ToolText(tool=tool.name, parameter=fault.name, rendered=rendered))
     return tuple(texts)
@@ -352,6 +357,8 @@ def _request_base(failure: Failure, variant: VariantEntry) -> dict[str, Any]:
         "alternatives": list(failure.alternatives),
         "network_failure": failure.network_failure,
         "service": failure.service,
+        "optional_parameters": list(failure.optional_parameters),
+        "guidance": failure.guidance,
     }
     body.update({k: v for k, v in optional.items() if v})
     return body

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
-from errcatalog.catalog.document import validate_catalog_document
+from errcatalog.catalog.document import catalog_document_from_db, validate_catalog_document
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import SAMPLE_EVENT_ID
 from errcatalog.catalog.snapshot import catalog_changed
@@ -512,3 +512,19 @@ def test_a_rule_on_kind_and_pattern_is_saved_and_listed_in_words(writer):
     assert (rule.kind, rule.pattern) == ("tool_error", "^ENOENT: ")  # its trailing space kept
     listed = writer.get(_url(ClassificationRule, "changelist")).content.decode()
     assert "upstream files, the tool reported an error, text matches &#x27;^ENOENT: &#x27;" in listed
+
+
+def test_the_previews_call_the_served_tools_as_the_endpoint_describes_them(writer):
+    from errcatalog.catalog.preview_samples import sample_failure
+    from errcatalog.render import render
+    from errcatalog.render.entries import CatalogSnapshot
+    from mcpserver.admin import served_sample_tools
+
+    tools = {t.name: t for t in served_sample_tools()}
+    create = tools["create_document"]
+    assert [p.name for p in create.required] == ["content"] and create.optional == ("title",)
+    assert create.summary == "Create a new text document and store it."
+    snapshot = CatalogSnapshot.from_document(catalog_document_from_db(), version="t")
+    failure = sample_failure(snapshot.codes["MISSING_PARAMETER"], call=(create, create.required[0]))
+    data = render(snapshot, failure).data
+    assert data["optional_parameters"] == ["title"] and data["guidance"] == create.summary
