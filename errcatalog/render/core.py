@@ -1,9 +1,9 @@
 """From a failure and a catalog snapshot to one rendered error, the source of every face.
 
-Pure: no ORM, no I/O. ``Failure`` has no field for free text, so text from users, upstream servers, exceptions
-or the database has no way in; the names it does carry are screened by ``safe_identifier``, a tool's and a
-parameter's schema text by ``safe_schema_text`` and a partial result by ``safe_partial_result``, whoever built the
-failure.
+Pure: no ORM, no I/O. ``Failure`` has no field for free text, so what users type, what upstream servers answer,
+exceptions and the database have no way in; the names it does carry are screened by ``safe_identifier``, the tool's
+metadata (a parameter's description and format, the sentence that describes the tool) by ``safe_schema_text`` and a
+partial result by ``safe_partial_result``, whoever built the failure.
 
 Which text the model gets is decided here and only here, and recorded on the result (``RenderedError.text_source``,
 one of ``TEXT_SOURCES``) so that admin can say which row to edit instead of working it out again.
