@@ -36,7 +36,7 @@ def _sample_tool(spec: ToolSpec) -> SampleTool:
         required=faults,
         upstream=spec.upstream,
         optional=spec.optional_parameters,
-        summary=spec.summary,
+        summary=spec.guidance,
     )
 
 

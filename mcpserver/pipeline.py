@@ -171,7 +171,7 @@ def _missing_failure(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> Fai
         tool_name=spec.name,
         parameters=missing,
         optional_parameters=spec.optional_parameters,
-        guidance=spec.summary,
+        guidance=spec.guidance,
     )
     _missing_failures.set(key, (spec, missing, failure))
     return failure
@@ -307,7 +307,7 @@ async def _fail_with_exception(
         partial_result=getattr(exc, "partial_result", None) if isinstance(exc, ErrcatalogError) else None,
         # Read only when a parameter is missing: what else the tool takes, and what it is for.
         optional_parameters=spec.optional_parameters if parameters else (),
-        guidance=spec.summary if parameters else "",
+        guidance=spec.guidance if parameters else "",
     )
     return await _fail(call, failure, fmt, elicited=elicited, snapshot=snapshot)
 

@@ -160,6 +160,13 @@ class ToolSpec:
         match = _FIRST_SENTENCE.match(text)
         return match[1] if match else text
 
+    @cached_property
+    def guidance(self) -> str:
+        """What a question about this tool's missing input says of the tool when the catalog says nothing: its
+        ``summary`` for our own tools. An upstream tool's description is the upstream's own prose, which the gateway
+        keeps out of failures (its optional parameters' names, screened like every name, are still offered)."""
+        return "" if self.upstream else self.summary
+
     # Cached: read on every call, and inspecting a signature costs more than the rest of dispatching.
     @cached_property
     def is_async(self) -> bool:

@@ -417,8 +417,9 @@ class ErrorCodeAdmin(CatalogRowAdmin):
                 "classes": ("collapse",),
                 "description": "Sent in the error's data: setup fields for authentication and configuration errors, "
                 "optional parameters and guidance for missing input. Left empty, a question takes the optional "
-                "parameters from the tool's input schema and the guidance from its description (with optional "
-                "parameters only); set here, they replace the tool's for every tool.",
+                "parameters from the tool's input schema and, for our own tools that have optional parameters, the "
+                "guidance from the first sentence of the tool's description; set here, they replace the tool's for "
+                "every tool.",
                 "fields": (("setup_url", "action_required"), "optional_parameters", "guidance"),
             },
         ),

@@ -528,3 +528,23 @@ def test_the_previews_call_the_served_tools_as_the_endpoint_describes_them(write
     failure = sample_failure(snapshot.codes["MISSING_PARAMETER"], call=(create, create.required[0]))
     data = render(snapshot, failure).data
     assert data["optional_parameters"] == ["title"] and data["guidance"] == create.summary
+
+
+def test_the_previews_call_approved_upstream_tools_by_their_served_names(writer):
+    from errcatalog.gateway.services import upstream_tools_record, upstreams_import
+    from mcpserver.admin import served_sample_tools
+
+    upstreams_import({"mcpServers": {"tracker": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}, actor=None)
+    schema = {
+        "type": "object",
+        "properties": {"repo": {"type": "string", "description": "Repository name."}, "labels": {"type": "array"}},
+        "required": ["repo"],
+    }
+    listing = [{"name": "search_issues", "description": "Search the issues of a repository.", "inputSchema": schema}]
+    upstream_tools_record(upstream="tracker", listing=listing)  # a first listing is approved as it is
+    tools = {t.name: t for t in served_sample_tools()}
+    served = next(t for name, t in tools.items() if name.endswith("search_issues"))
+    assert served.upstream == "tracker"
+    assert [p.name for p in served.required] == ["repo"] and served.required[0].description == "Repository name."
+    assert served.optional == ("labels",)
+    assert served.summary == ""  # an upstream's description is its own prose: not a question's guidance
