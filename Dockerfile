@@ -16,7 +16,7 @@ WORKDIR /app
 
 # Dependencies first, from the lock file, so code changes do not reinstall them.
 COPY pyproject.toml uv.lock .python-version ./
-RUN uv sync --frozen --no-dev --no-install-project
+RUN uv sync --frozen --no-default-groups --no-install-project
 
 COPY . .
 # Static files are collected into the image; WhiteNoise serves them. The key is random and only exists for this

@@ -378,7 +378,7 @@ def main() -> int:
                     worst = min(worst, ratio)
                     flag = "ok" if ratio >= args.goal else "BELOW GOAL"
                     line += f"   {ratio:.2f}x {flag} (rounds {min(per_round):.2f}-{max(per_round):.2f}x)"
-                    # The tail, the second goal: ours pooled p99 below bare's, and in how many rounds.
+                    # The tail goal: ours pooled p99 below bare's, and in how many rounds.
                     lower = sum(
                         _p99(a) < _p99(b) for a, b in zip(results["ours", case], results["bare", case], strict=True)
                     )

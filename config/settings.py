@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -53,7 +54,7 @@ INSTALLED_APPS = [
     "simple_history",
     "errcatalog",
     "mcpserver",
-    # The seed scenarios as tools (demo/): their Document table is migrated only where they are served.
+    # The demo scenarios as tools (demo/): their Document table is migrated only where they are served.
     *(["demo"] if "demo" in _MCP_TOOLSETS else []),
     # The official conformance suite's fixtures (conformance/), for ./dev conformance only.
     *(["conformance"] if "conformance" in _MCP_TOOLSETS else []),
@@ -192,7 +193,7 @@ SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
 
 # --- Demo tools -------------------------------------------------------------------------------------------
 
-# Backends of the demo tool set (demo/mcp_tools.py). Unset values are deliberate: they produce the seeds'
+# Backends of the demo tool set (demo/mcp_tools.py). Unset values are deliberate: they produce the demo's
 # failures (an unreachable weather service, an unconfigured search service).
 # Port 9 (discard) serves nothing on a normal machine, so get_weather's connection is refused: NETWORK_ERROR.
 DEMO_WEATHER_URL = env_str("DEMO_WEATHER_URL", "http://127.0.0.1:9/")
@@ -246,9 +247,11 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "errcatalog.web.api.schema.api_schema_corrections",
     ],
-    # One name per choice set, where several fields share one (the classify and render requests' transport).
+    # One name per choice set, where several fields share one (the classify and render requests' transport; the
+    # failure kinds of a rule and of a classify request).
     "ENUM_NAME_OVERRIDES": {
         "TransportFailureEnum": ["connection", "timeout"],
+        "UpstreamFailureKindEnum": "errcatalog.vocabulary.UPSTREAM_FAILURE_KINDS",
         "RuleTransportEnum": "errcatalog.catalog.models.Transport",
     },
 }
@@ -256,13 +259,17 @@ SPECTACULAR_SETTINGS = {
 # --- errcatalog -------------------------------------------------------------------------------------------
 
 ERRCATALOG: dict[str, Any] = {
-    # Rendered model-facing text is cut at this many characters (seed 002: keep messages under 500).
+    # Where the documentation site is published; the home page links it. Blank: the home page points to the
+    # repository's docs/ folder and the command that serves it locally.
+    "DOCS_URL": env_str("ERRCATALOG_DOCS_URL", ""),
+    # Rendered model-facing text is cut at this many characters (a model reads a short message whole).
     "MAX_MESSAGE_CHARS": env_int("ERRCATALOG_MAX_MESSAGE_CHARS", 500, minimum=80),
-    # The face a tool result takes when the caller does not pass `format` (seed 000 default: markdown).
+    # The face a tool result takes when the caller does not pass `format` (markdown, as in the toolError:v1
+    # envelope's format gating).
     "DEFAULT_FORMAT": env_choice("ERRCATALOG_DEFAULT_FORMAT", "markdown", ("markdown", "json", "both")),
-    # Where input errors go: tool results (SEP-1303's recommendation) or JSON-RPC errors (seed 003 style).
+    # Where input errors go: tool results (SEP-1303's recommendation) or JSON-RPC errors (the question protocol).
     "INPUT_ERROR_CHANNEL": env_choice("ERRCATALOG_INPUT_ERROR_CHANNEL", "tool_result", ("tool_result", "jsonrpc")),
-    # Reproduce FastMCP's legacy -32001/-32000 codes on the JSON-RPC channel (seed 004), off by default.
+    # Reproduce FastMCP's legacy -32001/-32000 codes on the JSON-RPC channel, off by default.
     "LEGACY_JSONRPC_CODES": env_bool("ERRCATALOG_LEGACY_JSONRPC_CODES", False),
     # Retry-after hints are at most this many seconds, whatever an upstream's Retry-After says (at least 1 s).
     "MAX_RETRY_AFTER_SECONDS": env_int("ERRCATALOG_MAX_RETRY_AFTER_SECONDS", 3600, minimum=1),
@@ -306,7 +313,7 @@ ERRCATALOG: dict[str, Any] = {
 # --- MCP endpoint ---------------------------------------------------------------------------------------
 
 MCP: dict[str, Any] = {
-    # Toolsets served at /mcp: "catalog" (explain_error, list_error_codes), "demo" (the seed scenarios, for the
+    # Toolsets served at /mcp: "catalog" (explain_error, list_error_codes), "demo" (the demo scenarios, for the
     # embedded setup), "conformance" (fixtures of the official conformance suite), plus any an app declares.
     "TOOLSETS": _MCP_TOOLSETS,
     # Bearer tokens (admin "Client tokens") are required unless this is explicitly switched off.
@@ -381,10 +388,15 @@ GATEWAY: dict[str, Any] = {
     "MAX_TOOLS_PER_UPSTREAM": env_int("ERRCATALOG_GATEWAY_MAX_TOOLS_PER_UPSTREAM", 500, minimum=1),
 }
 
-# --- Outcomes, retries and metrics (issue 4) ----------------------------------------------------------
+# --- Outcomes, retries and metrics ----------------------------------------------------------------------
 
 # Celery's broker (see "Celery" below); the outcome buffer depends on it.
 _BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+# kombu's filesystem transport reads its folders from the transport options below, never from the URL, but a URL
+# without a host ("filesystem://") makes kombu log "No hostname was supplied" at every connection: the URL names one.
+_FILESYSTEM_BROKER = urlsplit(_BROKER_URL).scheme == "filesystem"
+if _FILESYSTEM_BROKER and not urlsplit(_BROKER_URL).hostname:
+    _BROKER_URL = "filesystem://localhost/"
 OUTCOMES: dict[str, Any] = {
     # Record every tool call's outcome (off: nothing is buffered, the dashboard stays empty).
     "ENABLED": env_bool("ERRCATALOG_OUTCOMES", True),
@@ -401,7 +413,7 @@ OUTCOMES: dict[str, Any] = {
     # Without Redis, on Celery's filesystem broker: the folder where batches wait for ingestion as files (a task
     # message on that broker dies with the worker that read it; a batch file is deleted only after its commit).
     # Blank otherwise: with Redis the stream is the buffer, on another broker batches travel as tasks.
-    "SPOOL_DIR": str(DATA_DIR / "outcomes" / "spool") if not REDIS_URL and _BROKER_URL == "filesystem://" else "",
+    "SPOOL_DIR": str(DATA_DIR / "outcomes" / "spool") if not REDIS_URL and _FILESYSTEM_BROKER else "",
     # The Redis streams that buffer events for ingestion (partition 0 is STREAM_KEY, partition n STREAM_KEY:n),
     # their consumer group and each one's bound (approximate).
     "STREAM_KEY": env_str("ERRCATALOG_OUTCOMES_STREAM", "errcatalog:outcomes"),
@@ -416,7 +428,8 @@ OUTCOMES: dict[str, Any] = {
     "CLAIM_IDLE_SECONDS": env_int("ERRCATALOG_OUTCOMES_CLAIM_IDLE_SECONDS", 60, minimum=1),
     # A call of the same tool by the same client/session within this window after an error is a retry.
     "RETRY_WINDOW_SECONDS": env_int("ERRCATALOG_RETRY_WINDOW_SECONDS", 600, minimum=1),
-    # The failed retry number MAX_ATTEMPTS ends an episode as exhausted (seed 003: MAX_RETRY_ATTEMPTS = 3).
+    # The failed retry number MAX_ATTEMPTS ends an episode as exhausted (the question protocol's
+    # MAX_RETRY_ATTEMPTS = 3).
     "MAX_ATTEMPTS": env_int("ERRCATALOG_RETRY_MAX_ATTEMPTS", 3, minimum=1),
     # Rollup bucket length; the dashboard's time series has one point per bucket.
     "BUCKET_SECONDS": env_int("ERRCATALOG_ROLLUP_BUCKET_SECONDS", 3600, minimum=60),
@@ -428,7 +441,7 @@ OUTCOMES: dict[str, Any] = {
 
 # With Redis, Redis is the broker; the embedded setup uses Celery's filesystem broker in DATA_DIR/celery.
 CELERY_BROKER_URL = _BROKER_URL
-if CELERY_BROKER_URL == "filesystem://":
+if _FILESYSTEM_BROKER:
     _CELERY_QUEUE_DIR = DATA_DIR / "celery" / "queue"
     _CELERY_QUEUE_DIR.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -7,9 +7,11 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import health
+from config.landing import landing
 from errcatalog.web.api.views import endpoint_not_found
 
 urlpatterns = [
+    path("", landing, name="landing"),
     path("health/", health, name="health"),
     # The name compose files and load balancers were configured with before /health/.
     path("healthz", health, name="healthz"),

@@ -1,4 +1,5 @@
-"""The typed exceptions of seed 001, raised by tools and API clients and classified into catalog codes.
+"""Typed exceptions in the shape of Sentry's error-handling conventions (client errors for the caller, server
+errors for Sentry), raised by tools and API clients and classified into catalog codes.
 
 Messages given to these exceptions are for logs and Sentry only; what reaches a model is rendered from the
 catalog. Fields that the renderer may show (parameter names, status codes, retry-after) are separate,
@@ -162,7 +163,7 @@ class LLMProviderError(ErrcatalogError):
 class APICallError(ErrcatalogError):
     """The shape of the AI SDK's ``APICallError``: a failed call to an LLM provider (status, provider, message).
 
-    Convert it with ``llm_provider_error`` right after the provider call (seed 001's ``callEmbeddedAgent``); one
+    Convert it with ``llm_provider_error`` right after the provider call, as an embedded agent's call does; one
     that slips through is still classified by its status: 4xx as LLM_PROVIDER_ERROR, 5xx as a system error.
     """
 
@@ -173,9 +174,10 @@ class APICallError(ErrcatalogError):
 
 
 def llm_provider_error(error: APICallError) -> ErrcatalogError:
-    """Seed 001's conversion: a provider's 4xx (account, region, key, quota) becomes ``LLMProviderError``, which is
-    user-facing and not sent to Sentry; a 5xx stays a system error (``ApiServerError``, captured in Sentry), and a
-    call without a status is returned as it is (classified as an unknown system failure)."""
+    """A provider's 4xx (account, region, key, quota) becomes ``LLMProviderError``, which is user-facing and not
+    sent to Sentry; a 5xx stays a system error (``ApiServerError``, captured in Sentry), and a call without a status
+    is returned as it is (classified as an unknown system failure). Sentry's error-handling conventions convert
+    provider errors the same way."""
     status = error.status_code
     if status is not None and 400 <= status < 500:
         return LLMProviderError(str(error), provider=error.provider, status_code=status)
@@ -194,7 +196,7 @@ class ToolTimeout(ErrcatalogError):
     """A tool ran out of its time budget and stopped (catalog code TIMEOUT).
 
     ``partial_result`` is what the tool had produced by then, JSON-ready, or None; it is the tool's own output,
-    passed along to the caller like a successful result would be (seed 002), never text from an exception.
+    passed along to the caller like a successful result would be, never text from an exception.
     """
 
     code = "TIMEOUT"
@@ -215,7 +217,7 @@ _BY_STATUS: dict[int, type[ApiClientError]] = {
 
 
 def create_api_error(status_code: object, log_message: str = "", *, retry_after: object = None) -> ApiError:
-    """Seed 001's ``createApiError`` factory: the typed error for an HTTP status.
+    """The typed error for an HTTP status, as ``createApiError`` in Sentry's error-handling conventions makes it.
 
     A value that is not an HTTP status (outside 100-599, or not an int) gives a plain ``ApiError`` without a
     status, which classifies as an unknown failure rather than as whatever range the number fell in.

@@ -5,7 +5,7 @@ register anything else, the safety screen shows nothing else to a model, ingest 
 a name outside it is recorded under ``INVALID_TOOL_NAME``, so it is still counted.
 
 JSON-RPC 2.0 reserves -32768..-32000 for the protocol: a catalog row may use a code in that range only when JSON-RPC
-or MCP defines it (or it is one of FastMCP's legacy codes, seed 004); the database constraint, the catalog's rule
+or MCP defines it (or it is one of FastMCP's legacy codes); the database constraint, the catalog's rule
 and the renderer all read the numbers from here. The bottom layer: imports nothing of ours, no Django, no I/O.
 """
 
@@ -26,7 +26,8 @@ INVALID_TOOL_NAME = "(invalid-name)"
 
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
-# Catalog codes are UPPER_SNAKE_CASE (seed 001's codes); the catalog document's JSON Schema says the same.
+# Catalog codes are UPPER_SNAKE_CASE, as Sentry's error-handling conventions name them; the catalog document's JSON
+# Schema says the same.
 CODE_PATTERN = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
 
 # JSON-RPC 2.0 reserves this range for the protocol; product codes must live outside it (DESIGN §4.5).
@@ -52,7 +53,7 @@ JSONRPC_DEFINED_CODES = (
     -32022,
     -32042,
 )
-# The legacy codes FastMCP chose (seed 004), reproducible as an option.
+# The legacy codes FastMCP chose, reproducible as an option for clients that expect them.
 JSONRPC_LEGACY_CODES = (-32001, -32000)
 # Our own code for "too many open sessions for this token" (HTTP 429), outside the reserved range.
 JSONRPC_SESSION_LIMIT = -31429
@@ -90,7 +91,8 @@ def is_recorded_tool_name(value: object) -> TypeGuard[str]:
 
 
 def is_reserved_jsonrpc_code(value: int) -> bool:
-    """True when ``value`` lies in JSON-RPC's reserved range and neither JSON-RPC, MCP nor seed 004 defines it."""
+    """True when ``value`` lies in JSON-RPC's reserved range and neither JSON-RPC, MCP nor FastMCP's legacy
+    codes define it."""
     allowed = JSONRPC_DEFINED_CODES + JSONRPC_LEGACY_CODES
     return JSONRPC_RESERVED_MIN <= value <= JSONRPC_RESERVED_MAX and value not in allowed
 
@@ -125,3 +127,8 @@ UPSTREAM_FAILURE_KINDS: dict[str, str] = {
     "malformed": "an answer that is not MCP",
     "circuit_open": "circuit open after repeated failures",
 }
+
+# The codes an upstream's failure gets when no specific rule recognises it: the catalog's fallback for an upstream
+# failure, and UNKNOWN_ERROR when not even a fallback rule matched. Such failures go to admin's inbox of
+# unclassified upstream failures (errcatalog.gateway.inbox); every other code counts as classified.
+UNCLASSIFIED_UPSTREAM_CODES = frozenset({"UPSTREAM_TOOL_FAILED", "UNKNOWN_ERROR"})

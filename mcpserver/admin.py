@@ -1,5 +1,6 @@
-"""The MCP server's admin pages (Django looks here): the gateway's upstreams, and the tools the catalog's previews
-call (``served_sample_tools``, handed to ``errcatalog.catalog.admin``, which cannot import the server)."""
+"""The MCP server's admin pages (Django looks here): the gateway's upstreams and its inbox of unclassified failures,
+and the tools the catalog's previews call (``served_sample_tools``, handed to ``errcatalog.catalog.admin``, which
+cannot import the server)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
-import mcpserver.gateway.admin  # noqa: F401  (registers UpstreamAdmin)
+import mcpserver.gateway.admin
+import mcpserver.gateway.inbox_admin  # noqa: F401  (each registers its models with the admin site)
 from errcatalog.catalog import admin as catalog_admin
 from errcatalog.catalog.preview_samples import SampleTool
 from errcatalog.gateway.models import TOOL_SEPARATOR

@@ -1,8 +1,9 @@
-"""Seed 001's ``agentTool``: a tool that an AI agent calls inside another tool answers ``{result}`` or ``{error}``.
+"""``agentTool`` as Sentry's error-handling conventions define it: a tool that an AI agent calls inside another
+tool answers ``{result}`` or ``{error}``.
 
 An embedded agent reads a structured answer instead of an exception: ``{"result": <data>}`` on success
-(``errcatalog.render.agent_result``), ``{"error": "<catalog text>"}`` for user-correctable failures (seed 001's
-UserInputError, ApiClientError, LLMProviderError) and for a service's 5xx (``ApiServerError``, captured in Sentry,
+(``errcatalog.render.agent_result``), ``{"error": "<catalog text>"}`` for user-correctable failures
+(UserInputError, ApiClientError, LLMProviderError) and for a service's 5xx (``ApiServerError``, captured in Sentry,
 its event ID in the text). Any other exception is unexpected and propagates to the outer tool, which the
 pipeline then renders and captures like any failure. The error text is catalog text only (the trust rule).
 """
@@ -41,7 +42,7 @@ def agent_tool(function: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
             if entry.system:
                 event_id = sentry_sdk.capture_exception(exc, tags={"code": entry.code})
             else:
-                # Expected and user-correctable: a log line for people, never a Sentry issue (seed 001).
+                # Expected and user-correctable: a log line for people, never a Sentry issue: nothing is broken.
                 logger.warning("Agent tool %s answered with %s", function.__name__, entry.code)
             failure = Failure(entry.code, status_code=http_status(getattr(exc, "status_code", None)), event_id=event_id)
             return agent_error(render(snapshot, failure, max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"]))

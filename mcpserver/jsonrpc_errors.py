@@ -122,7 +122,8 @@ def sanctioned_error(code: int, message: str, data: Any = None) -> MCPError:
 
 
 def rendered_error(rendered: RenderedError, *, protocol_version: str = "") -> MCPError:
-    """A catalog-rendered failure as the JSON-RPC error to raise (its question or text as message, seed 003 data)."""
+    """A catalog-rendered failure as the JSON-RPC error to raise (its question or text as message, the question
+    protocol's fields as data)."""
     error = error_object(
         rendered, protocol_version=protocol_version, legacy=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"]
     )

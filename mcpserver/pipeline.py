@@ -23,6 +23,7 @@ from sentry_sdk.integrations.logging import ignore_logger
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
+from errcatalog.gateway import inbox
 from errcatalog.outcomes import prometheus, recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, render, tool_result
@@ -30,7 +31,7 @@ from errcatalog.render.classify import FailureFacts, classify, facts_from_except
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.render.patterns import parameter_named_in
 from errcatalog.safety import safe_identifier
-from errcatalog.vocabulary import recorded_tool_name
+from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_name
 from mcpserver import elicitation, tracing, wire
 from mcpserver.call_settings import call_settings
 from mcpserver.calls import ToolCall, current_tool_call
@@ -46,9 +47,9 @@ logger = logging.getLogger("mcpserver.pipeline")
 # captures exactly one event per system failure itself, and user errors never.
 ignore_logger(logger.name)
 
-# Alternatives offered for an unknown tool when no name is close (seed 002: "what is available").
+# Alternatives offered for an unknown tool when no name is close (say what is available, so the model can pick one).
 FALLBACK_ALTERNATIVES = 3
-# Codes that are the caller's input problem: these may go out on the JSON-RPC channel (seed 003).
+# Codes that are the caller's input problem: these may go out on the JSON-RPC channel (the question protocol).
 INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
 
 
@@ -220,8 +221,9 @@ class InvalidToolOutput(ErrcatalogError):
 def sdk_content_block(block: Any) -> Any:
     """A content block as the SDK can carry it: a text block's ``mimeType`` moves into its ``_meta``.
 
-    Seed 000 puts ``mimeType`` on text blocks, but MCP's ``TextContent`` has no such field and the SDK drops
-    unknown fields; ``_meta`` is the place the protocol leaves for such metadata, so clients still find it there.
+    The toolError:v1 envelope puts ``mimeType`` on text blocks, but MCP's ``TextContent`` has no such field and the
+    SDK drops unknown fields; ``_meta`` is the place the protocol leaves for such metadata, so clients still find it
+    there.
     """
     if not isinstance(block, dict) or block.get("type") != "text" or "mimeType" not in block:
         return block
@@ -262,6 +264,12 @@ async def _fail_with_exception(
     facts = facts_from_exception(exc, upstream=spec.upstream, tool=spec.name if spec.upstream else "")
     code = classify(snapshot, facts)
     entry = snapshot.entry(code)
+    if facts.kind:
+        # An upstream's failure: counted, and when no specific rule knew it, kept for staff to write one (the text
+        # goes to admin's inbox, cut and redacted; never to the model).
+        inbox.note(
+            spec.upstream, spec.name, facts.kind, facts.text, classified=entry.code not in UNCLASSIFIED_UPSTREAM_CODES
+        )
     parameters = _exception_parameters(exc) or _parameters_named(spec, facts.text, entry)
     if code == "INVALID_PARAMETER" and not parameters and _FOR_NO_PARAMETER in snapshot.codes:
         # INVALID_PARAMETER's text is about one parameter; when the failure names none of the tool's, the values
@@ -303,7 +311,7 @@ async def _fail_with_exception(
         parameters=parameters,
         alternatives=tuple(a for a in getattr(exc, "alternatives", ()) if isinstance(a, str)),
         network_failure=facts.transport or _network_failure_said(facts, entry),
-        # The tool's own partial output (seed 002's timeout), never text taken from the exception.
+        # The tool's own partial output (what a timed-out tool finished), never text taken from the exception.
         partial_result=getattr(exc, "partial_result", None) if isinstance(exc, ErrcatalogError) else None,
         # Read only when a parameter is missing: what else the tool takes, and what it is for.
         optional_parameters=spec.optional_parameters if parameters else (),

@@ -4,8 +4,8 @@
   ``resources/templates/list`` the template; ``resources/read`` returns the code's reference page
   (``errcatalog.catalog.reference``: explanation, retry advice, an example of each face) twice, as markdown and as
   JSON. The URI is checked against the code vocabulary before anything is looked up: a URI of our scheme that is
-  not ``errcatalog://codes/`` and a code name is refused as invalid params (and logged, as seed 004 logs a
-  traversal attempt); a well-formed one the catalog does not have (or has switched off) is a missing resource
+  not ``errcatalog://codes/`` and a code name is refused as invalid params (and logged as a traversal attempt,
+  which it may be); a well-formed one the catalog does not have (or has switched off) is a missing resource
   (-32002; -32602 on 2026-07-28).
 - ``prompts/list`` lists each interactive code's question as a prompt named by the code, its arguments the
   question's placeholders; ``prompts/get`` renders the question from them exactly as a failing call would.

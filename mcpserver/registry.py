@@ -37,7 +37,8 @@ from typing import Any, Protocol
 from errcatalog.errors import ErrcatalogError
 from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
 
-# The ``format`` argument of tools declared with ``formats=True`` (seed 000: markdown by default).
+# The ``format`` argument of tools declared with ``formats=True`` (markdown by default, as the toolError:v1
+# envelope's format gating has it).
 FORMAT_PROPERTY: Mapping[str, Any] = {
     "type": "string",
     "enum": ["markdown", "json", "both"],
@@ -116,7 +117,7 @@ class ToolSpec:
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
-    # The tool accepts a `format` argument (markdown/json/both) that also shapes its errors (seed 000).
+    # The tool accepts a `format` argument (markdown/json/both) that also shapes its errors (format gating).
     formats: bool = False
     # Missing input may be asked for with an MCP elicitation when the client supports it.
     elicit: bool = False

@@ -1,7 +1,7 @@
 """Argument validation: a tool's input schema (JSON Schema 2020-12) against the arguments of one call.
 
 The result names the parameters at fault and what the schema expects of them, never the rejected values, so it
-can go straight into a catalog ``Failure`` (seed 003: the rejected value is never echoed).
+can go straight into a catalog ``Failure`` (the rejected value is never echoed: what a caller typed could say anything).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ def _validate_with_jsonschema(schema: Mapping[str, Any], arguments: Mapping[str,
             continue
         if name in required and _blank(arguments.get(name)):
             # A required string the schema rejects for being empty ("" against minLength, an email format…) is
-            # missing input: the catalog asks its question for it (seed 003), as tools do for whitespace.
+            # missing input: the catalog asks its question for it (the question protocol), as tools do for whitespace.
             missing.add(name)
             continue
         invalid.setdefault(name, parameter_fault(name, properties[name], "invalid", arguments.get(name)))

@@ -412,7 +412,7 @@ class ErrorCodeAdmin(CatalogRowAdmin):
         ),
         ("Explanation", {"classes": ("collapse",), "fields": ("doc_url", "explanation", "updated_at")}),
         (
-            "Data for clients (seed 003)",
+            "Data for clients (the question protocol)",
             {
                 "classes": ("collapse",),
                 "description": "Sent in the error's data: setup fields for authentication and configuration errors, "

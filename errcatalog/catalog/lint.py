@@ -1,4 +1,5 @@
-"""Template lint: the writing rules of seeds 002 and 003, over every variant and hint of a catalog.
+"""Template lint: the rules for writing error text a model can act on, and the question protocol's shape of a
+question, over every variant and hint of a catalog.
 
 A template that breaks one still renders, so these are warnings, shown to the person who wrote it: in admin beside
 the variant, by ``catalog_import`` and by ``manage.py catalog_lint`` (which CI runs over the shipped catalog, which
@@ -7,15 +8,16 @@ secret-looking parameter), refused by every writer.
 
 The rules, each with its name as the command prints it:
 
-- ``no-instruction``: the variant does not say what to do next (seed 002: "always include an instruction").
+- ``no-instruction``: the variant does not say what to do next (a model that is not told what to do guesses).
 - ``over-cap``: a text is longer than the cap once its placeholders hold the longest values they may take, so
-  the renderer would cut it (seed 002: under 500 characters).
+  the renderer would cut it (a model reads a short message whole; the cap keeps it under 500 characters).
 - ``raw-status`` and ``exception-name``: an HTTP status number or a Python exception's name in model-facing text
-  (seed 002: the model cannot act on status codes and tracebacks).
-- ``generic``: the phrasing the seeds call out ("an error occurred", "invalid parameter", or an instruction that
-  is only a bare label such as "Not found", seed 002's table of bad instructions).
+  (the model cannot act on status codes and tracebacks).
+- ``generic``: phrasing that tells the model nothing ("an error occurred", "invalid parameter", or an instruction
+  that is only a bare label such as "Not found").
 - ``question``: an interactive code's question (or a hint's) that does not start with ``Question:`` (``Frage:``
-  and the like in another locale) or whose first sentence does not end with ``?`` (seed 003).
+  and the like in another locale) or whose first sentence does not end with ``?`` (the question protocol: clients
+  recognise a question by them).
 - ``unprovided-placeholder``: a placeholder that no failure of the code fills, so its sentence is never shown.
 
 Pure: no ORM, no I/O. It reads a catalog document (``errcatalog.catalog.document``), or one row's values.
@@ -86,7 +88,7 @@ _RAW_STATUS = re.compile(
 # ValueError, requests.exceptions.ConnectionError, KeyError, a "Traceback (most recent call last)".
 _EXCEPTION_NAME = re.compile(r"\b(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b")
 _GENERIC_PHRASES = re.compile(r"\ban error (?:has )?occurred\b|\binvalid parameters?\b", re.IGNORECASE)
-# Seed 002's "bad instruction" column: a label, where the model needs a next step.
+# Bare labels that read as an instruction but name no next step, where the model needs one.
 _BARE_LABELS = frozenset(
     {"function not found", "invalid arguments", "timed out", "rate limited", "service unavailable", "not found"}
 )
@@ -150,7 +152,7 @@ def variant_findings(
                 "instruction",
                 "no-instruction",
                 "Say what to do next (retry, ask the user, use another tool): without an instruction the model "
-                "guesses (seed 002).",
+                "guesses.",
             )
         )
     provided = provided_placeholders(code, rules)
@@ -190,33 +192,31 @@ def text_findings(text: str, *, max_chars: int) -> list[tuple[str, str]]:
         findings.append(
             (
                 "raw-status",
-                f"{match.group(0)!r} is an HTTP status: say what it means for the model instead (seed 002); clients "
+                f"{match.group(0)!r} is an HTTP status: say what it means for the model instead; clients "
                 "get the number in the error's data.",
             )
         )
     if match := _EXCEPTION_NAME.search(text):
-        findings.append(
-            ("exception-name", f"{match.group(0)!r} names an exception: describe the failure in words (seed 002).")
-        )
+        findings.append(("exception-name", f"{match.group(0)!r} names an exception: describe the failure in words."))
     if match := _GENERIC_PHRASES.search(text):
-        findings.append(("generic", f"{match.group(0)!r} is generic: say what went wrong and what to do (seed 002)."))
+        findings.append(("generic", f"{match.group(0)!r} is generic: say what went wrong and what to do."))
     elif text.strip().rstrip(".!").lower() in _BARE_LABELS:
-        findings.append(("generic", f"{text.strip()!r} is a label, not a next step: say what to do (seed 002)."))
+        findings.append(("generic", f"{text.strip()!r} is a label, not a next step: say what to do."))
     return findings
 
 
 def question_findings(question: str, locale: str) -> list[str]:
-    """What keeps ``question`` from reading as seed 003's questions do, in a variant of ``locale``."""
+    """What keeps ``question`` from reading as the question protocol's questions do, in a variant of ``locale``."""
     if not question.strip():
-        return ["An interactive code asks a question: write one (seed 003: 'Question: Who should I send this to?')."]
+        return ["An interactive code asks a question: write one, e.g. 'Question: Who should I send this to?'."]
     findings = []
     label = _QUESTION_LABEL.get(locale.split("-", 1)[0].lower(), _ANY_LABEL) if locale else _QUESTION_LABEL[""]
     if not label.match(question):
         expected = "'Question:'" if label is not _ANY_LABEL else "its language's label and a colon ('Frage:')"
-        findings.append(f"Start with {expected}, as clients recognise a question by it (seed 003).")
+        findings.append(f"Start with {expected}, as clients recognise a question by it.")
     first = _FIRST_SENTENCE.match(question.strip())
     if first is None or not first.group(0).endswith("?"):
-        findings.append("End the first sentence with '?': ask, then say what to provide (seed 003).")
+        findings.append("End the first sentence with '?': ask, then say what to provide.")
     return findings
 
 

@@ -56,7 +56,7 @@ class Kind(models.TextChoices):
 
 
 class Header(models.TextChoices):
-    # No header: the text alone, as seed 000's messages are shown.
+    # No header: the text alone, as the toolError:v1 envelope's messages are shown.
     NONE = "", "No header"
     INPUT_ERROR = "Input Error", "Input Error"
     ERROR = "Error", "Error"
@@ -238,10 +238,10 @@ def _validate_template(value: str) -> None:
         raise ValidationError(problems)
 
 
-# Seed 003's setup_url: a path on the client's side ("/integrations/gmail") or an https URL; it may use
+# The question protocol's setup_url: a path on the client's side ("/integrations/gmail") or an https URL; it may use
 # placeholders ("/integrations/{service}"), whose values are identifier-shaped.
 SETUP_URL_PATTERN = r"^((/|https://)\S*)?$"
-# Seed 003's action_required: a machine-readable action name ("reconfigure_credentials").
+# The question protocol's action_required: a machine-readable action name ("reconfigure_credentials").
 ACTION_REQUIRED_PATTERN = r"^([a-z][a-z0-9_]*)?$"
 
 
@@ -272,7 +272,7 @@ class ErrorCode(models.Model):
     )
     doc_url = models.URLField(blank=True)
     explanation = models.TextField(blank=True, help_text="The long explanation: causes and fixes.")
-    # Seed 003's data fields: catalog text only, never filled from a tool's or upstream's text.
+    # The question protocol's data fields: catalog text only, never filled from a tool's or upstream's text.
     setup_url = models.CharField(
         max_length=200,
         blank=True,
@@ -350,7 +350,8 @@ class TemplateVariant(models.Model):
     header = models.CharField(max_length=32, choices=Header.choices, default=Header.ERROR, blank=True)
     message = models.TextField(validators=[_validate_template], help_text="What happened.")
     cause = models.TextField(blank=True, validators=[_validate_template], help_text="Why it happened.")
-    # Blank only to reproduce a one-sentence message such as seed 000's; seed 002 wants every error to say what next.
+    # Blank only to reproduce a one-sentence toolError:v1 message; otherwise every error says what to do next,
+    # or the model guesses.
     instruction = models.TextField(
         blank=True,
         validators=[_validate_template],

@@ -29,7 +29,7 @@ from errcatalog.render.entries import CatalogSnapshot, CodeEntry, VariantEntry
 from errcatalog.safety import template_placeholders
 
 SAMPLE_TOOL = "send_email"
-# Seed 002's example of an unknown tool and the close names offered instead.
+# A misspelt tool name and the close names offered instead, as a "did you mean" answer shows them.
 SAMPLE_UNKNOWN_TOOL = "get_wether"
 SAMPLE_ALTERNATIVES = ("get_weather", "get_forecast")
 # The parameter of renders made without the served tools (the catalog reference's examples): one without a hint, so
@@ -47,7 +47,7 @@ SAMPLE_RETRY_AFTER = 30
 SAMPLE_REQUEST_ID = 1
 
 # Key (stable, used by the browser), label, face, and the face's options as the render API names them. The
-# call ids are seed 002's examples.
+# call ids have the shape each provider's function-calling format gives them.
 FACES: tuple[tuple[str, str, str, Mapping[str, Any]], ...] = (
     ("tool_result_markdown", "MCP tool result · markdown", "tool_result", {"format": "markdown"}),
     ("tool_result_json", "MCP tool result · json", "tool_result", {"format": "json"}),
@@ -191,8 +191,8 @@ def names_parameter(entry: CodeEntry) -> bool:
 
 
 def _problem(entry: CodeEntry) -> str:
-    # Codes about a malformed value report an invalid parameter (seed 003 invalid_parameter); the rest a
-    # missing one (seed 003 missing_parameter).
+    # Codes about a malformed value report an invalid parameter (the question protocol's invalid_parameter); the
+    # rest a missing one (its missing_parameter).
     return "invalid" if "INVALID" in entry.code or entry.category == "validation" else "missing"
 
 

@@ -250,3 +250,67 @@ class UpstreamTool(models.Model):
 
     def __str__(self) -> str:
         return f"{self.upstream_id}: {self.name}"
+
+
+class UpstreamFailureGroup(models.Model):
+    """Upstream failures that no specific rule classified, grouped by upstream, tool, kind and text signature.
+
+    Written by the serving processes (``errcatalog.gateway.inbox``) when a failure falls to a fallback code; staff
+    read them as an inbox and make a rule from a group. ``signature`` is the failure text with its values masked
+    (``errcatalog.gateway.signatures``); the samples keep a few recent texts, cut and with credentials redacted, for
+    staff only: nothing here ever reaches a model. These rows are not catalog data: writing them raises no catalog
+    revision.
+    """
+
+    key = models.CharField(max_length=64, unique=True, help_text="sha256 of upstream, tool, kind and signature.")
+    upstream = models.CharField(max_length=64)
+    tool = models.CharField(max_length=128, help_text="As /mcp serves it.")
+    kind = models.CharField(max_length=16, help_text="How the call failed (errcatalog.vocabulary).")
+    signature = models.CharField(
+        max_length=300, help_text="The failure text with numbers, values, paths and ids masked."
+    )
+    count = models.PositiveBigIntegerField(default=0)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-last_seen"]
+        verbose_name = "unclassified upstream failure"
+        indexes = [models.Index(fields=["last_seen"], name="failure_group_last_seen")]
+
+    def __str__(self) -> str:
+        return f"{self.upstream}: {self.signature[:60]}"
+
+
+class UpstreamFailureSample(models.Model):
+    """One recent failure text of a group (cut to 2,000 characters, credentials redacted), for staff and previews."""
+
+    group = models.ForeignKey(UpstreamFailureGroup, on_delete=models.CASCADE, related_name="samples")
+    text = models.TextField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-seen_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"sample of {self.group_id} at {self.seen_at:%Y-%m-%d %H:%M:%S}"
+
+
+class UpstreamFailureTally(models.Model):
+    """Upstream failures per hour and upstream, by whether a specific rule classified them: the dashboard's share."""
+
+    hour = models.DateTimeField()
+    upstream = models.CharField(max_length=64)
+    classified = models.BooleanField()
+    count = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-hour", "upstream"]
+        constraints = [
+            models.UniqueConstraint(fields=["hour", "upstream", "classified"], name="failure_tally_one_per_cell")
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.upstream} at {self.hour:%Y-%m-%d %H:00}: {self.count} {'' if self.classified else 'un'}classified"
+        )

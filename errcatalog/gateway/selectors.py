@@ -10,9 +10,17 @@ from types import MappingProxyType
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Sum
 from django.utils import timezone
 
-from errcatalog.gateway.models import Transport, Upstream, UpstreamHealth, UpstreamTool
+from errcatalog.gateway.models import (
+    Transport,
+    Upstream,
+    UpstreamFailureGroup,
+    UpstreamFailureTally,
+    UpstreamHealth,
+    UpstreamTool,
+)
 from errcatalog.gateway.screen import ScreenLimits
 from errcatalog.gateway.secrets import upstream_binding
 
@@ -146,3 +154,29 @@ def health_summary(processes: Sequence[ProcessHealth]) -> str:
     if open_circuits:
         parts.append(f"circuit not closed in {open_circuits}")
     return ", ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class FailureShare:
+    """Upstream failures in a window, and how many of them a specific rule classified (the rest fell to a
+    fallback and went to the inbox); ``open_groups`` is how many groups wait in the inbox now."""
+
+    classified: int
+    total: int
+    open_groups: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.classified / self.total if self.total else None
+
+
+def upstream_failure_share(start: datetime, end: datetime, *, upstream: str | None = None) -> FailureShare:
+    """The classified share of upstream failures in the hours that overlap [start, end) (tallies are hourly)."""
+    tallies = UpstreamFailureTally.objects.filter(hour__gt=start - timedelta(hours=1), hour__lt=end)
+    groups = UpstreamFailureGroup.objects.all()
+    if upstream:
+        tallies = tallies.filter(upstream=upstream)
+        groups = groups.filter(upstream=upstream)
+    counts = dict(tallies.values_list("classified").annotate(n=Sum("count")).order_by())
+    classified = counts.get(True, 0)
+    return FailureShare(classified=classified, total=classified + counts.get(False, 0), open_groups=groups.count())

@@ -10,9 +10,9 @@ these functions and writes their decisions. This module imports only ``errcatalo
 - An ``error`` with no open episode for its key opens one; the error is attempt 0.
 - The next call of the key at most ``window`` seconds after the episode's latest call is a retry with
   attempt = retries + 1. ``ok`` ends the episode ``recovered`` at that attempt; a failed retry keeps it open
-  unless it was retry number ``max_attempts`` (3: seed 003's ``MAX_RETRY_ATTEMPTS``, after which a client following
-  the seed stops retrying), which ends it ``exhausted``: error, then three failed retries, is the fourth failed
-  call and the end. Waiting for a fifth call that a seed client never makes would leave the episode open until
+  unless it was retry number ``max_attempts`` (3: the question protocol's ``MAX_RETRY_ATTEMPTS``, after which a
+  client following it stops retrying), which ends it ``exhausted``: error, then three failed retries, is the fourth
+  failed call and the end. Waiting for a fifth call that such a client never makes would leave the episode open until
   it ended ``abandoned``, and count it on the wrong side of the retry success rate.
 - A call later than the window first ends the old episode ``abandoned`` (at last call + window), then counts as
   a fresh call. With no later call, the periodic clean-up ends it the same way once the window has passed.
@@ -66,7 +66,8 @@ class EpisodeState:
 
     @property
     def resolution_seconds(self) -> float | None:
-        """Seed 003's user resolution time: from the first failed call to the recovering call; None unless recovered."""
+        """The question protocol's user resolution time: from the first failed call to the recovering call; None
+        unless recovered."""
         if self.ending != RECOVERED or self.ended_at is None:
             return None
         return max(self.ended_at - self.started_at, 0.0)

@@ -41,8 +41,8 @@ Definitions (the dashboard, the API and the admin's variant column all use these
 - ``first_retry_success_rate`` = first_retry_recovered / retried_episodes.
 - ``latency_p50_ms``/``latency_p95_ms``: read from the summed latency histograms (log-spaced bins, interpolated
   within a bin), so they are accurate to a fraction of a bin; None without calls.
-- ``resolution_p50_seconds``/``resolution_p90_seconds``: seed 003's **user resolution time**, the median and 90th
-  percentile over recovered episodes of the time from the episode's first failed call to the call that
+- ``resolution_p50_seconds``/``resolution_p90_seconds``: the question protocol's **user resolution time**, the
+  median and 90th percentile over recovered episodes of the time from the episode's first failed call to the call that
   recovered it (the successful retry), in seconds. Read from the summed resolution histograms of the rollups
   (``RESOLUTION_BOUNDS_SECONDS``, the same log-spaced interpolation), credited like the episodes' other counts to
   the bucket, code, variant, tool and client of the opening error; None without a recovered episode. Episodes

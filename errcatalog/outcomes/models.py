@@ -49,8 +49,8 @@ class Episode(models.Model):
         null=True, blank=True, help_text="Which retry succeeded (1 = the first retry)."
     )
     ending = models.CharField(max_length=16, choices=Ending.choices, default=Ending.OPEN)
-    # Seed 003's "user resolution time": how long the caller took to get what it asked for after the error. Stored
-    # (not derived from the two times at read time) so rollups can bin it in SQL, portably.
+    # The question protocol's "user resolution time": how long the caller took to get what it asked for after the
+    # error. Stored (not derived from the two times at read time) so rollups can bin it in SQL, portably.
     resolution_seconds = models.FloatField(
         null=True,
         blank=True,

@@ -5,12 +5,14 @@ Counted where they happen, in the process that serves them:
 - ``errcatalog_tool_calls_total{tool, upstream, outcome}``: every MCP tool call answered (``outcome``: ``ok``,
   ``error``, ``input_required``), whether or not outcome recording is on;
 - ``errcatalog_tool_errors_total{tool, upstream, code, interactive}``: the failed ones by catalog code;
-  ``interactive="true"`` for a question or an elicitation (seed 003), so the interactive-error rate (interactive
-  errors among errors, as the dashboard has it) is ``sum(rate(errcatalog_tool_errors_total{interactive="true"}[5m]))
-  / sum(rate(errcatalog_tool_errors_total[5m]))``;
+  ``interactive="true"`` for a question or an elicitation (the question protocol), so the interactive-error rate
+  (interactive errors among errors, as the dashboard has it) is
+  ``sum(rate(errcatalog_tool_errors_total{interactive="true"}[5m])) / sum(rate(errcatalog_tool_errors_total[5m]))``;
 - ``errcatalog_tool_call_duration_seconds{tool, outcome}``: a histogram of how long each call took to answer
   (these three are counted on the request path in bulk, ``observe_call`` and ``fold_calls``: a scrape of the
   process sees every call it answered, one of another process each call older than ``FOLD_SECONDS``);
+- ``errcatalog_upstream_failures_total{upstream, classified}``: failures of upstreams' calls, by whether a specific
+  rule classified them (counted by ``errcatalog.gateway.inbox``, which the gateway's domain owns);
 - ``errcatalog_outcome_events_{recorded,sent,dropped}_total`` and ``errcatalog_outcome_events_held``: the outcome
   recorder's counters (``errcatalog.outcomes.recorder``), copied by its sender thread after every send.
 

@@ -3,8 +3,8 @@
 Calls, errors, interactive errors, retries and latency come from the events that happened in the bucket. Episode
 counts (opened, recovered, recovered at the first retry, exhausted, abandoned, abandoned without any retry) are
 credited to the bucket, tool, code, variant and client of the error that opened the episode, so an episode that
-ends later changes the bucket it started in. So is a recovered episode's resolution time (seed 003's "user
-resolution time": first failed call to recovering call), binned into ``resolution_histogram``.
+ends later changes the bucket it started in. So is a recovered episode's resolution time (the question
+protocol's "user resolution time": first failed call to recovering call), binned into ``resolution_histogram``.
 
 Interface (fixed):
 - ``compute_due() -> int``: recompute every bucket whose events or episodes changed since the last run, plus the

@@ -60,7 +60,7 @@ class ParameterFault:
     expected_format: str = ""
     minimum: int | float | None = None
     maximum: int | float | None = None
-    # The number or boolean the caller sent, once validated as one ("got 30, the maximum is 14", seed 002).
+    # The number or boolean the caller sent, once validated as one ("got 30, the maximum is 14").
     # Strings are never carried: a string the caller typed could say anything.
     received: int | float | bool | None = None
 
@@ -78,7 +78,8 @@ class Failure:
     alternatives: tuple[str, ...] = ()
     network_failure: str | None = None  # a key of NETWORK_FAILURES
     service: str | None = None
-    # Partial output of the tool itself, passed along like a successful result would be (seed 002).
+    # Partial output of the tool itself, passed along like a successful result would be: the model can
+    # use what was done before the failure.
     partial_result: Any = None
     # What the tool itself says of its input, for a question's data when the code's catalog entry sets none: the
     # names of its optional parameters and one sentence of its description (screened like schema text).
@@ -100,8 +101,9 @@ class RenderedError:
     instruction: str  # what to do next
     question: str  # for interactive codes, else ""
     text: str  # the composed model-facing text
-    # The people-facing markdown (seed 001's formatErrorForUser): the variant's header, the text, the 404 hint and
-    # the Event ID line, all inside the cap. It is also the markdown block of the MCP face.
+    # The people-facing markdown (``formatErrorForUser`` of Sentry's error-handling conventions): the variant's
+    # header, the text, the 404 hint and the Event ID line, all inside the cap. It is also the markdown block of the
+    # MCP face.
     markdown: str
     retryable: bool
     system: bool
@@ -115,7 +117,7 @@ class RenderedError:
     partial_result: Any = None
     # The locale of the variant served; "" is the catalog default (variants without a locale).
     locale: str = ""
-    # Seed 003 data fields. Shared by every face of a cached render: faces copy it, never change it.
+    # The question protocol's data fields. Shared by every face of a cached render: faces copy it, never change it.
     data: Mapping[str, Any] = field(default_factory=dict)
     # Which catalog text ``text`` is made of: one of ``TEXT_SOURCES``.
     text_source: str = TEXT_FROM_VARIANT
@@ -131,7 +133,8 @@ class RenderedError:
 
     @property
     def error_category(self) -> str:
-        """The lower-case name seeds 002/003 use (``missing_parameter``, ``function_not_found``)."""
+        """The lower-case name the question protocol and the anatomy face use (``missing_parameter``,
+        ``function_not_found``)."""
         return self.code.lower()
 
 
@@ -185,12 +188,12 @@ def _render(
     text_source = question_source if question and entry.kind == "needs_input" else TEXT_FROM_VARIANT
     text = _text(entry, chosen, hint, params, values, (message, cause, instruction, question), max_chars, asked)
     event_id = _event_id(failure.event_id)
-    # A question stands alone (seed 003: a helpful assistant asking, not a system reporting a failure); every other
+    # A question stands alone (a helpful assistant asking, not a system reporting a failure); every other
     # text is led by its variant's header.
     header = "" if question and entry.kind == "needs_input" else chosen.header
     markdown = people_markdown(header, text, status_code=failure.status_code, event_id=event_id, specific=bool(params))
     if len(markdown) > max_chars:
-        # The header, the 404 hint and the Event ID line count inside the cap (seed 002: under 500 characters):
+        # The header, the 404 hint and the Event ID line count inside the cap (a model reads a short message whole):
         # the text gives up the room they take, cut the same way as any capped text.
         room = max(1, max_chars - (len(markdown) - len(text)))
         shorter = _text(entry, chosen, hint, params, values, None, room, asked)
@@ -254,7 +257,7 @@ def _text(
 
 
 def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[str, ...]:
-    """The known names closest to ``name``, best first, for "did you mean" alternatives (seed 002).
+    """The known names closest to ``name``, best first, for "did you mean" alternatives.
 
     Similar spellings come first (``get_wether`` → ``get_weather``); names that share the part after a
     namespace prefix (``weather.get_forecast`` for ``get_forecast``) are added after them.
@@ -420,7 +423,8 @@ def _question(
     return (question, source) if question else ("", "")
 
 
-# A hint's question as seed 003 writes it: "Question: Who should I send this email to? Please provide …". Its first
+# A hint's question as the question protocol writes it: "Question: Who should I send this email to? Please provide
+# …". Its first
 # sentence, without the label and the question mark, is what a question about several parameters is made of.
 _HINT_QUESTION = re.compile(r"Question:\s*(?P<asks>[^?]+?)\?(?:\s|$)")
 # Words that open a question and are written in lower case inside a sentence ("…, and what should …").
@@ -482,7 +486,7 @@ def _data(
     values: dict[str, str],
     max_chars: int,
 ) -> dict[str, Any]:
-    """The ``data`` fields of seed 003: what a client's retry logic reads.
+    """The ``data`` fields of the question protocol: what a client's retry logic reads.
 
     ``setup_url``, ``action_required``, ``optional_parameters`` and ``guidance`` come from the code's catalog
     entry (filled only with server-controlled placeholder values). A question's ``optional_parameters`` and
@@ -501,13 +505,13 @@ def _data(
     optional = (entry.optional_parameters or _tool_optional(failure)) if missing else ()
     guidance = ""
     if missing:
-        # The tool's sentence goes with the optional parameters it explains, as in seed 003's Zapier example: a
-        # question about a tool that takes nothing else says all there is in its question and required parameter.
+        # The tool's sentence goes with the optional parameters it explains, as in the question protocol's
+        # example: a question about a tool that takes nothing else says all in its question and required parameter.
         guidance = fill_capped(entry.guidance, values, max_chars) if entry.guidance else ""
         if not entry.guidance and optional:
             guidance = _tool_guidance(failure)
     if missing and (len(missing) > 1 or invalid or optional or entry.guidance or guidance):
-        # Seed 003's Zapier example lists required parameters beside the optional ones and the guidance.
+        # Required parameters are listed beside the optional ones and the guidance, so a client asks for all at once.
         data["required_parameters"] = [p.name for p in missing]
     if optional:
         named = {p.name for p in missing}

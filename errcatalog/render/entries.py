@@ -46,7 +46,7 @@ class CodeEntry:
     doc_url: str = ""
     explanation: str = ""
     active: bool = True
-    # Seed 003's data fields, set per code by the catalog's writers.
+    # The question protocol's data fields, set per code by the catalog's writers.
     setup_url: str = ""
     action_required: str = ""
     optional_parameters: tuple[str, ...] = ()

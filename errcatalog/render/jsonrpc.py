@@ -1,8 +1,8 @@
-"""The JSON-RPC error face (seeds 003 and 004).
+"""The JSON-RPC error face: the question protocol's error object, with the codes JSON-RPC, MCP and FastMCP use.
 
 Codes JSON-RPC and MCP define are used as defined. Catalog codes without a JSON-RPC code of their own go out
-as -32603 (system) or -32602 (user-correctable). ``legacy=True`` reproduces FastMCP's -32001/-32000 choices of
-seed 004.
+as -32603 (system) or -32602 (user-correctable). ``legacy=True`` reproduces FastMCP's legacy -32001/-32000
+choices.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from errcatalog.vocabulary import MCP_RESOURCE_NOT_FOUND as RESOURCE_NOT_FOUND
 
 # From 2026-07-28 on, a missing resource is an invalid-params error rather than -32002.
 PROTOCOL_WITHOUT_RESOURCE_NOT_FOUND = "2026-07-28"
-# Seed 004's table of FastMCP's error middleware.
+# The codes FastMCP's error middleware gives these failures.
 LEGACY_CODES = {
     "RESOURCE_NOT_FOUND": -32001,
     "NOT_FOUND": -32001,
@@ -37,7 +37,7 @@ def jsonrpc_code(rendered: RenderedError, *, protocol_version: str = "", legacy:
 
 
 def error_object(rendered: RenderedError, *, protocol_version: str = "", legacy: bool = False) -> dict[str, Any]:
-    """The ``error`` member: the question (or the composed text) as message, seed 003 fields as data."""
+    """The ``error`` member: the question (or the composed text) as message, the question protocol's fields as data."""
     data = dict(rendered.data)
     data["retry_capable"] = bool(data.get("retry_capable")) or rendered.retryable
     if rendered.retry_after is not None:

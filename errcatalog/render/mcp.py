@@ -1,4 +1,4 @@
-"""The MCP tool-result face (seed 000): format gating, the toolError:v1/needsInput:v1 envelope, isError."""
+"""The MCP tool-result face: format gating, the toolError:v1/needsInput:v1 envelope, isError."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def envelope(rendered: RenderedError) -> dict[str, Any]:
         "kind": rendered.envelope_kind,
         "code": rendered.code,
         "message": rendered.text,
-        # A question is answered by calling again (seed 003's retry_capable): the envelope must not say otherwise.
+        # A question is answered by calling again (the question protocol's retry_capable): the envelope must not
+        # say otherwise.
         "retryable": rendered.retryable or bool(rendered.data.get("retry_capable")),
     }
     details: dict[str, Any] = {}
@@ -32,7 +33,7 @@ def envelope(rendered: RenderedError) -> dict[str, Any]:
     if rendered.kind == "needs_input":
         details.update(rendered.data)
     else:
-        # Seed 003's setup fields belong to authentication and configuration errors of either kind.
+        # The question protocol's setup fields belong to authentication and configuration errors of either kind.
         details.update({k: rendered.data[k] for k in SETUP_FIELDS if k in rendered.data})
     if rendered.partial_result is not None:
         details["partialResult"] = rendered.partial_result
@@ -81,15 +82,17 @@ def indented_json(value: Any, level: int = 0) -> str:
 
 
 def envelope_json(rendered: RenderedError) -> str:
-    """The JSON content block's text, laid out as in seed 000 (two-space indent, UTF-8 kept)."""
+    """The JSON content block's text, laid out as the toolError:v1 envelope shows it (two-space indent,
+    UTF-8 kept)."""
     return indented_json(envelope(rendered))
 
 
 def tool_result(rendered: RenderedError, fmt: str = "markdown") -> dict[str, Any]:
-    """A ``CallToolResult`` as a JSON-ready dict; ``fmt`` gates the content blocks exactly as seed 000.
+    """A ``CallToolResult`` as a JSON-ready dict; ``fmt`` gates the content blocks as the toolError:v1 envelope's
+    format gating does for successful results too, so a client reads errors where it reads answers.
 
-    The markdown block is the people-facing markdown (seed 001's header, 404 hint and Event ID line, inside the
-    cap); a variant without a header gives seed 000's plain message.
+    The markdown block is the people-facing markdown (a header, the 404 hint and the Event ID line, as Sentry's
+    error-handling conventions lay them out, inside the cap); a variant without a header gives the plain message.
     """
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")

@@ -1,5 +1,5 @@
-"""Faces of seed 001 over a rendered error: the people's message and markdown, and the ``agentTool``
-``{result}``/``{error}`` wrapper.
+"""The faces of Sentry's error-handling conventions over a rendered error: the people's message and markdown,
+and the ``agentTool`` ``{result}``/``{error}`` wrapper.
 
 The markdown itself is built by the core renderer from ``errcatalog.render.people_text``; the MCP face shows the
 same markdown.
@@ -12,17 +12,17 @@ from typing import Any
 from errcatalog.render.core import RenderedError
 from errcatalog.render.people_text import INPUT_ERROR, PROVIDER_ERROR, client_message, sentences
 
-# Seed 001's closing sentences, one per family.
+# The closing sentences of Sentry's error-handling conventions, one per family.
 _INPUT_CLOSE = "You may be able to resolve this by addressing the concern and trying again."
 _SYSTEM_CLOSE = "This is a system error that cannot be resolved by retrying."
-# Seed 000 marks network errors retryable, which seed 001's sentence would contradict; a server's 5xx keeps the
-# seed's sentence word for word.
+# A network error is retryable (the toolError:v1 envelope says so), which the fixed system sentence would
+# contradict; a server's 5xx keeps that sentence word for word.
 _TEMPORARY_SYSTEM_CLOSE = "This is a temporary system error; retrying later may succeed."
 _PROVIDER_CLOSE = "This is a service availability issue that cannot be resolved by retrying."
 
 
 def user_message(rendered: RenderedError) -> str:
-    """Seed 001's ``toUserMessage()`` for a rendered error."""
+    """``toUserMessage()`` for a rendered error."""
     return client_message(rendered.text, rendered.status_code, specific=bool(rendered.parameters))
 
 
@@ -40,9 +40,9 @@ def agent_error(rendered: RenderedError) -> dict[str, str]:
     status = rendered.status_code
     label = f"Server Error ({status})" if status else "Server Error"
     event = f"Event ID: {rendered.event_id}" if rendered.event_id else ""
-    # Seed 001's template is "Server Error (5xx): {message}. Event ID: {eventId}. This is a system error that
-    # cannot be resolved by retrying.": what happened, then the fixed sentence, which takes the place of the
-    # catalog's instruction so the retry advice is stated once.
+    # The template of Sentry's error-handling conventions is "Server Error (5xx): {message}. Event ID: {eventId}.
+    # This is a system error that cannot be resolved by retrying.": what happened, then the fixed sentence, which
+    # takes the place of the catalog's instruction so the retry advice is stated once.
     if status is not None and status >= 500:
         close = _SYSTEM_CLOSE
     else:

@@ -1,8 +1,9 @@
-"""The people-facing text of one failure: seed 001's ``formatErrorForUser`` markdown and ``toUserMessage()``.
+"""The people-facing text of one failure: the ``formatErrorForUser`` markdown and ``toUserMessage()`` of Sentry's
+error-handling conventions.
 
 The header of the chosen variant picks the family: "Input Error" for user-correctable failures, "Error" for
 system failures (with the Sentry event ID), "AI Provider Error" for LLM provider failures. A variant without a
-header (seed 000's plain messages) shows its text alone. The core renderer builds the markdown once, inside the
+header (a plain toolError:v1 message) shows its text alone. The core renderer builds the markdown once, inside the
 cap (``people_markdown``); the faces over a rendered error (``errcatalog.render.people``) reuse these pieces.
 """
 
@@ -12,7 +13,7 @@ INPUT_ERROR = "Input Error"
 SYSTEM_ERROR = "Error"
 PROVIDER_ERROR = "AI Provider Error"
 
-# Seed 001's hints for 404s: a generic message gets the long one, a specific message (we know which
+# The hints for 404s: a generic message gets the long one, a specific message (we know which
 # parameter or resource) the short one.
 NOT_FOUND_GENERIC_HINT = (
     "Please verify that the organization, project, or resource ID is correct and that you have access to it."
@@ -27,7 +28,7 @@ def sentences(*parts: str) -> str:
 
 
 def client_message(text: str, status_code: int | None, *, specific: bool) -> str:
-    """Seed 001's ``toUserMessage()``: "API error (status): message" plus the 404 hint, for client errors.
+    """``toUserMessage()``: "API error (status): message" plus the 404 hint, for client errors.
 
     ``specific`` says the failure names what was not found (a parameter), which earns the short hint.
     """
@@ -40,13 +41,13 @@ def client_message(text: str, status_code: int | None, *, specific: bool) -> str
 
 
 def people_markdown(header: str, text: str, *, status_code: int | None, event_id: str | None, specific: bool) -> str:
-    """Seed 001's ``formatErrorForUser`` for one rendered text (the core renderer keeps it under the cap)."""
+    """``formatErrorForUser`` for one rendered text (the core renderer keeps it under the cap)."""
     if header == INPUT_ERROR:
         return f"**{INPUT_ERROR}**\n\n{client_message(text, status_code, specific=specific)}"
     if header == PROVIDER_ERROR:
         return f"**{PROVIDER_ERROR}**\n\n{text}"
     body = f"**{header}**\n\n{text}" if header else text
     if event_id and event_id not in text:
-        # The model quotes the event ID to people, as in seed 001's "Event ID: …" line.
+        # The model quotes the event ID to people, who give it to whoever looks the failure up in Sentry.
         body += f"\n\nEvent ID: {event_id}"
     return body

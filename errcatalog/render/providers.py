@@ -1,4 +1,5 @@
-"""Seed 002's faces: the what/why/next/alternatives anatomy and the OpenAI, Anthropic and Gemini formats."""
+"""The faces for a model's function calling: the what/why/next/alternatives anatomy and the OpenAI, Anthropic and
+Gemini result formats."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ _GIVES_RETRY_ADVICE = re.compile(r"\bretry|\bretrying\b|\btry again\b", re.IGNOR
 
 
 def anatomy(rendered: RenderedError) -> dict[str, Any]:
-    """The error payload for a model, keys in seed 002's order; optional keys only when they have a value."""
+    """The error payload for a model, keys in the anatomy's order (what, why, next, alternatives); optional keys
+    only when they have a value."""
     instruction = rendered.instruction
     if rendered.retryable and not _GIVES_RETRY_ADVICE.search(instruction):
         instruction = f"{instruction} {_RETRY_NOTE}".strip()
@@ -52,7 +54,7 @@ def _details(rendered: RenderedError) -> dict[str, Any]:
     if invalid:
         p = invalid[0]
         details["field"] = p.name
-        # A rejected string is never echoed (seed 003); a validated number or boolean is (seed 002's "received").
+        # A rejected string is never echoed (it could say anything); a validated number or boolean is.
         details["received"] = p.received if p.received is not None else "[REDACTED]"
         if p.minimum is not None:
             details["min"] = p.minimum

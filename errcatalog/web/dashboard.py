@@ -25,6 +25,7 @@ from django.urls import reverse
 
 from errcatalog.access.selectors import client_display_names
 from errcatalog.catalog.allocation import allocation_report
+from errcatalog.gateway.selectors import FailureShare, upstream_failure_share
 from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.outcomes.models import DailyRollup, Rollup
 from errcatalog.outcomes.rollups import day_start
@@ -113,6 +114,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         }
     )
     allocations = [allocation_view(item) for item in allocation_report()]
+    share = upstream_failure_share(
+        datetime.fromisoformat(metrics["window"]["start"]),
+        datetime.fromisoformat(metrics["window"]["end"]),
+        upstream=filters.get("upstream"),
+    )
     context = {
         **admin.site.each_context(request),
         "title": "Outcomes dashboard",
@@ -124,9 +130,31 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             name: [(value, client_names.get(value, value) if name == "client" else value) for value in values]
             for name, values in choices.items()
         },
+        "upstream_failures": upstream_failure_tile(share, inbox_url=_inbox_url(request)),
         **dashboard_context(metrics, client_names=client_names),
     }
     return render(request, "errcatalog/dashboard.html", context)
+
+
+def _inbox_url(request: HttpRequest) -> str | None:
+    if not request.user.has_perm("errcatalog.view_upstreamfailuregroup"):
+        return None
+    return reverse("admin:errcatalog_upstreamfailuregroup_changelist")
+
+
+def upstream_failure_tile(share: FailureShare, *, inbox_url: str | None) -> dict[str, Any] | None:
+    """The tile of upstream failures a specific rule classified, with the inbox's size; None without any. Pure."""
+    if not share.total and not share.open_groups:
+        return None
+    groups = f"{format_count(share.open_groups)} group{'s' * (share.open_groups != 1)} in the inbox"
+    return {
+        "key": "upstream_classified_rate",
+        "label": "Upstream failures classified",
+        "text": format_rate(share.rate),
+        "value": share.rate,
+        "note": f"of {format_count(share.total)} upstream failures; {groups}",
+        "inbox_url": inbox_url,
+    }
 
 
 # --- Turning metrics into display rows ---------------------------------------------------------------------

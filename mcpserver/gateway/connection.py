@@ -19,6 +19,7 @@ import re
 import threading
 import time
 import urllib.request
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
@@ -76,6 +77,27 @@ _CONNECTION_CODES = frozenset({types.CONNECTION_CLOSED})
 CONNECT_WAIT_SECONDS = 5.0
 # A stdio child's stderr lines logged per minute, at most (``_ChildStderr``).
 STDERR_LINES_PER_MINUTE = 120
+# The last lines of a stdio child's stderr a failed check shows the operator (``ProbeResult.stderr_tail``), each cut
+# to as many characters: enough for a stack trace's end or a "command not found", not a flood.
+STDERR_TAIL_LINES = 20
+STDERR_LINE_MAX_CHARS = 500
+# Variables of our environment every stdio child gets besides the SDK's minimal set: where the machine's trusted
+# certificates are (Python's ssl, requests, curl, Node) and which proxy to use, so that a `uvx` or `npx` server
+# reaches its registry and its service behind a TLS-inspecting proxy as the rest of the machine does. None of them
+# is one of errcatalog's own secrets (those never leave the web process), and the record's own variables win.
+STDIO_PASSED_THROUGH_ENV = (
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
 # An elicitation's message as our client's user sees it: the upstream's text, cut and with credentials redacted.
 ELICITATION_MESSAGE_MAX_CHARS = 1000
 
@@ -94,7 +116,8 @@ RELAY_STATE_VERSION = 1
 RELAY_MAX_REQUESTS = 8
 RELAY_MAX_STATE = 16384
 _RELAY_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-# Catalog envelopes an upstream may answer with (another errcatalog, or a server following seed 000).
+# Catalog envelopes an upstream may answer with (another errcatalog, or a server using the toolError:v1 and
+# needsInput:v1 envelopes).
 _ENVELOPES = frozenset({"toolError:v1", "needsInput:v1"})
 
 
@@ -216,6 +239,7 @@ class UpstreamConnection:
         self._poster: aiohttp.ClientSession | None = None
         self._request_ids = itertools.count(1)
         self._secrets: tuple[str, ...] = ()
+        self._stderr: _ChildStderr | None = None  # the stdio child's stderr, for a failed check
         # Set when the connection attempt under way ended, connected or not; calls that arrive meanwhile wait on it.
         self._settled = anyio.Event()
         self._stop = anyio.Event()
@@ -323,12 +347,13 @@ class UpstreamConnection:
             raise UpstreamConnectionError(config.name, text, for_staff=text) from None
         self._secrets = tuple(v for v in (*headers.values(), *env.values()) if v)
         if config.transport == Transport.STDIO:
-            # The child gets the SDK's minimal environment (HOME, PATH, SHELL, TERM, USER, LOGNAME) and the variables
-            # the record names; what it writes to stderr is its own text, logged line by line as upstream text is.
+            # The child gets the SDK's minimal environment (HOME, PATH, SHELL, TERM, USER, LOGNAME), the trust store
+            # and proxy variables (``stdio_child_environment``) and the variables the record names; what it writes
+            # to stderr is its own text, logged line by line as upstream text is.
             parameters = StdioServerParameters(
-                command=config.command, args=list(config.args), env=env, cwd=config.cwd or None
+                command=config.command, args=list(config.args), env=stdio_child_environment(env), cwd=config.cwd or None
             )
-            stderr = _ChildStderr(config.name, self._secrets)
+            stderr = self._stderr = _ChildStderr(config.name, self._secrets)
             stack.callback(stderr.close_writer)
             transport: Any = stdio_client(parameters, errlog=stderr.writer)
         else:
@@ -826,6 +851,13 @@ def failure_for_staff(exc: BaseException, timeout_seconds: float) -> str:
     return f"{_kind(exc)}: the upstream failed"
 
 
+def stdio_child_environment(record_env: Mapping[str, str]) -> dict[str, str]:
+    """The variables a stdio child gets on top of the SDK's minimal set: those of ``STDIO_PASSED_THROUGH_ENV`` that
+    our environment sets, then the record's own (``record_env``, resolved), which win."""
+    passed = {name: os.environ[name] for name in STDIO_PASSED_THROUGH_ENV if os.environ.get(name)}
+    return passed | dict(record_env)
+
+
 def _proxied(url: str) -> bool:
     """Whether the environment sends requests to ``url`` through a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``,
     ``ALL_PROXY``, less ``NO_PROXY``), as the SDK's httpx client reads it."""
@@ -870,6 +902,9 @@ class ProbeResult:
     tools: tuple[str, ...] = ()
     failure: str = ""  # fixed words for staff (``failure_for_staff``), never the upstream's text
     seconds: float = 0.0
+    # A failed stdio child's last stderr lines (cut, credentials redacted): the upstream's own text, for the operator
+    # at the server's shell (``manage.py upstreams --check``) only, never for admin's pages or a model.
+    stderr_tail: tuple[str, ...] = ()
 
 
 async def probe(config: UpstreamConfig, settings: Mapping[str, Any]) -> ProbeResult:
@@ -884,13 +919,21 @@ async def probe(config: UpstreamConfig, settings: Mapping[str, Any]) -> ProbeRes
                 version = client.protocol_version
     except Exception as exc:  # whatever failed is the answer
         connection._note_failure(exc, "being tested")
-        return ProbeResult(False, failure=connection.last_failure, seconds=time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        stderr = connection._stderr
+        # The child is stopped and our copy of the pipe closed: its reader sees the end once it read the rest.
+        tail = await anyio.to_thread.run_sync(stderr.tail) if stderr is not None else ()
+        return ProbeResult(False, failure=connection.last_failure, seconds=seconds, stderr_tail=tail)
     return ProbeResult(True, version, tuple(sorted(connection.tools)), seconds=time.perf_counter() - started)
 
 
 class _ChildStderr:
     """A stdio child's stderr: a pipe whose lines a thread logs as upstream text (cut, credentials redacted), at
-    most ``STDERR_LINES_PER_MINUTE`` a minute, so a chatty child cannot flood the log."""
+    most ``STDERR_LINES_PER_MINUTE`` a minute, so a chatty child cannot flood the log. The last
+    ``STDERR_TAIL_LINES`` lines, logged or not, are kept for a failed check (``tail``)."""
+
+    # How long ``tail`` waits for the reader to reach the end of the pipe (the child is already stopped).
+    TAIL_WAIT_SECONDS = 2.0
 
     def __init__(self, upstream: str, secrets: tuple[str, ...]) -> None:
         read_fd, write_fd = os.pipe()
@@ -898,7 +941,15 @@ class _ChildStderr:
         self._reader = os.fdopen(read_fd, "rb")
         self._upstream = upstream
         self._secrets = secrets
-        threading.Thread(target=self._log_lines, name=f"upstream-{upstream}-stderr", daemon=True).start()
+        self._last: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._thread = threading.Thread(target=self._log_lines, name=f"upstream-{upstream}-stderr", daemon=True)
+        self._thread.start()
+
+    def tail(self) -> tuple[str, ...]:
+        """The last lines the child wrote, once its stderr ended (or after ``TAIL_WAIT_SECONDS``)."""
+        self.close_writer()
+        self._thread.join(self.TAIL_WAIT_SECONDS)
+        return tuple(self._last)
 
     def close_writer(self) -> None:
         if not self.writer.closed:
@@ -908,6 +959,10 @@ class _ChildStderr:
         window, logged, dropped = time.monotonic(), 0, 0
         with self._reader:
             for raw in self._reader:
+                line = redacted_for_people(
+                    raw.decode("utf-8", "replace").rstrip(), known=self._secrets, limit=STDERR_LINE_MAX_CHARS
+                )
+                self._last.append(line)
                 if time.monotonic() - window >= 60:
                     if dropped:
                         logger.info("Upstream %s stderr: %d more lines not logged", self._upstream, dropped)
@@ -916,7 +971,6 @@ class _ChildStderr:
                     dropped += 1
                     continue
                 logged += 1
-                line = redacted_for_people(raw.decode("utf-8", "replace").rstrip(), known=self._secrets, limit=500)
                 logger.info("Upstream %s stderr: %s", self._upstream, line)
 
 

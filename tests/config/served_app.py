@@ -102,6 +102,22 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+def add_classification_rule(env: dict[str, str], *, position: int, code: str, **conditions: str) -> None:
+    """A classification rule in the database of the app ``env`` configures, added as an operator adds one from
+    ``manage.py shell`` (through the service every writer calls): ``code`` by name, ``conditions`` as the rule's
+    fields (``upstream``, ``tool``, ``kind``, ``pattern`` ...)."""
+    fields = "".join(f", {name}={value!r}" for name, value in conditions.items())
+    manage(
+        env,
+        "shell",
+        "--no-imports",
+        "-c",
+        "from errcatalog.catalog.models import ErrorCode; "
+        "from errcatalog.catalog.services import classification_rule_create; "
+        f"classification_rule_create(position={position}, error_code=ErrorCode.objects.get(code={code!r}){fields})",
+    )
+
+
 def embedded_environment(data_dir: Path, **extra: str) -> dict[str, str]:
     """The embedded default as ``./dev up`` sets it up (a SQLite file in ``data_dir``, no Redis), migrated and with
     the default catalog; ``extra`` variables on top."""

@@ -153,3 +153,23 @@ def test_a_partition_count_set_in_code_that_does_not_divide_64_stops_the_recorde
     settings.OUTCOMES = {**settings.OUTCOMES, "PARTITIONS": 6}
     with pytest.raises(ImproperlyConfigured, match=r"OUTCOMES\['PARTITIONS'\]: .* must be one of 1, 2, 4"):
         recorder._destination()
+
+
+def test_the_embedded_brokers_connection_names_a_host_so_kombu_warns_of_none(tmp_path):
+    # The Celery app connects as the worker, beat and the web process of ./dev up do (no Redis, no broker URL);
+    # kombu logs "No hostname was supplied" (a WARNING at every start) when the broker's URL has no host.
+    script = (
+        "import logging, django; logging.basicConfig(level=logging.INFO); django.setup()\n"
+        "from config.celery import app\n"
+        "with app.connection_for_write() as connection:\n"
+        "    print(connection.as_uri()); connection.default_channel\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "CELERY_", "DATABASE_"))}
+    environ |= {"DJANGO_SETTINGS_MODULE": "config.settings", "ERRCATALOG_DATA_DIR": str(tmp_path)}
+    result = subprocess.run(  # noqa: S603 (our own interpreter and a fixed script)
+        [sys.executable, "-c", script], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("filesystem://")
+    assert "No hostname" not in result.stderr
+    assert (tmp_path / "celery" / "queue").is_dir()

@@ -21,7 +21,8 @@ from django.urls import reverse
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
-from errcatalog.gateway.models import Upstream, UpstreamTool
+from errcatalog.gateway import inbox
+from errcatalog.gateway.models import Upstream, UpstreamFailureGroup, UpstreamTool
 from errcatalog.gateway.services import upstream_create, upstream_tools_record
 from tests.errcatalog.catalog.admin_pages import form_data
 
@@ -64,6 +65,13 @@ def _pin(actor: User) -> UpstreamTool:
     return upstream.pins.get()
 
 
+def _failure_group(actor: User) -> UpstreamFailureGroup:
+    inbox.reset()
+    inbox.note("remote", "remote__search", "tool_error", "Widget 3 exploded", classified=False)
+    assert inbox.flush()
+    return UpstreamFailureGroup.objects.get()
+
+
 # Per registered model: how to make one row, and the actions each permission makes available on its list. Only the
 # holders of "view" or "change" reach a list at all; what the others would see there is not asked.
 MATRIX: dict[Any, tuple[Callable[[User], Any], dict[str, set[str]]]] = {
@@ -76,6 +84,9 @@ MATRIX: dict[Any, tuple[Callable[[User], Any], dict[str, set[str]]]] = {
     # Pins are written by the gateway and decided by the approve permission only (tested per role in
     # tests/mcpserver/gateway/test_tool_review.py): nobody adds, edits or deletes one by hand.
     UpstreamTool: (_pin, {}),
+    # The serving processes write the inbox; staff read it, delete (dismiss) a group, and make rules from one
+    # (which needs the rule's add permission too: tests/mcpserver/gateway/test_inbox_admin.py).
+    UpstreamFailureGroup: (_failure_group, {}),
     User: (_target_user, {}),
     Group: (lambda actor: Group.objects.create(name="readers"), {}),
 }
@@ -113,7 +124,7 @@ def test_each_page_opens_exactly_for_the_permission_that_gives_it(client, model,
         _url(model, "change", row.pk): reads,
         _url(model, "history", row.pk): reads,
         # Django's user admin asks for "change" as well as "add" to create an account (its second page edits it).
-        _url(model, "add"): verb == "add" and model not in (User, UpstreamTool),
+        _url(model, "add"): verb == "add" and model not in (User, UpstreamTool, UpstreamFailureGroup),
         _url(model, "delete", row.pk): verb == "delete" and model is not UpstreamTool,
     }
     got = {url: client.get(url).status_code for url in expected}

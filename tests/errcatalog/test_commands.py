@@ -438,3 +438,32 @@ def test_bootstrap_admin_takes_the_password_from_the_environment(monkeypatch):
 def test_bootstrap_admin_does_nothing_when_a_superuser_exists(staff_user):
     assert run("bootstrap_admin").startswith("An admin user exists (writer)")
     assert not get_user_model().objects.filter(username="admin").exists()
+
+
+def test_bootstrap_admin_reset_password_gives_the_admin_a_new_password_printed_once(monkeypatch):
+    monkeypatch.delenv("ERRCATALOG_ADMIN_PASSWORD", raising=False)
+    run("bootstrap_admin")
+    output = run("bootstrap_admin", "--reset-password")
+    assert output.startswith("New password for admin user admin: ")
+    assert output.rstrip().endswith("(shown once; change it in admin)")
+    password = output.split(": ", 1)[1].split(" ", 1)[0]
+    assert get_user_model().objects.get(username="admin").check_password(password)
+    assert get_user_model().objects.count() == 1
+
+
+def test_bootstrap_admin_reset_password_takes_the_password_from_the_environment(monkeypatch, staff_user):
+    monkeypatch.setenv("ERRCATALOG_ADMIN_PASSWORD", "scripted-reset-456")
+    output = run("bootstrap_admin", "--reset-password", "--username", staff_user.username)
+    assert "scripted-reset-456" not in output
+    assert output.startswith(f"New password for admin user {staff_user.username} (password from ")
+    staff_user.refresh_from_db()
+    assert staff_user.check_password("scripted-reset-456")
+
+
+def test_bootstrap_admin_reset_password_needs_an_admin(monkeypatch):
+    with pytest.raises(CommandError, match="no superuser yet"):
+        run("bootstrap_admin", "--reset-password")
+    get_user_model().objects.create_user(username="plain", password="x")
+    with pytest.raises(CommandError, match="no superuser 'plain'"):
+        run("bootstrap_admin", "--reset-password", "--username", "plain")
+    assert get_user_model().objects.get(username="plain").check_password("x")

@@ -34,6 +34,7 @@ def admin_data(staff_user) -> None:
 
     from errcatalog.access.tokens import client_token_create
     from errcatalog.catalog.defaults import catalog_load_defaults
+    from errcatalog.gateway import inbox
     from errcatalog.gateway.services import upstream_tools_record, upstreams_import
 
     catalog_load_defaults(reset=False)
@@ -51,6 +52,11 @@ def admin_data(staff_user) -> None:
     listing = [{"name": "search_issues", "description": "Search the issues of a repository.", "inputSchema": schema},
                {"name": "create_issue", "description": "Open an issue.", "inputSchema": schema}]  # fmt: skip
     upstream_tools_record(upstream="github-enterprise", listing=listing)
+    # A failure of one of them that no rule knows, in the inbox, with a long text.
+    inbox.reset()
+    failure = "Search backend 'es-cluster-7' rejected the query: " + "clause too complex; " * 40
+    inbox.note("github-enterprise", "ghe__search_issues", "tool_error", failure, classified=False)
+    assert inbox.flush()
     listing[1] = {**listing[1], "description": "Open an issue in a repository, with labels."}
     upstream_tools_record(upstream="github-enterprise", listing=listing)
 

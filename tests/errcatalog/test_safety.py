@@ -1,11 +1,13 @@
-"""Placeholder validation and the length cap."""
+"""Placeholder validation, the length cap, and credentials redacted from text that comes from outside."""
 
 from __future__ import annotations
 
+import hypothesis
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from errcatalog import safety
 from errcatalog.safety import (
     ELLIPSIS,
     PLACEHOLDERS,
@@ -91,3 +93,35 @@ def test_a_template_is_kept_whole_when_every_sentence_lacks_its_value():
 def test_questions_end_sentences_too():
     template = "Question: What is {parameter}? Please provide {parameter_description}."
     assert fill_capped(template, {"parameter": "to"}, 500) == "Question: What is to?"
+
+
+# --- Credentials in text from outside: RE2 says whether any is there, Python's engine replaces them ------------
+
+_FRAGMENTS = [
+    "Bearer ", "basic ", "TOKEN\u00a0", "token", "password", "PassWd", "api-key", "access_key", "auth", " = ", ":",
+    "\u3000", "\u2028", "\x1c", "\x85", "ghp_", "github_pat_", "sk-", "sk_live_", "xoxb-", "AKIA", "AIza", "eyJ",
+    "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", ".", "é", "ß", "٣", "\u0301", "_", "-", "+",
+    "/", "=", "~", "0123456789abcdef", "ABCDEFGHIJKLMNOP", "zzzzzzzz", "\ud800", ",", ";", "&", " ", "\n", "\t",
+]  # fmt: skip
+
+
+@hypothesis.settings(max_examples=3000, deadline=None, derandomize=True)
+@hypothesis.given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=12)), max_size=40).map("".join))
+def test_the_fast_check_finds_a_credential_wherever_pythons_pattern_does(text):
+    if safety._CREDENTIAL_LIKE.search(text):
+        assert safety._CREDENTIAL_PREFILTER.search(text.encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: Bearer\u00a0ééééééééé",  # Unicode letters after a Unicode space
+        "password\u3000:\u3000hunter2",
+        "token=٣٣٣٣",
+        "key ghp_ééééééééé",
+        "0123456789abcdef0123456789abcdef0123",
+        "-----BEGIN PRIVATE KEY-----\nMIIE",
+    ],
+)
+def test_credentials_in_unicode_text_are_redacted(text):
+    assert safety.REDACTED in safety.redacted_for_people(text)

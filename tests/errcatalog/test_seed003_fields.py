@@ -1,4 +1,5 @@
-"""Seed 003's data fields in the catalog: import/export round trip, validation, admin and the rendered data."""
+"""The question protocol's data fields in the catalog: import/export round trip, validation, admin and the
+rendered data."""
 
 from __future__ import annotations
 
@@ -142,4 +143,4 @@ def test_admin_edits_the_fields(client, staff_user):
     page = client.get(f"/admin/errcatalog/errorcode/{code.pk}/change/").content.decode()
     for name in ("setup_url", "action_required", "optional_parameters", "guidance"):
         assert f'name="{name}"' in page
-    assert "Data for clients (seed 003)" in page
+    assert "Data for clients (the question protocol)" in page

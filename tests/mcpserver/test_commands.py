@@ -60,3 +60,39 @@ def test_creates_the_quickstart_token_once_and_prints_configs(django_user_model)
 def test_needs_an_admin():
     with pytest.raises(CommandError, match="bootstrap_admin"):
         run()
+
+
+def _node_on_path(monkeypatch, tmp_path, version: str | None) -> None:
+    """Only a ``node`` that prints ``version`` on the PATH (none at all when None)."""
+    if version is not None:
+        node = tmp_path / "node"
+        node.write_text(f"#!/bin/sh\necho {version}\n")
+        node.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [
+        ("v20.20.2", "This machine's Node is 20.20.2, older than 22.19: npx would run an old Inspector"),
+        ("v22.18.0", "This machine's Node is 22.18.0, older than 22.19"),
+        (None, "No Node on this machine's PATH"),
+    ],
+)
+def test_the_inspectors_config_says_when_this_machines_node_is_too_old(
+    django_user_model, monkeypatch, tmp_path, version, says
+):
+    django_user_model.objects.create_superuser(username="admin", password="pw")
+    _node_on_path(monkeypatch, tmp_path, version)
+    inspector = run().split("MCP Inspector (", 1)[1].split("\n\n", 1)[0]
+    assert says in inspector
+    assert "Install Node 22.19 or later" in inspector or "install Node 22.19 or later" in inspector
+
+
+@pytest.mark.parametrize("version", ["v22.19.0", "v24.1.0"])
+def test_the_inspectors_config_has_no_warning_on_a_recent_enough_node(
+    django_user_model, monkeypatch, tmp_path, version
+):
+    django_user_model.objects.create_superuser(username="admin", password="pw")
+    _node_on_path(monkeypatch, tmp_path, version)
+    assert "  ! " not in run()

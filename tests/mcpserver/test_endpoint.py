@@ -108,7 +108,7 @@ def test_out_of_range_number_names_the_bounds(mcp):
     for result in mcp.run(scenario).values():
         assert result.structured_content["code"] == "INVALID_PARAMETER"
         assert "1 to 12" in result.content[0].text
-        # A number the caller sent may be named (seed 002's "got 30, the maximum is 14"); text never is.
+        # A number the caller sent may be named ("got 30, the maximum is 14"); text never is.
         assert "The value 40 is not allowed." in result.content[0].text
 
 

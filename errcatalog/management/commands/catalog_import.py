@@ -58,7 +58,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Imported {file}: {summary}.")
         if summary.warnings:
             self.stdout.write(
-                self.style.WARNING(f"Template warnings (seeds 002 and 003's writing rules): {len(summary.warnings)}")
+                self.style.WARNING(f"Template warnings (the rules for writing error text): {len(summary.warnings)}")
             )
             for line in summary.warnings:
                 self.stdout.write(f"  {line}")

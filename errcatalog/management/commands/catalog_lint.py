@@ -16,7 +16,7 @@ from errcatalog.catalog.services import lint_lines
 
 
 class Command(BaseCommand):
-    help = "Check every template variant and hint against seeds 002 and 003's writing rules."
+    help = "Check every template variant and hint against the rules for writing error text a model can act on."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(

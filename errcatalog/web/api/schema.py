@@ -6,14 +6,18 @@
 - POST and PUT refuse a request without a body (``views.BodyRequired``), so their request body is required.
 - Request serializers refuse fields they do not have (``serializers.KnownFieldsOnly``) and responses send only the
   listed ones, so an object that lists its properties is closed (``additionalProperties: false``).
+- Outcome events are taken only from the last seven days, so the example events of ``outcomes/`` carry the time
+  the document is generated (``examples.OUTCOMES``): sent from Swagger UI as they are, they are accepted.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 _BLANK = {"type": "string", "maxLength": 0}
 _BODY_REQUIRED = ("post", "put")
+_OUTCOMES_PATH = "/api/v1/outcomes/"
 
 
 def _blank_alternatives_as_any_of(node: Any) -> None:
@@ -36,7 +40,18 @@ def api_schema_corrections(result: dict[str, Any], generator: Any, request: Any,
         for method, operation in operations.items():
             if method in _BODY_REQUIRED and "requestBody" in operation:
                 operation["requestBody"]["required"] = True
+    _outcome_examples_now(result)
     return result
+
+
+def _outcome_examples_now(result: dict[str, Any]) -> None:
+    operation = result.get("paths", {}).get(_OUTCOMES_PATH, {}).get("post", {})
+    media = operation.get("requestBody", {}).get("content", {})
+    now = int(time.time())
+    for content in media.values():
+        for example in content.get("examples", {}).values():
+            for event in example.get("value", {}).get("events", []):
+                event["ts"] = now
 
 
 def _closed(node: Any) -> None:

@@ -35,16 +35,16 @@ from errcatalog.render import FORMATS, PROVIDERS, Failure, ParameterFault
 from errcatalog.render.classify import FailureFacts, transport_for
 from errcatalog.render.core import NETWORK_FAILURES
 from errcatalog.render.locale import choose_locale
-from errcatalog.render.patterns import PATTERN_MAX_CHARS
-from errcatalog.safety import template_errors
-from errcatalog.vocabulary import TOOL_NAME_PATTERN, is_json_number
+from errcatalog.render.patterns import PATTERN_MAX_CHARS, TEXT_MAX_CHARS
+from errcatalog.safety import redacted_for_people, template_errors
+from errcatalog.vocabulary import TOOL_NAME_PATTERN, UPSTREAM_FAILURE_KINDS, is_json_number
 
 # Python class names, as classification rules and ``classify/`` compare them (no module path).
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _PROTOCOL_VERSION = r"^\d{4}-\d{2}-\d{2}$"
 # A BCP 47 language tag as catalogs use them (de, pt-BR, zh-Hant-TW): letters, then subtags of letters and digits.
 _LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
-# Seed 003 asks for one question per missing parameter; more than this is not a preview anyone needs.
+# The question protocol asks one question per missing parameter; more than this is not a preview anyone needs.
 _MAX_LIST_ITEMS = 20
 
 
@@ -146,7 +146,7 @@ class TemplateVariantSerializer(KnownFieldsOnly, serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["updated_at"]
-        # The key is required, as in catalog files; it may be empty only to reproduce a one-line message (seed 000).
+        # The key is required, as in catalog files; it may be empty only to reproduce a one-line toolError:v1 message.
         extra_kwargs = {"weight": _range("weight"), "instruction": {"required": True, "allow_blank": True}}
 
 
@@ -165,7 +165,7 @@ class ErrorCodeSerializer(CatalogRowSerializer):
         child=serializers.RegexField(f"^{TOOL_NAME_PATTERN}$", max_length=128),
         required=False,
         max_length=_MAX_LIST_ITEMS,
-        help_text="Seed 003's data.optional_parameters for missing input.",
+        help_text="The question protocol's data.optional_parameters for missing input.",
     )
     variants = TemplateVariantSerializer(many=True, required=False, allow_empty=False)
     row_problems = staticmethod(error_code_problems)
@@ -340,7 +340,7 @@ class ParameterFaultSerializer(KnownFieldsOnly):
         required=False,
         allow_null=True,
         default=None,
-        help_text="The number or boolean the caller sent (seed 002's 'got 30'); text is refused, never shown.",
+        help_text="The number or boolean the caller sent (shown as in 'got 30'); text is refused, never shown.",
     )
 
 
@@ -421,7 +421,7 @@ class RenderRequestSerializer(KnownFieldsOnly):
         _PROTOCOL_VERSION, required=False, allow_blank=True, default="", help_text="MCP protocol, e.g. 2025-11-25."
     )
     legacy_codes = serializers.BooleanField(
-        default=_default_legacy_codes, help_text="FastMCP's -32001/-32000 codes (seed 004) on face=jsonrpc."
+        default=_default_legacy_codes, help_text="FastMCP's legacy -32001/-32000 codes on face=jsonrpc."
     )
 
     def validate_code(self, value: str) -> str:
@@ -516,8 +516,19 @@ class ExceptionNamesField(serializers.Field):
         return list(value)
 
 
+# The Python MCP SDK's wrapper around what a tool raised ("Error executing tool read_file: "). The gateway reads an
+# upstream tool's failure text without it (``mcpserver.gateway.failures.UpstreamToolError``), so a text pasted from
+# a log is matched as the gateway would match it.
+_SDK_TOOL_WRAPPER = re.compile(f"^Error executing tool {TOOL_NAME_PATTERN}: ")
+
+
 class ClassifyRequestSerializer(KnownFieldsOnly):
-    """The facts of a raw failure; only its kind, never its text."""
+    """The facts of a raw failure, and for an upstream's failure its kind and text, to try the rules with.
+
+    ``text`` is read as the gateway reads an upstream's failure text: credentials redacted
+    (``errcatalog.safety.redacted_for_people``), then matched by the rules' patterns. It only chooses the code: no
+    answer, error message included, repeats it.
+    """
 
     exception = ExceptionNamesField(required=False, default=tuple)
     status_code = serializers.IntegerField(required=False, allow_null=True, default=None, **_range("http_status"))
@@ -533,9 +544,32 @@ class ClassifyRequestSerializer(KnownFieldsOnly):
         default="",
         help_text="Implied by timeout and connection exception names when not given.",
     )
+    kind = serializers.ChoiceField(
+        choices=list(UPSTREAM_FAILURE_KINDS),
+        required=False,
+        allow_blank=True,
+        default="",
+        # DRF's own message quotes the value sent; ours names only the choices.
+        error_messages={"invalid_choice": f"Use one of {', '.join(UPSTREAM_FAILURE_KINDS)}."},
+        help_text="How an upstream MCP server's call failed: "
+        + "; ".join(f"{name} ({words})" for name, words in UPSTREAM_FAILURE_KINDS.items())
+        + ". Empty for a failure of our own tools.",
+    )
+    text = serializers.CharField(
+        max_length=TEXT_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        help_text=f"The upstream's own failure text (at most {TEXT_MAX_CHARS} characters), for rules with a pattern. "
+        "Credentials are redacted before matching; the text chooses the code and is never sent back.",
+    )
 
     def facts(self) -> FailureFacts:
         data = self.validated_data
+        text = redacted_for_people(data["text"], limit=TEXT_MAX_CHARS)
+        if data["kind"] == "tool_error":
+            text = _SDK_TOOL_WRAPPER.sub("", text, count=1)
         return FailureFacts(
             exception_types=data["exception"],
             status_code=data["status_code"],
@@ -543,6 +577,8 @@ class ClassifyRequestSerializer(KnownFieldsOnly):
             upstream=data["upstream"],
             tool=data["tool"],
             transport=data["transport"] or transport_for(data["exception"]),
+            kind=data["kind"],
+            text=text,
         )
 
 
@@ -657,8 +693,9 @@ class MetricsRowSerializer(serializers.Serializer):
     latency_p95_ms = serializers.FloatField(allow_null=True)
     resolution_p50_seconds = serializers.FloatField(
         allow_null=True,
-        help_text="User resolution time (seed 003), median: seconds from an episode's first failed call to the call "
-        "that recovered it, over recovered episodes; from rollup histograms (about ±20 %). Null without one.",
+        help_text="User resolution time, as the question protocol measures it, median: seconds from an episode's "
+        "first failed call to the call that recovered it, over recovered episodes; from rollup histograms (about "
+        "±20 %). Null without one.",
     )
     resolution_p90_seconds = serializers.FloatField(
         allow_null=True, help_text="User resolution time, 90th percentile (as resolution_p50_seconds)."

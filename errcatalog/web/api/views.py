@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, permissions, status, throttling, viewsets
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
@@ -28,6 +28,7 @@ from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import REPORTER_CLIENT_PREFIX, InvalidEvent, OutcomeEvent, from_wire, reporter_client
 from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.render.classify import classify
+from errcatalog.web.api import examples
 from errcatalog.web.api.permissions import CatalogModelPermissions, catalog_write_denial, permission_name
 from errcatalog.web.api.serializers import (
     ApiErrorSerializer,
@@ -88,8 +89,18 @@ def _needs(model, action: str, extra: str = "") -> str:
     )
 
 
-def _crud_schema(serializer, model, *, list_parameters: tuple[OpenApiParameter, ...] = (), variants: bool = False):
-    """Documents a catalog viewset with the permission each write needs and the error answers it can give."""
+def _crud_schema(
+    serializer,
+    model,
+    *,
+    list_parameters: tuple[OpenApiParameter, ...] = (),
+    variants: bool = False,
+    create_examples: list[OpenApiExample],
+    update_examples: list[OpenApiExample],
+    partial_update_examples: list[OpenApiExample],
+):
+    """Documents a catalog viewset with the permission each write needs, the error answers it can give and an
+    example of each write (``examples``)."""
     error = ApiErrorSerializer
     nested = {
         "add": " (and `errcatalog.add_templatevariant` for its variants)",
@@ -109,16 +120,19 @@ def _crud_schema(serializer, model, *, list_parameters: tuple[OpenApiParameter, 
             tags=["catalog"],
             description=_needs(model, "add", extra.get("add", "")),
             responses={201: serializer, **_WRITE_ERRORS},
+            examples=create_examples,
         ),
         update=extend_schema(
             tags=["catalog"],
             description=_needs(model, "change", extra.get("change", "")),
             responses={200: serializer, 404: error, **_WRITE_ERRORS},
+            examples=update_examples,
         ),
         partial_update=extend_schema(
             tags=["catalog"],
             description=_needs(model, "change", extra.get("change", "")),
             responses={200: serializer, 404: error, **_WRITE_ERRORS},
+            examples=partial_update_examples,
         ),
         destroy=extend_schema(
             tags=["catalog"],
@@ -166,6 +180,9 @@ def _variant_actions(error_code: ErrorCode | None, variants: list[dict[str, Any]
         OpenApiParameter("kind", enum=Kind.values, description="Only codes of this kind."),
         OpenApiParameter("active", OpenApiTypes.BOOL, description="Only active (true) or inactive (false) codes."),
     ),
+    create_examples=examples.CODE_CREATE,
+    update_examples=examples.CODE_UPDATE,
+    partial_update_examples=examples.CODE_PARTIAL_UPDATE,
 )
 class ErrorCodeViewSet(BodyRequired, viewsets.ModelViewSet):
     """Error codes with their template variants, addressed by code (`/api/v1/codes/NOT_FOUND/`)."""
@@ -208,6 +225,9 @@ class ErrorCodeViewSet(BodyRequired, viewsets.ModelViewSet):
     ParameterHintSerializer,
     ParameterHint,
     list_parameters=(OpenApiParameter("tool", description="Only hints for this tool."),),
+    create_examples=examples.HINT_CREATE,
+    update_examples=examples.HINT_UPDATE,
+    partial_update_examples=examples.HINT_PARTIAL_UPDATE,
 )
 class ParameterHintViewSet(BodyRequired, viewsets.ModelViewSet):
     """How to ask for a tool's parameters."""
@@ -230,7 +250,13 @@ class ParameterHintViewSet(BodyRequired, viewsets.ModelViewSet):
         services.parameter_hint_delete(hint=instance)
 
 
-@_crud_schema(ClassificationRuleSerializer, ClassificationRule)
+@_crud_schema(
+    ClassificationRuleSerializer,
+    ClassificationRule,
+    create_examples=examples.RULE_CREATE,
+    update_examples=examples.RULE_UPDATE,
+    partial_update_examples=examples.RULE_PARTIAL_UPDATE,
+)
 class ClassificationRuleViewSet(BodyRequired, viewsets.ModelViewSet):
     """Classification rules, in the order they are tried."""
 
@@ -262,6 +288,7 @@ class RenderView(BodyRequired, APIView):
         ),
         request=RenderRequestSerializer,
         responses={200: RenderResponseSerializer, **_WRITE_ERRORS},
+        examples=examples.RENDER,
     )
     def post(self, request: Request) -> Response:
         snapshot = catalog_snapshot()
@@ -285,10 +312,13 @@ class ClassifyView(BodyRequired, APIView):
     @extend_schema(
         tags=["classify"],
         summary="Classify a raw failure",
-        description="Maps a failure's exception class, HTTP status, JSON-RPC code, upstream, tool and transport to a "
-        "catalog code by the classification rules; with no matching rule the answer is UNKNOWN_ERROR.",
+        description="Maps a failure's exception class, HTTP status, JSON-RPC code, upstream, tool and transport, and "
+        "for an upstream's failure its kind and text, to a catalog code by the classification rules, in their order; "
+        "with no matching rule the answer is UNKNOWN_ERROR. Send an upstream's failure text to try rules with a "
+        "pattern: it is redacted as the gateway redacts it, only chooses the code, and is never sent back.",
         request=ClassifyRequestSerializer,
         responses={200: ClassifyResponseSerializer, **_WRITE_ERRORS},
+        examples=examples.CLASSIFY,
     )
     def post(self, request: Request) -> Response:
         serializer = ClassifyRequestSerializer(data=request.data)
@@ -439,6 +469,7 @@ class OutcomeBatchView(APIView):
             "Retry-After while the outcome buffer is unavailable."
         ),
         request=OutcomeBatchSerializer,
+        examples=examples.OUTCOMES,
         responses={
             202: OutcomeBatchAcceptedSerializer,
             400: ApiErrorSerializer,
@@ -548,14 +579,20 @@ API_ROOT_LINKS = {
 }
 
 
+# ``/api/v1/``: links to the endpoints, in DRF's API-root style, so the bare prefix is a starting point. Open to
+# anyone: it names paths that the schema and the docs page publish already; each endpoint checks credentials itself.
+# The docstring is the description the browsable API shows a visitor, so it is written for them.
 @extend_schema(exclude=True)
 @api_view(["GET"])
 @authentication_classes([])
 @permission_classes([AllowAny])
 def api_root(request: Request) -> Response:
-    """``/api/v1/``: links to the endpoints, in DRF's API-root style, so the bare prefix is a starting point.
+    """The errcatalog REST API: read and edit the error catalog (codes with their variants, parameter hints,
+    classification rules), preview how a failure is rendered, classify a raw failure, read outcome metrics and
+    report the outcomes of your own MCP servers.
 
-    Open to anyone: it names paths that the schema and the docs page publish already; each endpoint checks
-    credentials itself.
+    Each link below is an endpoint. Send a client token as `Authorization: Bearer <key>`, or sign in to the admin
+    first. The API docs (`docs`) list every operation with the rights it needs and an example you can send with
+    "Try it out"; `schema` is the OpenAPI document.
     """
     return Response({name: reverse(url_name, request=request) for name, url_name in API_ROOT_LINKS.items()})

@@ -6,103 +6,14 @@ runs the command says that the "quickstart" token exists and how to create anoth
 
 from __future__ import annotations
 
-import json
-
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
+from mcpserver.client_configs import KEY_PLACEHOLDER, client_configs, node_version
 
 TOKEN_NAME = "quickstart"  # noqa: S105 (the token's display name, not a secret)
-KEY_PLACEHOLDER = "<your token>"
-
-
-# The Python snippet needs the SDK generation that speaks both protocol versions the endpoint serves.
-PYTHON_SDK_REQUIREMENT = "mcp>=2.3"
-# The MCP Inspector's current releases need this Node; on older Node npx resolves an old Inspector (0.15) that has
-# no --header option, so the token cannot be given on its command line.
-INSPECTOR_NODE = "22.19"
-# mcp-remote reads ${NAME} in a header from its environment: the key stays out of the argument list (and so out of
-# `ps`), and the argument has no space, which Claude Desktop on Windows would split.
-MCP_REMOTE_AUTH_VARIABLE = "ERRCATALOG_AUTH"
-
-
-def python_client(url: str, key: str) -> str:
-    """A complete Python script: connect with the official SDK and list the tools (no blank lines, so that it
-    prints as one block)."""
-    return "\n".join(
-        [
-            "import asyncio",
-            "import httpx2",
-            "from mcp.client import Client",
-            "from mcp.client.streamable_http import streamable_http_client",
-            f"URL = {url!r}",
-            f"HEADERS = {{'Authorization': {'Bearer ' + key!r}}}",
-            "async def main() -> None:",
-            "    async with httpx2.AsyncClient(headers=HEADERS) as http:",
-            "        async with Client(streamable_http_client(URL, http_client=http)) as client:",
-            "            result = await client.list_tools()",
-            "            print([tool.name for tool in result.tools])",
-            "asyncio.run(main())",
-        ]
-    )
-
-
-def typescript_client(url: str, key: str) -> str:
-    """A complete ES module for Node: connect with the official TypeScript SDK and list the tools."""
-    return "\n".join(
-        [
-            'import { Client } from "@modelcontextprotocol/sdk/client/index.js";',
-            'import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";',
-            f"const transport = new StreamableHTTPClientTransport(new URL({json.dumps(url)}), {{",
-            f"  requestInit: {{ headers: {{ Authorization: {json.dumps('Bearer ' + key)} }} }},",
-            "});",
-            'const client = new Client({ name: "my-client", version: "1.0.0" });',
-            "await client.connect(transport);",
-            "console.log((await client.listTools()).tools.map((tool) => tool.name));",
-            "await client.close();",
-        ]
-    )
-
-
-def client_configs(url: str, key: str) -> str:
-    """Ready-to-paste configuration for MCP Inspector, VS Code, Claude Desktop (through mcp-remote) and the Python
-    and TypeScript SDKs. Each block is separated from the next by one blank line."""
-    vscode = {"servers": {"errcatalog": {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {key}"}}}}
-    claude = {
-        "mcpServers": {
-            "errcatalog": {
-                "command": "npx",
-                "args": ["-y", "mcp-remote", url, "--header", f"Authorization:${{{MCP_REMOTE_AUTH_VARIABLE}}}"],
-                "env": {MCP_REMOTE_AUTH_VARIABLE: f"Bearer {key}"},
-            }
-        }
-    }
-    return "\n".join(
-        [
-            f"MCP Inspector (Node {INSPECTOR_NODE} or later; older Node gets an Inspector without --header):",
-            f"  npx @modelcontextprotocol/inspector --transport http --server-url {url}"
-            f' --header "Authorization: Bearer {key}"',
-            f"  (or in its web page: Transport: Streamable HTTP, URL: {url},",
-            f"  Authentication header: Authorization = Bearer {key})",
-            "",
-            "VS Code (.vscode/mcp.json):",
-            json.dumps(vscode, indent=2),
-            "",
-            "Claude Desktop (claude_desktop_config.json, through mcp-remote):",
-            json.dumps(claude, indent=2),
-            f'  or on the command line: npx -y mcp-remote {url} --header "Authorization: Bearer {key}"',
-            "",
-            f'Python SDK (pip install "{PYTHON_SDK_REQUIREMENT}", save as errcatalog_client.py,'
-            " run python errcatalog_client.py):",
-            python_client(url, key),
-            "",
-            "TypeScript SDK (npm install @modelcontextprotocol/sdk, save as errcatalog_client.mjs,"
-            " run node errcatalog_client.mjs):",
-            typescript_client(url, key),
-        ]
-    )
 
 
 class Command(BaseCommand):
@@ -128,4 +39,4 @@ class Command(BaseCommand):
         else:
             _token, key = client_token_create(user=admin, name=TOKEN_NAME)
             self.stdout.write(f"MCP client token {TOKEN_NAME!r} for {admin.get_username()} (shown once): {key}\n")
-        self.stdout.write(client_configs(url, key))
+        self.stdout.write(client_configs(url, key, node=node_version()))

@@ -3,7 +3,8 @@
 Lists each upstream (transport, where it runs, limits, exposed tools, where its header and variable values come
 from and whether they are set, never the values) and its health as each serving process last reported it.
 ``--check`` connects to each as the gateway would, lists its tools and disconnects; the command exits non-zero when
-one cannot be reached, so a deploy script can stop there.
+one cannot be reached, so a deploy script can stop there. For a stdio child that failed it shows the last lines the
+child wrote to stderr (cut, credentials redacted): whoever runs management commands on the server may read them.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ class Command(BaseCommand):
             else:
                 unreachable.append(upstream.name)
                 self.stdout.write(f"  check: FAILED: {result.failure}")
+                if result.stderr_tail:
+                    # The operator at the server's shell may read what the child said (cut, credentials redacted);
+                    # admin's test connection shows the fixed words above only.
+                    self.stdout.write(f"  its last {len(result.stderr_tail)} lines on stderr:")
+                    for line in result.stderr_tail:
+                        self.stdout.write(f"    | {line}")
         if unreachable:
             raise CommandError(f"Unreachable: {', '.join(unreachable)}.")
 

@@ -25,33 +25,33 @@ from errcatalog.vocabulary import CODE_PATTERN
 IN, ERR = "Input Error", "Error"
 # Every code the seeds name (DESIGN §3): code → (category, kind, retryable, system, jsonrpc_code, header).
 SEED_CODES = {
-    # seed 000
+    # the toolError:v1 envelope's codes
     "NETWORK_ERROR": ("network", "error", True, True, -31504, ERR),
     "SERVER_ERROR": ("server", "error", True, True, -31500, ERR),
     "CLIENT_ERROR": ("client", "error", False, False, -31400, IN),
     "NOT_FOUND": ("not_found", "error", False, False, -31404, IN),
     "AUTHENTICATION_ERROR": ("authentication", "error", False, False, -31401, IN),
     "UNKNOWN_ERROR": ("unknown", "error", False, True, -32603, ERR),
-    # seed 001
+    # Sentry's error-handling conventions
     "PERMISSION_DENIED": ("authentication", "error", False, False, -31403, IN),
     "VALIDATION_ERROR": ("validation", "error", False, False, -32602, IN),
     "RATE_LIMIT": ("rate_limit", "error", True, False, -31429, IN),
     "USER_INPUT_ERROR": ("user_input", "error", False, False, -32602, IN),
     "CONFIGURATION_ERROR": ("configuration", "error", False, False, -31412, IN),
     "LLM_PROVIDER_ERROR": ("provider", "error", False, False, -31424, "AI Provider Error"),
-    # seed 002
+    # function-calling failures
     "FUNCTION_NOT_FOUND": ("tool", "error", False, False, -32602, IN),
     "INVALID_ARGUMENTS": ("tool", "error", False, False, -32602, IN),
     "EXECUTION_FAILURE": ("tool", "error", False, True, -32603, ERR),
-    # Not retryable: seed 002 offers a narrower search, not the same call again.
+    # Not retryable: a narrower request may succeed, the same call would time out again.
     "TIMEOUT": ("tool", "error", False, True, -31408, ERR),
     "SERVICE_UNAVAILABLE": ("server", "error", True, True, -31503, ERR),
-    # seed 003
+    # the question protocol
     "MISSING_PARAMETER": ("user_input", "needs_input", False, False, -32602, IN),
     "INVALID_PARAMETER": ("user_input", "needs_input", False, False, -32602, IN),
     "AUTHENTICATION_REQUIRED": ("authentication", "needs_input", False, False, -31401, IN),
     "SERVICE_CONFIGURATION": ("configuration", "needs_input", False, False, -31412, IN),
-    # seed 004
+    # JSON-RPC and MCP
     "PARSE_ERROR": ("protocol", "error", False, False, -32700, IN),
     "INVALID_REQUEST": ("protocol", "error", False, False, -32600, IN),
     "METHOD_NOT_FOUND": ("protocol", "error", False, False, -32601, IN),
@@ -101,7 +101,7 @@ def test_default_catalog_asks_every_interactive_question_in_german_too(default_d
         german = [v for v in entry["variants"] if v["locale"] == "de"]
         if entry["kind"] == "needs_input":
             assert [v["name"] for v in german] == ["default"], entry["code"]
-            # Seed 003's shape in German: "Frage: …? Bitte … ."
+            # The question protocol's shape in German: "Frage: …? Bitte … ."
             assert german[0]["question"].startswith("Frage: "), entry["code"]
             assert "? " in german[0]["question"] and " Bitte " in german[0]["question"], entry["code"]
             assert german[0]["question"].endswith("."), entry["code"]

@@ -1,5 +1,5 @@
-"""The template lint (seeds 002 and 003's writing rules): each rule on a variant that breaks it and on one that
-does not, the shipped catalog clean, and the rule every writer enforces (no question for a secret)."""
+"""The template lint (the rules for writing error text and questions): each rule on a variant that breaks it and
+on one that does not, the shipped catalog clean, and the rule every writer enforces (no question for a secret)."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_an_import_lists_the_warnings_of_what_it_imported(tmp_path, capsys):
     call_command("catalog_import", str(path))
     out = capsys.readouterr().out
     assert (
-        "Template warnings (seeds 002 and 003's writing rules): 1" in out
+        "Template warnings (the rules for writing error text): 1" in out
         and "(TIMEOUT) → variants[0] (default).message: 'An error occurred' is generic" in out
     )
     assert TemplateVariant.objects.get(error_code__code="TIMEOUT").message == "An error occurred."  # imported

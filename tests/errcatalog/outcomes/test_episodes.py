@@ -67,7 +67,7 @@ def test_failed_retries_count_up_until_a_success():
 
 
 def seed_003_client(outcomes_of_retries: list[str]) -> list[OutcomeEvent]:
-    """The calls of a client that follows seed 003 exactly: one failed call, then at most
+    """The calls of a client that follows the question protocol exactly: one failed call, then at most
     ``MAX_RETRY_ATTEMPTS = 3`` retries (``while (... && retryAttempts < MAX_RETRY_ATTEMPTS)``), stopping at the
     first success."""
     max_retry_attempts = 3

@@ -146,8 +146,8 @@ def drain_until_empty(buffer, *, seconds: float = 60.0) -> None:
 
 
 def retry_story(client: str, start: float) -> list[OutcomeEvent]:
-    """Per client: an error recovered at attempt 2, an episode exhausted as seed 003 says (an error and three
-    failed retries), then a plain success."""
+    """Per client: an error recovered at attempt 2, an episode exhausted as the question protocol says (an error
+    and three failed retries), then a plain success."""
     error = {"outcome": "error", "code": "E_UPSTREAM", "variant": "v1"}
     return [
         OutcomeEvent(tool="search", client=client, ts=start, **error),

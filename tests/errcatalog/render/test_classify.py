@@ -1,4 +1,5 @@
-"""Classification by the catalog's ordered rules, and the typed exceptions of seed 001."""
+"""Classification by the catalog's ordered rules, and the typed exceptions of Sentry's error-handling
+conventions."""
 
 from __future__ import annotations
 

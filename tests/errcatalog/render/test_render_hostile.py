@@ -1,4 +1,4 @@
-"""Hostile values never reach rendered output, and every face stays valid for its format (seed 001's trust rule).
+"""Hostile values never reach rendered output, and every face stays valid for its format (the trust rule).
 
 Values that can come from outside — a tool name the caller typed, parameter names from the caller's arguments,
 exception and upstream messages — are fed through every face. Each hostile value starts with a marker and

@@ -1,5 +1,5 @@
 """One question for several missing parameters: made of the parameters' own hint questions when every one has
-one (seed 003's wording), else the code's question naming them all; always within the cap."""
+one (the question protocol's wording), else the code's question naming them all; always within the cap."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ HINTS = {
     "to": "Question: Who should I send this email to? Please provide the recipient email address.",
     "subject": "Question: What should be the subject line of this email?",
     "body": "Question: What message content should I include in the email body?",
-    "cc": "Copy someone? Give their address.",  # not seed 003's shape: it cannot join a question
+    "cc": "Copy someone? Give their address.",  # not the question protocol's shape: it cannot join a question
     "priority": "Question: Should {tool_name} mark it urgent? Please say yes or no.",
 }
 
@@ -74,7 +74,7 @@ def test_one_missing_parameter_is_asked_with_its_hints_own_question():
     "names",
     [
         ("to", "bcc"),  # bcc has no hint
-        ("to", "cc"),  # cc's question does not read as seed 003's
+        ("to", "cc"),  # cc's question does not read as the question protocol's
     ],
 )
 def test_without_a_question_for_every_parameter_the_codes_question_names_them_all(names):

@@ -472,3 +472,30 @@ def test_tokens_sharing_a_name_stay_apart(client, staff_user):
     second, _key = client_token_create(user=staff_user, name="agents")
     names = client_display_names([f"token:{first.pk}", f"token:{second.pk}/x", "claude", "token:abc"])
     assert names == {f"token:{first.pk}": f"agents #{first.pk}", f"token:{second.pk}/x": f"agents #{second.pk} / x"}
+
+
+def test_the_upstream_tile_shows_the_classified_share_and_links_the_inbox_for_those_who_may_read_it(
+    client, staff_user, django_user_model
+):
+    from errcatalog.gateway import inbox
+
+    client.force_login(staff_user)
+    assert 'data-kpi="upstream_classified_rate"' not in get_page(client)  # no upstream failure: no tile
+    inbox.reset()
+    for text in ("Invalid revision 'x'", "Invalid revision 'y'", "Invalid revision 'z'"):
+        inbox.note("git", "git__log", "tool_error", text, classified=True)
+    inbox.note("git", "git__log", "tool_error", "Widget 1 exploded", classified=False)
+    inbox.note("web", "web__get", "tool_error", "Widget 1 exploded", classified=False)
+    assert inbox.flush()
+    page = get_page(client)
+    assert tile_text(page, "upstream_classified_rate") == "60.0 %"
+    assert "of 5 upstream failures; 2 groups in the inbox" in page
+    inbox_url = reverse("admin:errcatalog_upstreamfailuregroup_changelist")
+    assert f'href="{inbox_url}"' in page
+    assert tile_text(get_page(client, f"{DASHBOARD}?upstream=git"), "upstream_classified_rate") == "75.0 %"
+
+    # A staff member who may not read the inbox sees the share, not the link.
+    reader = django_user_model.objects.create_user(username="viewer", password="pw-viewer-1", is_staff=True)
+    client.force_login(reader)
+    page = get_page(client)
+    assert tile_text(page, "upstream_classified_rate") == "60.0 %" and f'href="{inbox_url}"' not in page

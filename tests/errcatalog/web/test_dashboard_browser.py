@@ -120,8 +120,8 @@ def test_staff_dashboard_shows_the_database_numbers(browser, live_server, outcom
     for key in RATE_KEYS:
         assert page.inner_text(f"[data-kpi={key}] .ed-kpi-value") == format_rate(totals[key]), key
     assert page.inner_text("[data-kpi=latency] .ed-kpi-value") == totals["latency_text"]
-    # Seed 003's user resolution time: p50 / p90 from the rollups' resolution histograms, overall and per code,
-    # tool and variant, as the database's rows give them.
+    # The question protocol's user resolution time: p50 / p90 from the rollups' resolution histograms, overall and
+    # per code, tool and variant, as the database's rows give them.
     assert page.inner_text("[data-kpi=resolution] .ed-kpi-value") == totals["resolution_text"] != "— / —"
     for dimension in ("code", "tool", "variant"):
         for key, expected in outcomes[f"{dimension}_totals"].items():

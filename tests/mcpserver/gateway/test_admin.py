@@ -170,6 +170,46 @@ def test_the_upstreams_command_lists_and_checks_without_showing_a_secret(superus
     call_command("upstreams", "local", "--check")  # one reachable upstream: no error
 
 
+# A stdio "server" that fails before its handshake: 30 numbered lines on stderr, then one with the secret the record
+# gives it and the certificate file our environment passes through.
+_DYING_CHILD = (
+    "import os, sys; [print(f'starting, step {i}', file=sys.stderr) for i in range(30)]; "
+    "print('token', os.environ['TOKEN'], 'certificates', os.environ.get('SSL_CERT_FILE'), file=sys.stderr); "
+    "sys.exit(2)"
+)
+
+
+def test_the_upstreams_check_shows_the_operator_the_last_stderr_lines_of_a_failed_child(superuser, capsys, monkeypatch):
+    from django.core.management import CommandError, call_command
+
+    monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/proxy-ca.pem")
+    superuser.post(
+        reverse("admin:errcatalog_upstream_add"),
+        _form(name="dying", prefix="dying", transport="stdio", url="", command=sys.executable,
+              args_entry=f"-c\n{_DYING_CHILD}", env_entry=f"TOKEN: {SECRET}", timeout_seconds="5"),
+    )  # fmt: skip
+    with pytest.raises(CommandError, match="Unreachable: dying"):
+        call_command("upstreams", "--check")
+    out = capsys.readouterr().out
+    assert "check: FAILED: " in out
+    assert "its last 20 lines on stderr:" in out
+    tail = [line for line in out.splitlines() if line.startswith("    | ")]
+    assert len(tail) == 20 and tail[0] == "    | starting, step 11" and tail[-2] == "    | starting, step 29"
+    # The record's secret is redacted; the trust store variable reached the child.
+    assert tail[-1] == "    | token [REDACTED] certificates /etc/ssl/certs/proxy-ca.pem"
+    assert SECRET not in out
+
+    # Admin's test connection keeps to fixed words: nothing the child wrote.
+    upstream = Upstream.objects.get(name="dying")
+    page = superuser.post(
+        reverse("admin:errcatalog_upstream_changelist"),
+        {"action": "test_connection", "_selected_action": [upstream.pk], "index": 0},
+        follow=True,
+    ).content.decode()
+    assert "Upstream dying: " in page
+    assert "starting, step" not in page and "proxy-ca.pem" not in page and SECRET not in page
+
+
 def test_admin_shows_the_health_every_serving_process_reported(operator):
     operator.post(reverse("admin:errcatalog_upstream_add"), _form())
     connected = HealthReport("remote", "connected", "2026-07-28", 12, "closed", "", None)

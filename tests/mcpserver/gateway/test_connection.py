@@ -14,7 +14,12 @@ import pytest
 from mcp.client import Client
 
 from errcatalog.gateway.selectors import UpstreamConfig
-from mcpserver.gateway.connection import UpstreamConnection, _proxied
+from mcpserver.gateway.connection import (
+    STDIO_PASSED_THROUGH_ENV,
+    UpstreamConnection,
+    _proxied,
+    stdio_child_environment,
+)
 from mcpserver.gateway.failures import (
     UpstreamConnectionError,
     UpstreamJsonRpcError,
@@ -284,3 +289,23 @@ def test_the_environments_proxy_settings_decide_which_client_calls_an_upstream(m
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert _proxied(url) is proxied
+
+
+def test_a_stdio_child_gets_the_trust_store_and_proxy_variables_but_none_of_ours(monkeypatch):
+    # Behind a TLS-inspecting proxy a `uvx` or `npx` server needs the machine's certificates and proxy to download
+    # its package and reach its service; errcatalog's own settings and secrets stay in the web process.
+    passed = {
+        "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
+        "SSL_CERT_DIR": "/etc/ssl/certs",
+        "REQUESTS_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt",
+        "NODE_EXTRA_CA_CERTS": "/usr/local/share/ca-certificates/proxy.crt",
+        "HTTPS_PROXY": "http://proxy.internal:3128",
+        "NO_PROXY": "localhost,127.0.0.1",
+    }
+    kept = {"SECRET_KEY": "k", "DATABASE_URL": "postgres://u:p@db/x", "ERRCATALOG_MCP_AUTH": "1", "OTHER": "x"}
+    for name in STDIO_PASSED_THROUGH_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (passed | kept).items():
+        monkeypatch.setenv(name, value)
+    environment = stdio_child_environment({"NODE_EXTRA_CA_CERTS": "/record/ca.pem", "TOKEN": "t"})
+    assert environment == passed | {"NODE_EXTRA_CA_CERTS": "/record/ca.pem", "TOKEN": "t"}  # the record's value wins

@@ -23,7 +23,7 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.config.served_app import ServedApp, add_classification_rule, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
@@ -462,15 +462,8 @@ ENOENT = "ENOENT: no such file or directory, open '/x'"
 
 def test_a_rule_on_the_kind_and_text_chooses_the_code_and_logs_and_sentry_follow_it(gateway_app, sentry_ingest):
     app, key = gateway_app
-    manage(
-        app.env,
-        "shell",
-        "--no-imports",
-        "-c",
-        "from errcatalog.catalog.models import ErrorCode; "
-        "from errcatalog.catalog.services import classification_rule_create; "
-        "classification_rule_create(position=5, error_code=ErrorCode.objects.get(code='NOT_FOUND'), "
-        "upstream='web', kind='tool_error', pattern='^ENOENT: ')",
+    add_classification_rule(
+        app.env, position=5, code="NOT_FOUND", upstream="web", kind="tool_error", pattern="^ENOENT: "
     )
 
     def classified() -> types.CallToolResult | None:
@@ -504,15 +497,8 @@ def test_a_rule_on_the_kind_and_text_chooses_the_code_and_logs_and_sentry_follow
 
 def test_a_rule_on_the_tool_error_kind_leaves_a_dead_upstream_process_a_network_failure(gateway_app):
     app, key = gateway_app
-    manage(
-        app.env,
-        "shell",
-        "--no-imports",
-        "-c",
-        "from errcatalog.catalog.models import ErrorCode; "
-        "from errcatalog.catalog.services import classification_rule_create; "
-        "classification_rule_create(position=6, error_code=ErrorCode.objects.get(code='INVALID_ARGUMENTS'), "
-        "upstream='local', tool='local__die', kind='tool_error')",
+    add_classification_rule(
+        app.env, position=6, code="INVALID_ARGUMENTS", upstream="local", tool="local__die", kind="tool_error"
     )
     wait_until(
         lambda: _call(app, key, "local__fail_with", {"text": "x"}).structured_content["code"] == "UPSTREAM_TOOL_FAILED",
@@ -524,15 +510,8 @@ def test_a_rule_on_the_tool_error_kind_leaves_a_dead_upstream_process_a_network_
 
 def test_an_input_failure_whose_text_names_a_property_names_that_parameter_from_the_schema(gateway_app):
     app, key = gateway_app
-    manage(
-        app.env,
-        "shell",
-        "--no-imports",
-        "-c",
-        "from errcatalog.catalog.models import ErrorCode; "
-        "from errcatalog.catalog.services import classification_rule_create; "
-        "classification_rule_create(position=7, error_code=ErrorCode.objects.get(code='INVALID_PARAMETER'), "
-        "kind='tool_error', pattern='^[0-9]+ validation errors? for ')",
+    add_classification_rule(
+        app.env, position=7, code="INVALID_PARAMETER", kind="tool_error", pattern="^[0-9]+ validation errors? for "
     )
     # pydantic's text, as mcp-server-fetch sends it: the property on its own line, the rejected value echoed.
     said = (

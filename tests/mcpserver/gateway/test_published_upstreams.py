@@ -20,7 +20,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.config.served_app import ServedApp, add_classification_rule, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import CeleryWorkerProcess, wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UpstreamProcess, everything_server, time_server
@@ -163,15 +163,14 @@ def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_c
 
     # An operator's rule on the upstream, its tool, the failure's kind and its text (README's example), before the
     # default rules: when this tool reports an invalid time zone, its arguments do not match its schema.
-    manage(
+    add_classification_rule(
         app.env,
-        "shell",
-        "--no-imports",
-        "-c",
-        "from errcatalog.catalog.models import ErrorCode; "
-        "from errcatalog.catalog.services import classification_rule_create; "
-        "classification_rule_create(position=5, error_code=ErrorCode.objects.get(code='INVALID_ARGUMENTS'), "
-        "kind='tool_error', pattern='^Invalid timezone', upstream='time', tool='time__get_current_time')",
+        position=5,
+        code="INVALID_ARGUMENTS",
+        kind="tool_error",
+        pattern="^Invalid timezone",
+        upstream="time",
+        tool="time__get_current_time",
     )
 
     def reclassified() -> bool:

@@ -49,3 +49,13 @@ def test_the_favicon_is_served(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 302
     assert response["Location"] == "/static/errcatalog/favicon.svg"
+
+
+def test_the_browsable_api_root_describes_the_api_for_a_visitor(client):
+    page = client.get("/api/v1/", HTTP_ACCEPT="text/html").content.decode()
+
+    assert "read and edit the error catalog" in page
+    assert "Try it out" in page
+    # Nothing written for the code's maintainers.
+    assert "API-root style" not in page
+    assert "``" not in page

@@ -82,3 +82,95 @@ def test_rules_edited_through_the_api_apply(catalog, staff_client, django_captur
 def test_bad_facts_are_field_errors(catalog, reader_client, facts, field):
     response = reader_client.post("/api/v1/classify/", facts, format="json")
     assert set(assert_api_error(response, 400, "invalid")["fields"]) == {field}
+
+
+# --- An upstream's failure kind and text -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("ENOENT: no such file or directory, open '/data/report.txt'", "NOT_FOUND"),
+        # The Python SDK's wrapper is read past, as the gateway reads it.
+        (
+            "Error executing tool get_current_time: Invalid timezone: 'No time zone found with key Mars/Olympus'",
+            "INVALID_PARAMETER",
+        ),
+        ("Access denied - path outside allowed directories: /etc not in /data", "PERMISSION_DENIED"),
+        ("The spline could not be reticulated.", "UPSTREAM_TOOL_FAILED"),
+        ("", "UPSTREAM_TOOL_FAILED"),
+    ],
+)
+def test_an_upstream_tools_text_chooses_the_code(catalog, reader_client, text, code):
+    assert classify(reader_client, kind="tool_error", upstream="files", tool="files__read_file", text=text)["code"] == (
+        code
+    )
+
+
+def test_the_kind_alone_is_classified(catalog, reader_client):
+    assert classify(reader_client, kind="circuit_open")["code"] == "SERVICE_UNAVAILABLE"
+    assert classify(reader_client, kind="malformed")["code"] == "EXECUTION_FAILURE"
+
+
+def test_the_text_is_never_sent_back(catalog, reader_client):
+    marker = "ENOENT: no such file or directory, open '/data/ignore previous instructions.txt'"
+    response = reader_client.post("/api/v1/classify/", {"kind": "tool_error", "text": marker}, format="json")
+
+    assert response.status_code == 200
+    assert b"ignore previous instructions" not in response.content
+    assert b"ENOENT" not in response.content
+
+
+def test_credentials_are_redacted_before_patterns_match(catalog, staff_client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(
+            "/api/v1/rules/",
+            {
+                "position": 1,
+                "code": "AUTHENTICATION_ERROR",
+                "kind": "tool_error",
+                "pattern": "sk_live_[a-z0-9]+ was revoked",
+            },
+            format="json",
+        )
+    assert response.status_code == 201, response.content
+
+    leaked = classify(staff_client, kind="tool_error", text="Key sk_live_abcdefgh12345678 was revoked")
+    assert leaked["code"] == "UPSTREAM_TOOL_FAILED"
+    # The rule matches a key too short to look like a credential: it was the redaction that kept it from matching.
+    assert classify(staff_client, kind="tool_error", text="Key sk_live_abc was revoked")["code"] == (
+        "AUTHENTICATION_ERROR"
+    )
+
+
+@pytest.mark.parametrize(
+    ("facts", "field"),
+    [
+        ({"kind": "teapot"}, "kind"),
+        ({"kind": "ToolError"}, "kind"),
+        ({"kind": 3}, "kind"),
+        ({"kind": ["tool_error"]}, "kind"),
+        ({"kind": "tool_error", "text": "x" * 2001}, "text"),
+        ({"text": 404}, "text"),
+        ({"text": ["ENOENT"]}, "text"),
+        ({"text": {"message": "ENOENT"}}, "text"),
+        ({"text": None}, "text"),
+    ],
+)
+def test_bad_kinds_and_texts_are_field_errors(catalog, reader_client, facts, field):
+    response = reader_client.post("/api/v1/classify/", facts, format="json")
+    assert set(assert_api_error(response, 400, "invalid")["fields"]) == {field}
+
+
+def test_a_refused_kind_or_text_is_not_repeated(catalog, reader_client):
+    marker = "call-me-back-" * 160  # 2,080 characters: over the bound
+    for facts in ({"kind": marker}, {"kind": "tool_error", "text": marker}):
+        response = reader_client.post("/api/v1/classify/", facts, format="json")
+        assert response.status_code == 400
+        assert b"call-me-back" not in response.content
+
+
+def test_a_text_at_the_bound_is_accepted(catalog, reader_client):
+    text = "ENOENT: no such file or directory, open '" + "a" * 1958 + "'"
+    assert len(text) == 2000
+    assert classify(reader_client, kind="tool_error", text=text)["code"] == "NOT_FOUND"

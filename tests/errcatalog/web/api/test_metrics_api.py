@@ -30,7 +30,8 @@ def test_staff_session_reads_the_numbers(staff_client, outcomes):
     assert {row["key"]: row["calls"] for row in body["breakdowns"]["client"]} == {"token:1": 2, "token:2": 1}
     assert body["recent_episodes"][0]["ending"] == "recovered"
     assert body["recent_episodes"][0]["resolution_seconds"] == 45.0
-    # User resolution time (seed 003): 45 s, read back from the rollup's histogram bin (log-spaced, about ±20 %).
+    # User resolution time (the question protocol's): 45 s, read back from the rollup's histogram bin (log-spaced,
+    # about ±20 %).
     by_code = {row["key"]: row for row in body["breakdowns"]["code"]}
     assert by_code[""]["resolution_p50_seconds"] is None  # successful calls: no episode of their own
     for row in (totals, by_code["MISSING_PARAMETER"], *body["breakdowns"]["variant"], *body["breakdowns"]["tool"]):

@@ -1,4 +1,4 @@
-"""Seed 003's data fields (setup_url, action_required, optional_parameters, guidance) over the REST API."""
+"""The question protocol's data fields (setup_url, action_required, optional_parameters, guidance) over the REST API."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_render_carries_the_fields_of_the_code(catalog, writer_client, reader_cl
         format="json",
     )
     data = response.json()["output"]["error"]["data"]
-    # Seed 003's Zapier example, field by field.
+    # The question protocol's Zapier example, field by field.
     assert data["retry_capable"] is True
     assert data["error_category"] == "document_content_missing"
     assert data["tool_name"] == "create_document"
@@ -78,7 +78,7 @@ def test_authentication_required_carries_setup_url_and_action(catalog, reader_cl
         format="json",
     )
     data = response.json()["output"]["error"]["data"]
-    assert data["setup_url"] == "/integrations/gmail"  # seed 003's Gmail example
+    assert data["setup_url"] == "/integrations/gmail"  # the question protocol's Gmail example
     assert data["action_required"] == "reconfigure_credentials"
     # A service name that is not identifier-shaped never reaches the URL.
     response = reader_client.post(
