@@ -11,6 +11,7 @@ starts, as Playwright's event loop makes Django refuse ORM calls in the test's t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,14 +24,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def code_page(staff_user) -> dict[str, int]:
+def code_page(staff_user) -> dict:
     from errcatalog.catalog.defaults import catalog_load_defaults
     from errcatalog.catalog.models import ErrorCode, TemplateVariant
+    from mcpserver.admin import served_sample_tools
 
     catalog_load_defaults(reset=False)
     code = ErrorCode.objects.get(code="MISSING_PARAMETER")
     variant = TemplateVariant.objects.get(error_code=code, name="default", locale="")
-    return {"code": code.pk, "variant": variant.pk}
+    # The tools served in this process (the demo's and any a test module registered) and their required parameters.
+    served = {t.name: [p.name for p in t.required] for t in served_sample_tools()}
+    return {"code": code.pk, "variant": variant.pk, "served": served}
 
 
 @pytest.fixture
@@ -72,15 +76,18 @@ def test_the_preview_sits_beside_the_text_and_says_which_text_wins(browser, live
     assert "the model gets the question only" in notices
     assert "a parameter hint's question replaces this variant's question" in notices
     assert "send_email · to" in notices
-    # The sample call is a real tool's real parameter.
-    assert "explain_error with code missing" in panel.locator(".errcatalog-sample-call").inner_text()
+    # The sample call is a served tool missing one of its own required parameters.
+    call = re.search(r"Sample call: (\S+) with (\S+) missing", panel.locator(".errcatalog-sample-call").inner_text())
+    assert call is not None
+    tool, parameter = call.groups()
+    assert parameter in code_page["served"][tool]
 
     # Typing a new question re-renders the text a client shows from the draft.
     question.fill("Question: Which {parameter} should {tool_name} use?")
     page.wait_for_function(
-        "(id) => document.querySelector(`.errcatalog-preview-panel[data-variant-id='${id}'] .errcatalog-client`)"
-        ".textContent.startsWith('Question: Which code should explain_error use?')",
-        arg=code_page["variant"],
+        "([id, expected]) => document.querySelector("
+        "`.errcatalog-preview-panel[data-variant-id='${id}'] .errcatalog-client`).textContent.startsWith(expected)",
+        arg=[code_page["variant"], f"Question: Which {parameter} should {tool} use?"],
     )
     assert offline.blocked == [] and offline.errors == [] and offline.failed == []
 
