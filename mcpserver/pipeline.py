@@ -167,7 +167,13 @@ def _missing_failure(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> Fai
     hit = _missing_failures.get(key)
     if hit is not None and hit[0] is spec and hit[1] is missing:
         return hit[2]
-    failure = Failure("MISSING_PARAMETER", tool_name=spec.name, parameters=missing)
+    failure = Failure(
+        "MISSING_PARAMETER",
+        tool_name=spec.name,
+        parameters=missing,
+        optional_parameters=spec.optional_parameters,
+        guidance=spec.guidance,
+    )
     _missing_failures.set(key, (spec, missing, failure))
     return failure
 
@@ -307,6 +313,9 @@ async def _fail_with_exception(
         network_failure=facts.transport or _network_failure_said(facts, entry),
         # The tool's own partial output (what a timed-out tool finished), never text taken from the exception.
         partial_result=getattr(exc, "partial_result", None) if isinstance(exc, ErrcatalogError) else None,
+        # Read only when a parameter is missing: what else the tool takes, and what it is for.
+        optional_parameters=spec.optional_parameters if parameters else (),
+        guidance=spec.guidance if parameters else "",
     )
     return await _fail(call, failure, fmt, elicited=elicited, snapshot=snapshot)
 

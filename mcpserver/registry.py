@@ -27,6 +27,7 @@ rendered from the catalog; exception text never reaches the model.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -43,6 +44,10 @@ FORMAT_PROPERTY: Mapping[str, Any] = {
     "enum": ["markdown", "json", "both"],
     "description": "How to return the result and any error: markdown text, a JSON block, or both.",
 }
+
+
+# A sentence ends at a full stop, question or exclamation mark followed by a space or the end of the text.
+_FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +140,33 @@ class ToolSpec:
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
             return None
         return frozenset(p.name for p in parameters if p.name != "context")
+
+    @cached_property
+    def optional_parameters(self) -> tuple[str, ...]:
+        """The input schema's properties the tool does not require, in the schema's order: what a question about
+        missing input offers besides the required ones. The ``format`` argument shapes the answer, not the tool's
+        work, and is not one of them."""
+        properties = self.input_schema.get("properties")
+        required = self.input_schema.get("required")
+        if not isinstance(properties, Mapping):
+            return ()
+        needed = set(required) if isinstance(required, list) else set()
+        return tuple(name for name in properties if isinstance(name, str) and name not in needed)
+
+    @cached_property
+    def summary(self) -> str:
+        """The first sentence of the tool's description, on one line: what a question's guidance says of the tool
+        when the catalog says nothing (the renderer screens it like any schema text)."""
+        text = " ".join(self.description.split())
+        match = _FIRST_SENTENCE.match(text)
+        return match[1] if match else text
+
+    @cached_property
+    def guidance(self) -> str:
+        """What a question about this tool's missing input says of the tool when the catalog says nothing: its
+        ``summary`` for our own tools. An upstream tool's description is the upstream's own prose, which the gateway
+        keeps out of failures (its optional parameters' names, screened like every name, are still offered)."""
+        return "" if self.upstream else self.summary
 
     # Cached: read on every call, and inspecting a signature costs more than the rest of dispatching.
     @cached_property

@@ -2,9 +2,12 @@
 and for client tokens.
 
 Every catalog model keeps its history (django-simple-history), so each change can be inspected and reverted
-from the object's History page. The ErrorCode change page shows every face of every variant rendered from the
-saved catalog (``errcatalog.catalog.preview_samples``); ``static/errcatalog/preview.js`` re-renders a variant's faces
-from its unsaved text through the REST API's render endpoint while it is being edited.
+from the object's History page. The ErrorCode change page shows, beside each variant's text, what a client shows
+the model for a sample call of a served tool, and every face, rendered from the saved catalog
+(``errcatalog.catalog.preview_samples``); ``static/errcatalog/preview.js`` re-renders them from the unsaved text
+through the REST API's render endpoint while it is being edited. The code, variant and hint pages say, tool by tool,
+which text the model gets: a needs-input code sends its question only, and a parameter hint's question replaces a
+variant's (the renderer decides, ``RenderedError.text_source``).
 
 The forms check each row with the model's own validation (the catalog's rules live in the models' ``clean()``), so
 a problem is shown at its field; saving, deleting and reverting go through ``errcatalog.catalog.services``, the
@@ -13,7 +16,7 @@ write path the REST API and import use too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +28,7 @@ from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.timezone import localtime
 from simple_history.admin import SimpleHistoryAdmin
 
@@ -32,9 +36,17 @@ from errcatalog.catalog import services
 from errcatalog.catalog.document import catalog_document_from_db, dump_catalog
 from errcatalog.catalog.lint import RowFinding, hint_findings, variant_findings
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
-from errcatalog.catalog.preview_samples import code_preview
+from errcatalog.catalog.preview_samples import (
+    SampleTool,
+    ToolText,
+    VariantPreview,
+    code_preview,
+    names_parameter,
+    tool_texts,
+)
 from errcatalog.input_limits import depth_bounded_json_decoder
 from errcatalog.outcomes.metrics import variant_retry_annotations
+from errcatalog.render import ParameterFault
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import PLACEHOLDERS
 from errcatalog.vocabulary import UPSTREAM_FAILURE_KINDS
@@ -78,6 +90,80 @@ def _updated(obj: ErrorCode | TemplateVariant) -> str:
 
 def _max_chars() -> int:
     return settings.ERRCATALOG["MAX_MESSAGE_CHARS"]
+
+
+# The tools the server serves, as the previews call them. The MCP server's admin module sets it (this package may
+# not import the server); without it the previews call the built-in sample tool.
+sample_tools_source: Callable[[], tuple[SampleTool, ...]] | None = None
+
+
+def _sample_tools() -> tuple[SampleTool, ...]:
+    return sample_tools_source() if sample_tools_source is not None else ()
+
+
+def _preview_snapshot(codes: Iterable[str] | None) -> CatalogSnapshot:
+    """The saved catalog, built fresh from the rows (with every hint) rather than taken from the process's
+    snapshot: a writer must see what they have just saved, whichever process serves the page."""
+    return CatalogSnapshot.from_document(catalog_document_from_db(codes=codes), version="preview")
+
+
+def _hint_links(snapshot: CatalogSnapshot) -> dict[tuple[str, str], str]:
+    ids = ParameterHint.objects.values_list("tool", "parameter", "pk")
+    return {
+        (tool, parameter): reverse("admin:errcatalog_parameterhint_change", args=[pk]) for tool, parameter, pk in ids
+    }
+
+
+def _tool_table(texts: Iterable[ToolText], links: dict[tuple[str, str], str], *, code: bool = False) -> str:
+    """Tool by tool, where the model's text comes from and what it reads; a hint's row links to the hint."""
+    rows = []
+    for t in texts:
+        link = links.get((t.tool, t.parameter)) if t.from_hint else None
+        words = format_html('<a href="{}">{}</a>', link, t.words) if link else t.words
+        first = format_html("<code>{}</code> · {}", t.rendered.code, t.rendered.variant) if code else ""
+        rows.append(
+            format_html(
+                '<tr class="{}">{}<td><code>{}</code></td><td><code>{}</code></td><td>{}</td>'
+                '<td class="{}">{}</td></tr>',
+                "errcatalog-from-hint" if t.from_hint else "",
+                format_html("<td>{}</td>", first) if code else "",
+                t.tool,
+                t.parameter,
+                words,
+                "errcatalog-model-text",
+                t.rendered.text,
+            )
+        )
+    if not rows:
+        return ""
+    head = format_html(
+        "<thead><tr>{}<th>Tool</th><th>Parameter</th><th>The model gets</th><th>Text</th></tr></thead>",
+        mark_safe("<th>Code · variant</th>") if code else "",
+    )
+    return format_html(
+        '<table class="errcatalog-tools">{}<tbody>{}</tbody></table>',
+        head,
+        format_html_join("", "{}", ((r,) for r in rows)),
+    )
+
+
+def _notices(preview: VariantPreview) -> list[str]:
+    """What a writer of this variant must know about which text wins (shown beside the text)."""
+    notices = []
+    if preview.question_only:
+        notices.append(
+            "This code asks for input: the model gets the question only. The message, cause and instruction are "
+            "not sent to it while a question is asked."
+        )
+    hinted = preview.hinted
+    if hinted:
+        named = ", ".join(f"{t.tool} · {t.parameter}" for t in hinted[:6]) + (" …" if len(hinted) > 6 else "")
+        notices.append(
+            f"For {len(hinted)} of {len(preview.tool_texts)} tool parameters a parameter hint's question replaces "
+            f"this variant's question ({named}): editing this question does not change what those calls get; edit "
+            "the hint instead (the table of which text each tool gets links to it)."
+        )
+    return notices
 
 
 def _budget(variant: TemplateVariant) -> str:
@@ -240,7 +326,10 @@ VARIANT_WRITES = CatalogWrites(
 
 
 class TemplateVariantInline(admin.StackedInline):
+    """Each variant's fields with its preview beside them (``variant_inline.html``)."""
+
     model = TemplateVariant
+    template = "admin/errcatalog/errorcode/variant_inline.html"
     extra = 0
     show_change_link = True  # each variant's own page has its history and revert
     formfield_overrides = {models.TextField: _TEXTAREA}
@@ -281,6 +370,7 @@ class ClassificationRuleInline(admin.TabularInline):
     readonly_fields = fields
     ordering = ("position",)
     verbose_name_plural = "Classification rules that choose this code"
+    classes = ("collapse",)  # for reference: closed, so the variants and their previews come first
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("error_code")
@@ -300,23 +390,36 @@ class ErrorCodeAdmin(CatalogRowAdmin):
     search_fields = ("code", "explanation", "variants__message")
     readonly_fields = ("updated_at",)
     fieldsets = (
-        (None, {"fields": ("code", ("category", "kind"), "active")}),
-        ("Behaviour", {"fields": (("retryable", "retry_after_seconds"), "system", "http_statuses", "jsonrpc_code")}),
+        # One line, so that the variants and their previews start high on a laptop screen; the fieldsets that
+        # follow are collapsed and shown after the variants (``errorcode/change_form.html``).
+        (None, {"fields": (("code", "category", "kind", "active"),)}),
+        (
+            "Behaviour",
+            {
+                "classes": ("collapse",),
+                "fields": (("retryable", "retry_after_seconds"), "system", "http_statuses", "jsonrpc_code"),
+            },
+        ),
         (
             "Variants' shares",
             {
+                "classes": ("collapse",),
                 "description": "Fixed: each variant is rendered in proportion to its weight. Adaptive: a periodic "
                 "task sets the weights from each variant's recovery rate (every change is in the variants' history, "
                 "by errcatalog-system); freeze to keep them where they are.",
                 "fields": (("allocation", "allocation_frozen"),),
             },
         ),
-        ("Explanation", {"fields": ("doc_url", "explanation", "updated_at")}),
+        ("Explanation", {"classes": ("collapse",), "fields": ("doc_url", "explanation", "updated_at")}),
         (
             "Data for clients (the question protocol)",
             {
+                "classes": ("collapse",),
                 "description": "Sent in the error's data: setup fields for authentication and configuration errors, "
-                "optional parameters and guidance for missing input. Catalog text only.",
+                "optional parameters and guidance for missing input. Left empty, a question takes the optional "
+                "parameters from the tool's input schema and, for our own tools that have optional parameters, the "
+                "guidance from the first sentence of the tool's description; set here, they replace the tool's for "
+                "every tool.",
                 "fields": (("setup_url", "action_required"), "optional_parameters", "guidance"),
             },
         ),
@@ -366,19 +469,34 @@ class ErrorCodeAdmin(CatalogRowAdmin):
         return response
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        # The preview shows the saved catalog, so it is built fresh from this code's rows (and the hints) rather
-        # than taken from the process's snapshot: a writer must see what they have just saved, whichever process
-        # serves the page, and a catalog of thousands of codes must not be read for one.
+        # The preview shows the saved catalog, built fresh from this code's rows (``_preview_snapshot``): a catalog
+        # of thousands of codes must not be read for one.
         if obj is not None and obj.pk:
-            snapshot = CatalogSnapshot.from_document(catalog_document_from_db(codes=[obj.code]), version="preview")
+            snapshot = _preview_snapshot([obj.code])
             previews = code_preview(
                 snapshot,
                 obj.code,
                 max_chars=_max_chars(),
                 legacy_codes=settings.ERRCATALOG["LEGACY_JSONRPC_CODES"],
+                tools=_sample_tools(),
+                default_format=settings.ERRCATALOG["DEFAULT_FORMAT"],
             )
             ids = {(name, locale): pk for name, locale, pk in obj.variants.values_list("name", "locale", "pk")}
             context["variant_previews"] = [(ids.get((p.variant.name, p.variant.locale)), p) for p in previews]
+            links = _hint_links(snapshot)
+            by_id = {
+                ids.get((p.variant.name, p.variant.locale)): {
+                    "preview": p,
+                    "notices": _notices(p),
+                    "tools": _tool_table(p.tool_texts, links),
+                }
+                for p in previews
+            }
+            # Each variant's form carries its preview, which the inline template shows beside its fields.
+            for formset in context.get("inline_admin_formsets", ()):
+                if formset.formset.model is TemplateVariant:
+                    for form in formset.formset.forms:
+                        form.errcatalog_preview = by_id.get(form.instance.pk)
             try:
                 context["render_url"] = reverse("api-render")
             except NoReverseMatch:  # without the REST API the page keeps the preview of the saved catalog
@@ -389,6 +507,31 @@ class ErrorCodeAdmin(CatalogRowAdmin):
 # --- Template variants ------------------------------------------------------------------------------------
 
 
+def _variant_model_text(variant: TemplateVariant) -> str:
+    """The sample call's text, the notices about which text wins, and the tool-by-tool table, for one saved variant."""
+    code = variant.error_code.code
+    snapshot = _preview_snapshot([code])
+    previews = code_preview(snapshot, code, max_chars=_max_chars(), tools=_sample_tools())
+    preview = next((p for p in previews if (p.variant.name, p.variant.locale) == (variant.name, variant.locale)), None)
+    if preview is None:
+        return "—"
+    failure = preview.failure
+    call = format_html("<code>{}</code>", failure.tool_name or "")
+    if failure.parameters:
+        call = format_html(
+            "{} with <code>{}</code> {}", call, failure.parameters[0].name, failure.parameters[0].problem
+        )
+    return format_html(
+        '<div class="errcatalog-which"><p>Sample call: {}. The model gets {}:</p>'
+        '<pre class="errcatalog-client">{}</pre>{}{}</div>',
+        call,
+        preview.source_words,
+        preview.client_text,
+        format_html_join("", '<p class="errcatalog-notice">{}</p>', ((n,) for n in _notices(preview))),
+        _tool_table(preview.tool_texts, _hint_links(snapshot)),
+    )
+
+
 @admin.register(TemplateVariant)
 class TemplateVariantAdmin(CatalogRowAdmin):
     list_display = ("code", "name", "locale", "weight", "header", "active", "retry_success", _updated)
@@ -397,7 +540,7 @@ class TemplateVariantAdmin(CatalogRowAdmin):
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
     formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 3, "cols": 90})}}
-    readonly_fields = ("budget", "lint", "updated_at")
+    readonly_fields = ("budget", "lint", "updated_at", "model_text")
     writes = VARIANT_WRITES
     fieldsets = (
         (None, {"fields": ("error_code", ("name", "locale"), ("weight", "header"), "active")}),
@@ -408,6 +551,7 @@ class TemplateVariantAdmin(CatalogRowAdmin):
                 "description": PLACEHOLDER_HELP,
             },
         ),
+        ("What the model gets (saved text)", {"fields": ("model_text",)}),
     )
 
     class Media:
@@ -439,6 +583,12 @@ class TemplateVariantAdmin(CatalogRowAdmin):
     def lint(self, obj: TemplateVariant) -> str:
         return _lint_list(_variant_findings(obj)) if obj.pk else "—"
 
+    @admin.display(description="Which text wins")
+    def model_text(self, obj: TemplateVariant) -> str:
+        if not obj.pk:
+            return "—"
+        return _variant_model_text(obj)
+
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         _warn(request, obj, _variant_findings(TemplateVariant.objects.select_related("error_code").get(pk=obj.pk)))
@@ -456,10 +606,21 @@ class ParameterHintAdmin(CatalogRowAdmin):
     writes = CatalogWrites(
         services.parameter_hint_create, services.parameter_hint_update, services.parameter_hint_delete, "hint"
     )
-    readonly_fields = ("lint",)
+    readonly_fields = ("lint", "model_text")
     fieldsets = (
         (None, {"fields": (("tool", "parameter"), "description", ("parameter_type", "example"))}),
-        ("Question override", {"fields": ("question", "lint"), "description": PLACEHOLDER_HELP}),
+        (
+            "Question override",
+            {
+                "fields": ("question", "lint"),
+                "description": format_html(
+                    "<p>A question here replaces the variant's question of every code that asks for this one missing "
+                    "parameter of this tool; the model then gets this question only.</p>{}",
+                    PLACEHOLDER_HELP,
+                ),
+            },
+        ),
+        ("What the model gets (saved text)", {"fields": ("model_text",)}),
     )
 
     class Media:
@@ -472,6 +633,34 @@ class ParameterHintAdmin(CatalogRowAdmin):
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         _warn(request, obj, _hint_findings(obj))
+
+    @admin.display(description="Which text wins")
+    def model_text(self, obj: ParameterHint) -> str:
+        if not obj.pk:
+            return "—"
+        snapshot = _preview_snapshot(None)
+        served = {t.name: t for t in _sample_tools()}
+        fault = (
+            next((p for p in served[obj.tool].required if p.name == obj.parameter), None)
+            if obj.tool in served
+            else None
+        )
+        tool = SampleTool(name=obj.tool, required=(fault or ParameterFault(name=obj.parameter),))
+        texts = [
+            text
+            for code, entry in sorted(snapshot.codes.items())
+            if entry.active and entry.variants and names_parameter(entry)
+            for text in tool_texts(snapshot, code, entry.variant(), (tool,), max_chars=_max_chars())
+        ]
+        note = (
+            ""
+            if obj.tool in served
+            else format_html(
+                "<p class='errcatalog-notice'>No served tool is named <code>{}</code>: no call uses this hint.</p>",
+                obj.tool,
+            )
+        )
+        return format_html("{}{}", note, _tool_table(texts, {}, code=True))
 
     @admin.display(description="Own question", boolean=True)
     def has_question(self, obj: ParameterHint) -> bool:

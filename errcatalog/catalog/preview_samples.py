@@ -1,8 +1,11 @@
 """Sample inputs for a code, and every face of every variant rendered with them: the admin's preview.
 
-Pure: no ORM, no I/O. The admin builds the snapshot from the saved rows and passes it in. Each face also
-carries the body of the ``POST /api/v1/render/`` request that reproduces it (``errcatalog.catalog.previews`` serves
-both), so the browser can re-render an unsaved draft of the same variant with the same sample inputs.
+Pure: no ORM, no I/O. The admin builds the snapshot from the saved rows and passes it in, with the tools the server
+serves (``SampleTool``): the sample call is one of them missing one of its own parameters, and each variant shows,
+tool by tool, which catalog text the model gets (``tool_texts``; the renderer decides, ``RenderedError.text_source``).
+Each face also carries the body of the ``POST /api/v1/render/`` request that reproduces it
+(``errcatalog.catalog.previews`` serves both), so the browser can re-render an unsaved draft of the same variant with
+the same sample inputs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,12 @@ from typing import Any
 
 from errcatalog.catalog.previews import FaceOptions, face_output
 from errcatalog.render import Failure, ParameterFault, RenderedError, render
+from errcatalog.render.core import (
+    TEXT_FROM_HINT_QUESTION,
+    TEXT_FROM_HINT_QUESTIONS,
+    TEXT_FROM_VARIANT,
+    TEXT_FROM_VARIANT_QUESTION,
+)
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry, VariantEntry
 from errcatalog.safety import template_placeholders
 
@@ -23,8 +32,8 @@ SAMPLE_TOOL = "send_email"
 # A misspelt tool name and the close names offered instead, as a "did you mean" answer shows them.
 SAMPLE_UNKNOWN_TOOL = "get_wether"
 SAMPLE_ALTERNATIVES = ("get_weather", "get_forecast")
-# A parameter without a hint in the default catalog, so the preview shows the variant's own question: a hint
-# with a question of its own (send_email.to has one) would replace it.
+# The parameter of renders made without the served tools (the catalog reference's examples): one without a hint, so
+# they show the variant's own question. Admin calls a served tool's own parameter instead (``SampleTool``).
 SAMPLE_PARAMETER = ParameterFault(
     name="reply_to",
     description="the reply-to email address",
@@ -58,6 +67,49 @@ _PARAMETER_PLACEHOLDERS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class SampleTool:
+    """A tool the server serves, as the preview calls it: its served name and its required parameters, each
+    described from its input schema as a real call's validation describes it."""
+
+    name: str
+    required: tuple[ParameterFault, ...] = ()
+    upstream: str = ""  # the upstream MCP server it is forwarded to; "" for our own tools
+    # What a call's failure carries of the tool itself (``Failure.optional_parameters`` and ``guidance``).
+    optional: tuple[str, ...] = ()
+    summary: str = ""
+
+
+# What each ``text_source`` means to a writer: which row's text the model reads.
+TEXT_SOURCE_WORDS = {
+    TEXT_FROM_VARIANT: "this variant's message, cause and instruction",
+    TEXT_FROM_VARIANT_QUESTION: "this variant's question only (its message, cause and instruction are not sent)",
+    TEXT_FROM_HINT_QUESTION: "the parameter hint's question, which replaces this variant's question",
+    TEXT_FROM_HINT_QUESTIONS: "one question made of the parameter hints' questions, instead of this variant's",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolText:
+    """What the model reads when ``tool`` fails with a code, missing ``parameter`` for codes about one."""
+
+    tool: str
+    parameter: str
+    rendered: RenderedError
+
+    @property
+    def source(self) -> str:
+        return self.rendered.text_source
+
+    @property
+    def from_hint(self) -> bool:
+        return self.source in (TEXT_FROM_HINT_QUESTION, TEXT_FROM_HINT_QUESTIONS)
+
+    @property
+    def words(self) -> str:
+        return TEXT_SOURCE_WORDS[self.source]
+
+
+@dataclass(frozen=True, slots=True)
 class Face:
     """One rendered face: ``output`` is what leaves the server, ``request`` how the render API reproduces it."""
 
@@ -87,48 +139,174 @@ class VariantPreview:
     # Length of the model-facing text before the cap, against the budget (settings MAX_MESSAGE_CHARS).
     full_length: int
     max_chars: int
+    # Tool by tool, which text the model gets from this variant (empty without served tools).
+    tool_texts: tuple[ToolText, ...] = ()
+    # The face a client shows first: the MCP tool result in the server's default format.
+    client_face: str = "tool_result_markdown"
 
     @property
     def over_budget(self) -> bool:
         return self.full_length > self.max_chars
 
+    @property
+    def client(self) -> Face:
+        return next(f for f in self.faces if f.key == self.client_face)
 
-def sample_failure(entry: CodeEntry) -> Failure:
-    """A plausible failure of ``entry``'s code, with a sample value for every placeholder its templates use."""
+    @property
+    def client_text(self) -> str:
+        """What a client that drops structuredContent shows: the text of the result's content blocks."""
+        output = self.client.output
+        return "\n\n".join(block["text"] for block in output["content"] if block.get("type") == "text")
+
+    @property
+    def structured_text(self) -> str:
+        return json.dumps(self.client.output.get("structuredContent"), indent=2, ensure_ascii=False)
+
+    @property
+    def hinted(self) -> tuple[ToolText, ...]:
+        """The tools whose question comes from a parameter hint, not from this variant."""
+        return tuple(t for t in self.tool_texts if t.from_hint)
+
+    @property
+    def source_words(self) -> str:
+        return TEXT_SOURCE_WORDS[self.rendered.text_source]
+
+    @property
+    def question_only(self) -> bool:
+        """A needs-input code answered with a question: the variant's message, cause and instruction are not sent."""
+        return self.rendered.text_source != TEXT_FROM_VARIANT
+
+
+def wants_parameter(entry: CodeEntry) -> bool:
+    """Whether ``entry``'s failures are about one parameter (a question for it, or templates that name it)."""
     used = {name for v in entry.variants for t in _templates(v) for name in template_placeholders(t)}
-    wants_parameter = entry.kind == "needs_input" or bool(used & _PARAMETER_PLACEHOLDERS)
+    return entry.kind == "needs_input" or bool(used & _PARAMETER_PLACEHOLDERS)
+
+
+def names_parameter(entry: CodeEntry) -> bool:
+    """Whether ``entry``'s templates name the parameter at fault: a code a call's missing or invalid parameter
+    leads to (a needs-input code about a service is asked about the service, whatever the call left out)."""
+    used = {name for v in entry.variants for t in _templates(v) for name in template_placeholders(t)}
+    return bool(used & _PARAMETER_PLACEHOLDERS)
+
+
+def _problem(entry: CodeEntry) -> str:
     # Codes about a malformed value report an invalid parameter (the question protocol's invalid_parameter); the
     # rest a missing one (its missing_parameter).
-    invalid = "INVALID" in entry.code or entry.category == "validation"
-    parameter = dataclasses.replace(SAMPLE_PARAMETER, problem="invalid" if invalid else "missing")
+    return "invalid" if "INVALID" in entry.code or entry.category == "validation" else "missing"
+
+
+def _guide_first(tools: tuple[SampleTool, ...]) -> list[SampleTool]:
+    """``tools`` with ``SAMPLE_TOOL`` first when it is served: the example every guide uses."""
+    return sorted(tools, key=lambda t: t.name != SAMPLE_TOOL)
+
+
+def sample_call(
+    snapshot: CatalogSnapshot, entry: CodeEntry, tools: tuple[SampleTool, ...]
+) -> tuple[SampleTool, ParameterFault]:
+    """The served tool and parameter the preview calls: the first required parameter without a hint question (so
+    the preview shows the variant's own text), else the first required parameter; the built-in sample without tools.
+    ``send_email`` comes first when it is served: the example every guide uses. A code about no parameter calls the
+    first tool."""
+    ordered = _guide_first(tools)
+    if ordered and not wants_parameter(entry):  # only the tool's name is used
+        return ordered[0], SAMPLE_PARAMETER
+    calls = [(t, p) for t in ordered for p in t.required]
+    for tool, parameter in calls:
+        hint = snapshot.hint(tool.name, parameter.name)
+        if hint is None or not hint.question:
+            return tool, parameter
+    return calls[0] if calls else (SampleTool(SAMPLE_TOOL), SAMPLE_PARAMETER)
+
+
+def sample_failure(
+    entry: CodeEntry,
+    *,
+    snapshot: CatalogSnapshot | None = None,
+    tools: tuple[SampleTool, ...] = (),
+    call: tuple[SampleTool, ParameterFault] | None = None,
+) -> Failure:
+    """A plausible failure of ``entry``'s code, with a sample value for every placeholder its templates use.
+
+    With served ``tools`` (and the ``snapshot`` whose hints word their parameters) the call is one of them, missing
+    or misusing one of its own parameters; ``call`` names the tool and parameter outright.
+    """
+    used = {name for v in entry.variants for t in _templates(v) for name in template_placeholders(t)}
     not_found = "alternatives" in used or entry.code == "FUNCTION_NOT_FOUND"
+    if call is None:
+        if tools and snapshot is not None:
+            call = sample_call(snapshot, entry, tools)
+        else:
+            call = (SampleTool(SAMPLE_TOOL), SAMPLE_PARAMETER)
+    tool, parameter = call
+    parameter = dataclasses.replace(parameter, problem=_problem(entry))
     retry_after = entry.retry_after_seconds
     if retry_after is None and entry.category == "rate_limit":
         retry_after = SAMPLE_RETRY_AFTER
     return Failure(
         code=entry.code,
-        tool_name=SAMPLE_UNKNOWN_TOOL if not_found else SAMPLE_TOOL,
-        parameters=(parameter,) if wants_parameter else (),
+        tool_name=SAMPLE_UNKNOWN_TOOL if not_found else tool.name,
+        parameters=(parameter,) if wants_parameter(entry) else (),
         status_code=entry.http_statuses[0] if entry.http_statuses else None,
         event_id=SAMPLE_EVENT_ID if entry.system else None,
         retry_after=retry_after,
         alternatives=SAMPLE_ALTERNATIVES if not_found else (),
         network_failure="timeout" if entry.category == "network" or "network_failure" in used else None,
         service=SAMPLE_SERVICE if "service" in used else None,
+        optional_parameters=() if not_found else tool.optional,
+        guidance="" if not_found else tool.summary,
     )
 
 
+def tool_texts(
+    snapshot: CatalogSnapshot,
+    code: str,
+    variant: VariantEntry,
+    tools: tuple[SampleTool, ...],
+    *,
+    max_chars: int,
+    parameter: str | None = None,
+) -> tuple[ToolText, ...]:
+    """For each served tool, what the model reads when it fails with ``code`` rendered from ``variant``.
+
+    A code about one parameter is rendered once per required parameter of each tool (only ``parameter`` when
+    given); a code whose templates name no parameter has no rows, every tool getting the same text. Which text
+    wins is the renderer's answer (``text_source``), never worked out here.
+    """
+    entry = snapshot.codes.get(code)
+    if entry is None or not names_parameter(entry):
+        return ()
+    alone = _with_only(snapshot, entry, variant)
+    texts = []
+    for tool in _guide_first(tools):
+        for fault in tool.required:
+            if parameter is not None and fault.name != parameter:
+                continue
+            failure = sample_failure(entry, call=(tool, fault))
+            rendered = render(alone, failure, variant=variant.name, locale=variant.locale, max_chars=max_chars)
+            texts.append(ToolText(tool=tool.name, parameter=fault.name, rendered=rendered))
+    return tuple(texts)
+
+
 def code_preview(
-    snapshot: CatalogSnapshot, code: str, *, max_chars: int, legacy_codes: bool = False
+    snapshot: CatalogSnapshot,
+    code: str,
+    *,
+    max_chars: int,
+    legacy_codes: bool = False,
+    tools: tuple[SampleTool, ...] = (),
+    default_format: str = "markdown",
 ) -> list[VariantPreview]:
     """Every variant of ``code`` with all its faces; empty when the snapshot does not have the code.
 
-    ``max_chars`` and ``legacy_codes`` are the endpoint's settings, so the faces are those a client would get.
+    ``max_chars``, ``legacy_codes`` and ``default_format`` are the endpoint's settings, so the faces are those a
+    client would get. With the served ``tools``, the sample call is one of theirs and each variant lists, tool by
+    tool, which text the model gets.
     """
     entry = snapshot.codes.get(code)
     if entry is None:
         return []
-    failure = sample_failure(entry)
+    failure = sample_failure(entry, snapshot=snapshot, tools=tools)
     previews = []
     for variant in entry.variants:
         alone = _with_only(snapshot, entry, variant)
@@ -142,6 +320,8 @@ def code_preview(
                 faces=_faces(rendered, _request_base(failure, variant), legacy_codes=legacy_codes),
                 full_length=len(uncapped.text),
                 max_chars=max_chars,
+                tool_texts=tool_texts(snapshot, code, variant, tools, max_chars=max_chars),
+                client_face=f"tool_result_{default_format}",
             )
         )
     return previews
@@ -177,6 +357,8 @@ def _request_base(failure: Failure, variant: VariantEntry) -> dict[str, Any]:
         "alternatives": list(failure.alternatives),
         "network_failure": failure.network_failure,
         "service": failure.service,
+        "optional_parameters": list(failure.optional_parameters),
+        "guidance": failure.guidance,
     }
     body.update({k: v for k, v in optional.items() if v})
     return body

@@ -1,8 +1,12 @@
 """From a failure and a catalog snapshot to one rendered error, the source of every face.
 
-Pure: no ORM, no I/O. ``Failure`` has no field for free text, so text from users, upstream servers, exceptions
-or the database has no way in; the names it does carry are screened by ``safe_identifier``, a parameter's schema
-text by ``safe_schema_text`` and a partial result by ``safe_partial_result``, whoever built the failure.
+Pure: no ORM, no I/O. ``Failure`` has no field for free text, so what users type, what upstream servers answer,
+exceptions and the database have no way in; the names it does carry are screened by ``safe_identifier``, the tool's
+metadata (a parameter's description and format, the sentence that describes the tool) by ``safe_schema_text`` and a
+partial result by ``safe_partial_result``, whoever built the failure.
+
+Which text the model gets is decided here and only here, and recorded on the result (``RenderedError.text_source``,
+one of ``TEXT_SOURCES``) so that admin can say which row to edit instead of working it out again.
 """
 
 from __future__ import annotations
@@ -32,6 +36,17 @@ from errcatalog.vocabulary import is_json_number
 DEFAULT_MAX_CHARS = 500
 NETWORK_FAILURES = {"timeout": "Request timeout", "connection": "Connection failed"}
 KIND_ENVELOPES = {"error": "toolError:v1", "needs_input": "needsInput:v1"}
+
+# Where a rendered error's model-facing text comes from. A needs-input code whose variant or hint asks a question is
+# answered with the question alone (its message, cause and instruction are not sent); a question about one missing
+# parameter is the parameter hint's when the hint has one, which replaces the variant's; several missing parameters
+# whose hints all ask are asked as one question made of theirs. Every other error is the variant's message, cause and
+# instruction.
+TEXT_FROM_VARIANT = "variant"
+TEXT_FROM_VARIANT_QUESTION = "variant_question"
+TEXT_FROM_HINT_QUESTION = "hint_question"
+TEXT_FROM_HINT_QUESTIONS = "hint_questions"
+TEXT_SOURCES = (TEXT_FROM_VARIANT, TEXT_FROM_VARIANT_QUESTION, TEXT_FROM_HINT_QUESTION, TEXT_FROM_HINT_QUESTIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +81,10 @@ class Failure:
     # Partial output of the tool itself, passed along like a successful result would be: the model can
     # use what was done before the failure.
     partial_result: Any = None
+    # What the tool itself says of its input, for a question's data when the code's catalog entry sets none: the
+    # names of its optional parameters and one sentence of its description (screened like schema text).
+    optional_parameters: tuple[str, ...] = ()
+    guidance: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +119,8 @@ class RenderedError:
     locale: str = ""
     # The question protocol's data fields. Shared by every face of a cached render: faces copy it, never change it.
     data: Mapping[str, Any] = field(default_factory=dict)
+    # Which catalog text ``text`` is made of: one of ``TEXT_SOURCES``.
+    text_source: str = TEXT_FROM_VARIANT
 
     @property
     def envelope_kind(self) -> str:
@@ -163,7 +184,8 @@ def _render(
     message = fill_capped(chosen.message, values, max_chars)
     cause = fill_capped(chosen.cause, values, max_chars)
     instruction = fill_capped(chosen.instruction, values, max_chars)
-    question = _question(chosen, hint, params, values, max_chars, asked)
+    question, question_source = _question(chosen, hint, params, values, max_chars, asked)
+    text_source = question_source if question and entry.kind == "needs_input" else TEXT_FROM_VARIANT
     text = _text(entry, chosen, hint, params, values, (message, cause, instruction, question), max_chars, asked)
     event_id = _event_id(failure.event_id)
     # A question stands alone (a helpful assistant asking, not a system reporting a failure); every other
@@ -204,6 +226,7 @@ def _render(
         partial_result=safe_partial_result(failure.partial_result),
         locale=chosen.locale,
         data=MappingProxyType(_data(entry, tool, params, hint, failure, bool(question), values, max_chars)),
+        text_source=text_source,
     )
 
 
@@ -224,7 +247,7 @@ def _text(
             fill_capped(chosen.message, values, limit),
             fill_capped(chosen.cause, values, limit),
             fill_capped(chosen.instruction, values, limit),
-            _question(chosen, hint, params, values, limit, asked),
+            _question(chosen, hint, params, values, limit, asked)[0],
         )
     message, cause, instruction, question = filled
     if question and entry.kind == "needs_input":
@@ -381,7 +404,8 @@ def _question(
     values: dict[str, str],
     max_chars: int,
     asked: tuple[str, ...] = (),
-) -> str:
+) -> tuple[str, str]:
+    """The question and where it comes from (a ``TEXT_FROM_*`` name); ``("", "")`` when nothing asks."""
     # A hint's question asks for one missing parameter; several missing parameters whose hints all ask get one
     # question made of theirs (``asked``), others the code's question, which names them all; an invalid value gets
     # the code's question about its format. A hint's question is written in the catalog default's language: a
@@ -390,9 +414,13 @@ def _question(
     if asked and chosen.question:  # only a code that asks questions asks this one
         combined = _joined_question(asked)
         if len(combined) <= max_chars:
-            return combined
-    template = hint.question if hint and hint.question and asks_for_one else chosen.question
-    return fill_capped(template, values, max_chars) if template else ""
+            return combined, TEXT_FROM_HINT_QUESTIONS
+    if hint and hint.question and asks_for_one:
+        template, source = hint.question, TEXT_FROM_HINT_QUESTION
+    else:
+        template, source = chosen.question, TEXT_FROM_VARIANT_QUESTION
+    question = fill_capped(template, values, max_chars) if template else ""
+    return (question, source) if question else ("", "")
 
 
 # A hint's question as the question protocol writes it: "Question: Who should I send this email to? Please provide
@@ -438,6 +466,16 @@ def _in_sentence(part: str) -> str:
     return part[0].lower() + part[1:] if word.lower() in _QUESTION_WORDS else part
 
 
+def _tool_optional(failure: Failure) -> tuple[str, ...]:
+    """The tool's optional parameter names that are names by the registry's rule; the others are left out."""
+    return tuple(n for n in map(safe_identifier, failure.optional_parameters) if n != REDACTED)
+
+
+def _tool_guidance(failure: Failure) -> str:
+    """The tool's sentence about itself, if it reads as schema text (one short line of plain words); else ""."""
+    return safe_schema_text(failure.guidance)
+
+
 def _data(
     entry: CodeEntry,
     tool: str | None,
@@ -451,7 +489,9 @@ def _data(
     """The ``data`` fields of the question protocol: what a client's retry logic reads.
 
     ``setup_url``, ``action_required``, ``optional_parameters`` and ``guidance`` come from the code's catalog
-    entry (filled only with server-controlled placeholder values), never from a tool's or upstream's text.
+    entry (filled only with server-controlled placeholder values). A question's ``optional_parameters`` and
+    ``guidance`` the entry leaves unset come from the tool itself (``Failure``), through the same screens as its
+    schema's names and text; the entry overrides each of them.
     """
     data: dict[str, Any] = {
         "retry_capable": entry.retryable or interactive,
@@ -462,16 +502,22 @@ def _data(
     param_type = (hint and hint.parameter_type) or (params[0].type if params else "")
     if len(missing) == 1 and not invalid:
         data["required_parameter"] = missing[0].name
-    if missing and (len(missing) > 1 or invalid or entry.optional_parameters or entry.guidance):
+    optional = (entry.optional_parameters or _tool_optional(failure)) if missing else ()
+    guidance = ""
+    if missing:
+        # The tool's sentence goes with the optional parameters it explains, as in the question protocol's
+        # example: a question about a tool that takes nothing else says all in its question and required parameter.
+        guidance = fill_capped(entry.guidance, values, max_chars) if entry.guidance else ""
+        if not entry.guidance and optional:
+            guidance = _tool_guidance(failure)
+    if missing and (len(missing) > 1 or invalid or optional or entry.guidance or guidance):
         # Required parameters are listed beside the optional ones and the guidance, so a client asks for all at once.
         data["required_parameters"] = [p.name for p in missing]
-    if missing and entry.optional_parameters:
+    if optional:
         named = {p.name for p in missing}
-        data["optional_parameters"] = [n for n in entry.optional_parameters if n not in named]
-    if missing and entry.guidance:
-        guidance = fill_capped(entry.guidance, values, max_chars)
-        if guidance:
-            data["guidance"] = guidance
+        data["optional_parameters"] = [n for n in optional if n not in named]
+    if guidance:
+        data["guidance"] = guidance
     if invalid:
         data["parameter"] = invalid[0].name
         expected = (hint and hint.example) or invalid[0].expected_format

@@ -385,6 +385,21 @@ class RenderRequestSerializer(KnownFieldsOnly):
     )
     service = serializers.CharField(max_length=64, required=False, allow_blank=True, allow_null=True, default=None)
     partial_result = serializers.JSONField(required=False, allow_null=True, default=None)
+    optional_parameters = serializers.ListField(
+        child=serializers.CharField(max_length=128),
+        required=False,
+        default=list,
+        max_length=_MAX_LIST_ITEMS,
+        help_text="The tool's optional parameters, for a question's data when the code's catalog entry sets none.",
+    )
+    guidance = serializers.CharField(
+        max_length=1000,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="One sentence of the tool's description, for a question's data when the code's catalog entry "
+        "sets none and the tool has optional parameters; shown only if it reads as schema text.",
+    )
     variant = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
     locale = serializers.RegexField(
         _LANGUAGE_TAG,
@@ -440,6 +455,8 @@ class RenderRequestSerializer(KnownFieldsOnly):
             network_failure=data["network_failure"],
             service=_blank_to_none(data["service"]),
             partial_result=data["partial_result"],
+            optional_parameters=tuple(data["optional_parameters"]),
+            guidance=data["guidance"],
         )
 
     def face_options(self) -> FaceOptions:

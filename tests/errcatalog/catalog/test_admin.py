@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
-from errcatalog.catalog.document import validate_catalog_document
+from errcatalog.catalog.document import catalog_document_from_db, validate_catalog_document
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import SAMPLE_EVENT_ID
 from errcatalog.catalog.snapshot import catalog_changed
@@ -301,7 +301,16 @@ def test_preview_of_missing_parameter_asks_a_question(writer):
     assert questions[""].startswith("Question:")
     assert questions["de"].startswith("Frage: ")
     assert "Frage:" in page
-    assert all(p.rendered.tool_name == "send_email" for _, p in previews)
+    # The sample call is a served tool missing one of its own required parameters: the first one whose hint has no
+    # question of its own, so the preview shows the variant's question (send_email's parameters all have one).
+    from mcpserver.admin import served_sample_tools
+
+    failure = previews[0][1].failure
+    served = {t.name: [p.name for p in t.required] for t in served_sample_tools()}
+    assert failure.parameters[0].name in served[failure.tool_name]
+    hint = ParameterHint.objects.filter(tool=failure.tool_name, parameter=failure.parameters[0].name).first()
+    assert hint is None or not hint.question
+    assert all(p.failure == failure for _, p in previews)
 
 
 def test_preview_of_a_system_code_shows_the_event_id(writer):
@@ -372,6 +381,37 @@ def test_text_over_the_budget_is_flagged(writer, settings):
     assert len(mine.rendered.text) <= 80
     assert "errcatalog-over" in page
     assert "/ 80" in page
+
+
+def test_the_variant_page_says_which_text_each_tool_gets(writer):
+    variant = TemplateVariant.objects.get(error_code__code="MISSING_PARAMETER", name="default", locale="")
+    page = writer.get(_url(TemplateVariant, "change", variant.pk)).content.decode()
+    assert "the model gets the question only" in page
+    assert "a parameter hint&#x27;s question replaces this variant&#x27;s question" in page
+    hint = ParameterHint.objects.get(tool="send_email", parameter="to")
+    # send_email · to gets its hint's question, linked to the hint's page; explain_error · code the variant's.
+    assert f'href="{_url(ParameterHint, "change", hint.pk)}"' in page
+    assert "Who should I send this email to?" in page
+    assert "Question: What should I use for code?" in page
+
+
+def test_the_hint_page_lists_the_codes_whose_question_it_replaces(writer):
+    hint = ParameterHint.objects.get(tool="send_email", parameter="to")
+    page = writer.get(_url(ParameterHint, "change", hint.pk)).content.decode()
+    rows = page.split('<table class="errcatalog-tools">', 1)[1].split("</table>", 1)[0]
+    assert "MISSING_PARAMETER" in rows and "INVALID_PARAMETER" in rows
+    # A code about a service is not asked about a parameter, so the hint has no say in it.
+    assert "AUTHENTICATION_REQUIRED" not in rows
+    missing_row = rows.split("MISSING_PARAMETER", 1)[1].split("</tr>", 1)[0]
+    assert "replaces this variant" in missing_row and "Who should I send this email to?" in missing_row
+    invalid_row = rows.split("INVALID_PARAMETER", 1)[1].split("</tr>", 1)[0]
+    assert "this variant&#x27;s question only" in invalid_row
+
+
+def test_a_hint_for_a_tool_nobody_serves_says_so(writer):
+    hint = ParameterHint.objects.create(tool="no_such_tool", parameter="x", question="Question: Which x?")
+    page = writer.get(_url(ParameterHint, "change", hint.pk)).content.decode()
+    assert "No served tool is named <code>no_such_tool</code>" in page
 
 
 # --- Client tokens ----------------------------------------------------------------------------------------
@@ -477,3 +517,39 @@ def test_a_rule_on_kind_and_pattern_is_saved_and_listed_in_words(writer):
     assert (rule.kind, rule.pattern) == ("tool_error", "^ENOENT: ")  # its trailing space kept
     listed = writer.get(_url(ClassificationRule, "changelist")).content.decode()
     assert "upstream files, the tool reported an error, text matches &#x27;^ENOENT: &#x27;" in listed
+
+
+def test_the_previews_call_the_served_tools_as_the_endpoint_describes_them(writer):
+    from errcatalog.catalog.preview_samples import sample_failure
+    from errcatalog.render import render
+    from errcatalog.render.entries import CatalogSnapshot
+    from mcpserver.admin import served_sample_tools
+
+    tools = {t.name: t for t in served_sample_tools()}
+    create = tools["create_document"]
+    assert [p.name for p in create.required] == ["content"] and create.optional == ("title",)
+    assert create.summary == "Create a new text document and store it."
+    snapshot = CatalogSnapshot.from_document(catalog_document_from_db(), version="t")
+    failure = sample_failure(snapshot.codes["MISSING_PARAMETER"], call=(create, create.required[0]))
+    data = render(snapshot, failure).data
+    assert data["optional_parameters"] == ["title"] and data["guidance"] == create.summary
+
+
+def test_the_previews_call_approved_upstream_tools_by_their_served_names(writer):
+    from errcatalog.gateway.services import upstream_tools_record, upstreams_import
+    from mcpserver.admin import served_sample_tools
+
+    upstreams_import({"mcpServers": {"tracker": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}, actor=None)
+    schema = {
+        "type": "object",
+        "properties": {"repo": {"type": "string", "description": "Repository name."}, "labels": {"type": "array"}},
+        "required": ["repo"],
+    }
+    listing = [{"name": "search_issues", "description": "Search the issues of a repository.", "inputSchema": schema}]
+    upstream_tools_record(upstream="tracker", listing=listing)  # a first listing is approved as it is
+    tools = {t.name: t for t in served_sample_tools()}
+    served = next(t for name, t in tools.items() if name.endswith("search_issues"))
+    assert served.upstream == "tracker"
+    assert [p.name for p in served.required] == ["repo"] and served.required[0].description == "Repository name."
+    assert served.optional == ("labels",)
+    assert served.summary == ""  # an upstream's description is its own prose: not a question's guidance

@@ -8,8 +8,8 @@ differences").
 
 The shipped catalog asks the seed's questions for send_email, create_document and web_search. The seed's
 invalid-email, Gmail set-up and search-configuration sentences are catalog wording: a writer enters them (as in
-admin) and the endpoint then says exactly that. Not here yet: ``setup_url``, ``action_required``,
-``optional_parameters`` and ``guidance`` (catalog fields being added on another branch).
+admin) and the endpoint then says exactly that. A question's ``optional_parameters`` and ``guidance`` come from the
+tool itself unless the code's catalog entry sets them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ import pytest
 from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
 from errcatalog.catalog.document import catalog_document_from_db, read_catalog_file
 from errcatalog.catalog.lint import lint_catalog
+from errcatalog.catalog.models import ErrorCode
+from errcatalog.catalog.services import error_code_update
+from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import ingest, recorder, rollups
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.metrics import TARGETS, compute_metrics
@@ -206,14 +209,38 @@ def test_create_document_question_is_the_seeds(mcp, jsonrpc_channel):
     assert {key: error.data[key] for key in seed_data} == seed_data
 
 
-def test_create_document_required_parameters_differs_because_one_missing_parameter_is_named_singly(
-    mcp, jsonrpc_channel
-):
-    # The seed's Zapier example lists ["content"]; one missing parameter is "required_parameter" as in every
-    # other seed example, several are "required_parameters" (next test). The code is -32602, not -32603.
+def test_create_document_lists_required_and_optional_parameters_as_the_seeds_zapier_example(mcp, jsonrpc_channel):
+    # The seed's Zapier example lists ["content"] beside the optional parameters and a guidance sentence. The
+    # catalog entry sets neither, so both come from the tool: its schema's optional property and the first sentence
+    # of its description. One missing parameter is also "required_parameter", as in every other seed example. The
+    # code is -32602, not -32603.
     error = jsonrpc_error(mcp, "create_document", {})
-    assert error.data["required_parameter"] == "content" and "required_parameters" not in error.data
+    assert error.data["required_parameter"] == "content"
+    assert error.data["required_parameters"] == ["content"]
+    assert error.data["optional_parameters"] == ["title"]
+    assert error.data["guidance"] == "Create a new text document and store it."
     assert error.code == -32602
+
+
+def test_a_catalog_entry_overrides_the_tools_optional_parameters_and_guidance(mcp, jsonrpc_channel):
+    # A writer sets seed 003's Zapier wording on the code: it replaces what the tool's schema and description say.
+    error_code_update(
+        error_code=ErrorCode.objects.get(code="MISSING_PARAMETER"),
+        optional_parameters=["title", "format"],
+        guidance="Document creation requires content. You can also specify a title and format.",
+    )
+    catalog_changed()
+    error = jsonrpc_error(mcp, "create_document", {})
+    assert error.data["required_parameters"] == ["content"]
+    assert error.data["optional_parameters"] == ["title", "format"]
+    assert error.data["guidance"] == "Document creation requires content. You can also specify a title and format."
+
+
+def test_a_tool_without_optional_parameters_adds_no_guidance(mcp, jsonrpc_channel):
+    # send_email requires all it takes: its question and required parameter say everything, as in the seed.
+    error = jsonrpc_error(mcp, "send_email", {"subject": "Hi", "body": "Hello"})
+    assert error.data["required_parameter"] == "to"
+    assert not {"required_parameters", "optional_parameters", "guidance"} & set(error.data)
 
 
 def test_agentopia_edge_function_shape_differs_because_mcp_carries_it_as_a_tool_result(mcp):
