@@ -118,8 +118,6 @@ class _Inbox:
                 with self._lock:
                     self._merge_back(groups, tallies)
                 return False
-            finally:
-                close_old_connections()
             return True
 
     def _merge_back(self, groups: dict[str, _Group], tallies: dict[tuple[float, str, bool], int]) -> None:
@@ -145,6 +143,9 @@ class _Inbox:
         while True:
             time.sleep(FLUSH_SECONDS)
             self.flush()
+            # The flusher's own connection, as Django closes a request's: not kept past its age or once broken. A
+            # caller's connection (a test's, a shutdown's) is the caller's to close.
+            close_old_connections()
 
 
 def _moment(timestamp: float) -> datetime:

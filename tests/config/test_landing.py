@@ -21,8 +21,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_home_page_says_what_runs_without_naming_a_host_or_a_secret(client, settings):
-    settings.REDIS_URL = "redis://:hunter2@cache.internal:6379/3"
-    settings.CELERY_BROKER_URL = "redis://:hunter2@cache.internal:6379/3"
+    settings.REDIS_URL = "redis://:hunter2@cache.internal/3"
+    settings.CELERY_BROKER_URL = "redis://:hunter2@cache.internal/3"
     page = client.get("/").content.decode()
     assert "errcatalog 0." in page  # the release in pyproject.toml
     assert {"sqlite": "SQLite (embedded)", "postgresql": "PostgreSQL"}[connection.vendor] in page
