@@ -74,6 +74,7 @@ class _Inbox:
         self._tallies: dict[tuple[float, str, bool], int] = {}
         self._flusher = OnDemandThread("failure-inbox", self._run)
         self._write_lock = threading.Lock()
+        self._failing = False  # the last write failed (its warning was logged)
 
     def note(self, upstream: str, tool: str, kind: str, text: str, *, classified: bool) -> None:
         try:
@@ -112,12 +113,18 @@ class _Inbox:
             try:
                 _write(groups, tallies)
             except Exception:  # the database is down or refused: keep everything for the next flush
-                logger.warning(
-                    "Could not write the inbox of upstream failures; keeping it for the next try", exc_info=True
-                )
+                # Once per outage: the flusher tries again every second.
+                if not self._failing:
+                    logger.warning(
+                        "Could not write the inbox of upstream failures; keeping it for the next try", exc_info=True
+                    )
+                self._failing = True
                 with self._lock:
                     self._merge_back(groups, tallies)
                 return False
+            if self._failing:
+                logger.warning("The inbox of upstream failures is written again")
+                self._failing = False
             return True
 
     def _merge_back(self, groups: dict[str, _Group], tallies: dict[tuple[float, str, bool], int]) -> None:
@@ -138,6 +145,7 @@ class _Inbox:
         with self._lock:
             self._groups = {}
             self._tallies = {}
+            self._failing = False
 
     def _run(self) -> None:
         while True:

@@ -73,7 +73,7 @@ def test_processes_add_up_in_one_group():
     assert UpstreamFailureTally.objects.get().count == 4
 
 
-def test_a_database_that_refuses_the_write_loses_nothing():
+def test_a_database_that_refuses_the_write_loses_nothing(caplog):
     inbox.note("web", "web__get", "tool_error", "Gadget 1 melted", classified=False)
     inbox.note("web", "web__get", "tool_error", "all fine really", classified=True)
     table = UpstreamFailureGroup._meta.db_table
@@ -83,10 +83,16 @@ def test_a_database_that_refuses_the_write_loses_nothing():
         assert not inbox.flush()  # the write fails and is rolled back whole
         assert UpstreamFailureTally.objects.count() == 0
         inbox.note("web", "web__get", "tool_error", "Gadget 2 melted", classified=False)
+        assert not inbox.flush()
+        # One warning for the outage, however many flushes fail.
+        assert [r.message for r in caplog.records].count(
+            "Could not write the inbox of upstream failures; keeping it for the next try"
+        ) == 1
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"ALTER TABLE inbox_away RENAME TO {table}")
     assert inbox.flush()
+    assert "The inbox of upstream failures is written again" in [r.message for r in caplog.records]
     group = UpstreamFailureGroup.objects.get()
     assert group.count == 2 and {s.text for s in group.samples.all()} == {"Gadget 1 melted", "Gadget 2 melted"}
     assert {t.classified: t.count for t in UpstreamFailureTally.objects.all()} == {False: 2, True: 1}
