@@ -20,6 +20,7 @@ from rest_framework.settings import api_settings
 
 from errcatalog.catalog.models import (
     INTEGER_RANGES,
+    RULE_CONDITIONS,
     ClassificationRule,
     ErrorCode,
     Header,
@@ -250,22 +251,7 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
 
     class Meta:
         model = ClassificationRule
-        fields = [
-            "id",
-            "position",
-            "code",
-            "exception",
-            "status_min",
-            "status_max",
-            "jsonrpc_code",
-            "upstream",
-            "tool",
-            "transport",
-            "kind",
-            "pattern",
-            "active",
-            "note",
-        ]
+        fields = ["id", "position", "code", *RULE_CONDITIONS, "active", "note"]
         read_only_fields = ["id"]
         extra_kwargs = {name: _range(name) for name in ("position", "status_min", "status_max", "jsonrpc_code")}
 
