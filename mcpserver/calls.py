@@ -32,6 +32,8 @@ class ToolCall:
     input_responses: Mapping[str, Any] | None = None
     request_state: str | None = None
     context: Any = None  # the ToolContext handed to tools that ask for one
+    # The client asked for progress notifications on this call (a ``progressToken`` in its ``_meta``).
+    wants_progress: bool = False
     # The request's Accept-Language ranges, best first: the protocol itself carries no client locale.
     locales: tuple[str, ...] = ()
     # The upstream MCP server serving the called tool (the gateway), once the pipeline has found the tool.

@@ -69,6 +69,10 @@ INSTRUCTIONS = (
 # deprecated for 2026-07-28 and would warn on every call.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
 _PROTOCOL_HEADER = b"mcp-protocol-version"
+# A 2026-07-28 request names its method and, for tools/call, its tool in headers (the SDK checks them against the
+# body): enough to route a call without reading its body.
+_METHOD_HEADER = b"mcp-method"
+_NAME_HEADER = b"mcp-name"
 _HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 
 
@@ -100,6 +104,14 @@ async def list_tools(
     return types.ListToolsResult(
         tools=[_tool(spec) for spec in _enabled_tools().values() if client is None or client.allows_tool(spec.name)]
     )
+
+
+def _streams(name: str) -> bool:
+    """Whether a call of the tool ``name`` may send notifications or run long: an upstream's tool (its progress,
+    its run time) or one of ours that takes a context (progress, logging, sampling). Such a call is served by the
+    streaming manager, which also cancels it when the client goes away."""
+    spec = _enabled_tools().get(name)
+    return spec is not None and bool(spec.upstream or spec.wants_context)
 
 
 def tool_input_schema(name: str) -> Mapping[str, Any] | None:
@@ -217,6 +229,7 @@ async def _answer(
         input_responses=params.input_responses,
         request_state=params.request_state,
         context=_ToolContext(ctx, client, session_id, back_channel=back_channel),
+        wants_progress=_progress_requested(params),
         locales=requested_locales(accept_language),
     )
     try:
@@ -229,6 +242,11 @@ async def _answer(
         logger.exception("The pipeline failed on a call of %s", safe_identifier(params.name))
         sentry_sdk.capture_exception(exc, fingerprint=["errcatalog", "pipeline"])
         raise MCPError(INTERNAL_ERROR, "Internal error") from None
+
+
+def _progress_requested(params: types.CallToolRequestParams) -> bool:
+    meta = params.meta or {}
+    return meta.get("progress_token", meta.get("progressToken")) is not None
 
 
 def _elicitation_on(
@@ -329,6 +347,11 @@ class McpApp:
         checked_by_guard = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         common = {"security_settings": checked_by_guard, "max_request_body_size": mcp["MAX_BODY_BYTES"]}
         self.modern = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True, **common)
+        # 2026-07-28 calls that may stream (``_streams``): answered as SSE once the handler sends a notification or
+        # runs past the SDK's deferral window, and cancelled when the client closes the request (2026-07-28 has no
+        # client-to-server notifications: closing the stream is how a client cancels). A quick call is still
+        # answered as JSON.
+        self.streaming = StreamableHTTPSessionManager(self.server, json_response=False, stateless=True, **common)
         # 2025-11-25 streams are resumable only where an extension brings an event store (the conformance fixtures).
         resumable = next((e for e in autodiscover_extensions() if e.event_store is not None), None)
         # The SDK closes a 2025 session after this long without a request in flight; SessionAdmission applies the
@@ -351,7 +374,7 @@ class McpApp:
         """Both managers' task groups, entered once per process by the outer app's lifespan."""
         # Entered first, so left last: upstream connections close (their child processes stop) once the managers
         # serve no more calls, and listen streams end gracefully before the managers stop.
-        async with gateway.run(), self.modern.run(), self.legacy.run(), self.feed.run():
+        async with gateway.run(), self.modern.run(), self.streaming.run(), self.legacy.run(), self.feed.run():
             snapshot = await _load_catalog()
             if snapshot is not None:
                 self.reader.prime(snapshot)
@@ -380,11 +403,20 @@ class McpApp:
         await self.guard(scope, receive, send)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
-        version = next((value for key, value in scope["headers"] if key == _PROTOCOL_HEADER), None)
-        if version is not None and version not in _HANDSHAKE_VERSIONS:
-            await self.modern.handle_request(scope, receive, send)
-        else:
+        version = method = name = None
+        for key, value in scope["headers"]:
+            if key == _PROTOCOL_HEADER:
+                version = value
+            elif key == _METHOD_HEADER:
+                method = value
+            elif key == _NAME_HEADER:
+                name = value
+        if version is None or version in _HANDSHAKE_VERSIONS:
             await self.admission(scope, receive, send)
+        elif method == b"tools/call" and name is not None and _streams(name.decode("latin-1")):
+            await self.streaming.handle_request(scope, receive, send)
+        else:
+            await self.modern.handle_request(scope, receive, send)
 
 
 async def _load_catalog() -> CatalogSnapshot | None:

@@ -101,6 +101,10 @@ STDIO_PASSED_THROUGH_ENV = (
 # An elicitation's message as our client's user sees it: the upstream's text, cut and with credentials redacted.
 ELICITATION_MESSAGE_MAX_CHARS = 1000
 
+# A progress notification's message as our client's user sees it: the upstream's text, cut and redacted.
+PROGRESS_MESSAGE_MAX_CHARS = 500
+# How a call reports progress to our client (``ToolContext.progress``, as the SDK client's progress callback).
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 # How a call asks our client's user (``ToolContext.elicit``): message and schema in, ``UserAnswer`` out; it raises
 # ``ClientCannotAnswer`` when the client cannot take the request.
 Ask = Callable[[str, Mapping[str, Any]], Awaitable[UserAnswer]]
@@ -523,7 +527,13 @@ class UpstreamConnection:
     # --- Calls --------------------------------------------------------------------------------------------
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], *, ask: Ask | None = None, round_trip: RoundTrip | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        ask: Ask | None = None,
+        round_trip: RoundTrip | None = None,
+        progress: Progress | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``.
 
@@ -531,7 +541,8 @@ class UpstreamConnection:
         without it, one is declined. The call's timeout includes the time the user takes to answer. With
         ``round_trip`` (our client speaks 2026-07-28 and takes forms), a 2026-07-28 upstream's input request comes
         back as our own ``InputRequiredResult`` for the client to answer, and the answer in the client's next call
-        goes back to the upstream with the upstream's state (``_round_trip``).
+        goes back to the upstream with the upstream's state (``_round_trip``). With ``progress``, the call asks the
+        upstream for progress and relays each notification to it, its message cut and redacted (``_relay_progress``).
         """
         name = self.config.name
         wait = self.breaker.refusal()
@@ -550,6 +561,9 @@ class UpstreamConnection:
                         modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
                         if round_trip is not None and modern:
                             result = await self._round_trip(client, tool, arguments, round_trip)
+                        elif progress is not None:
+                            relay = self._relay_progress(progress)
+                            result = await client.call_tool(tool, arguments, progress_callback=relay)
                         elif poster is not None and modern:
                             result = await self._post_call(client, poster, tool, arguments)
                         else:
@@ -587,6 +601,22 @@ class UpstreamConnection:
             meta = {k: v for k, v in result.meta.items() if not k.startswith(_PROTOCOL_META)}
             result = result.model_copy(update={"meta": meta or None})
         return result
+
+    def _relay_progress(self, progress: Progress) -> Progress:
+        """The SDK client's progress callback for one call: each notification to our client's request, its message
+        (the upstream's text, meant for people) cut and with credentials redacted. A client that went away meanwhile
+        costs the call nothing."""
+        secrets = self._secrets
+
+        async def relay(value: float, total: float | None, message: str | None) -> None:
+            if message is not None:
+                message = redacted_for_people(message, known=secrets, limit=PROGRESS_MESSAGE_MAX_CHARS)
+            try:
+                await progress(value, total, message)
+            except Exception as exc:  # the client's stream is gone: the call goes on, and ends as it ends
+                logger.debug("Upstream %s: a progress notification was not relayed (%s)", self.config.name, _kind(exc))
+
+        return relay
 
     async def _post_call(
         self, client: Client, poster: aiohttp.ClientSession, tool: str, arguments: dict[str, Any]

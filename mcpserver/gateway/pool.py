@@ -247,7 +247,11 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
             if call.modern and call.can_elicit and settings.MCP["ELICITATION"]
             else None
         )
-        return await connection.call(upstream_name, arguments, ask=call.context.elicit, round_trip=round_trip)
+        # The upstream reports progress only to a client that asked for it, on the request that asked.
+        progress = call.context.progress if call.wants_progress else None
+        return await connection.call(
+            upstream_name, arguments, ask=call.context.elicit, round_trip=round_trip, progress=progress
+        )
 
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
     return ToolSpec(

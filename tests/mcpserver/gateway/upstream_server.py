@@ -69,6 +69,14 @@ async def grow(name: str, ctx: Context) -> str:
 
 
 @server.tool()
+async def report_steps(steps: int, ctx: Context) -> str:
+    """Report progress at each step, each message with hostile text."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}: {HOSTILE}")
+    return f"{steps} steps"
+
+
+@server.tool()
 def fail_hostile() -> str:
     """Fail with an error text full of things a model must not see."""
     raise ToolError(HOSTILE)
