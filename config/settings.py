@@ -345,6 +345,10 @@ MCP: dict[str, Any] = {
         "ERRCATALOG_MCP_REQUEST_STATE_KEY",
         hashlib.sha256(b"errcatalog-mcp-request-state:" + SECRET_KEY.encode()).hexdigest(),
     ),
+    # The places that rely on the MCP SDK beyond its public API for speed (mcpserver.sdk_internals): 2026-07-28 calls
+    # answered by our own middleware, the gateway's own poster, the SDK's span middleware behind a check. Off, each
+    # takes the SDK's plain path: the escape hatch when an SDK upgrade breaks one.
+    "SDK_FAST_PATHS": env_bool("ERRCATALOG_MCP_SDK_FAST_PATHS", True),
 }
 
 # --- Gateway to upstream MCP servers -------------------------------------------------------------------

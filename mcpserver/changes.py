@@ -10,7 +10,8 @@ generation knows:
 - **2025-11-25** sessions get them on their standalone stream (the GET): the list-changed notifications the
   initialize result's capabilities promise (``listChanged``), and ``notifications/resources/updated`` for the
   resources the session subscribed to (``resources/subscribe``). A session is known from its
-  ``notifications/initialized`` until its connection closes.
+  ``notifications/initialized`` until its connection closes (found through the SDK's internals,
+  ``mcpserver.sdk_internals.sessions``; without its fast paths, 2025-11-25 sessions are not told).
 
 A token that may not read the catalog (``ClientToken.can_read_catalog``) hears nothing about resources or prompts.
 
@@ -34,7 +35,6 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from django.conf import settings
-from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
@@ -53,6 +53,7 @@ from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT
 from mcpserver.auth import ClientIdentity, request_client
 from mcpserver.jsonrpc_errors import rendered_error, sanctioned_error
 from mcpserver.ratelimit import rate_limit_answer, rate_limit_retry_after
+from mcpserver.sdk_internals.sessions import session_connection
 
 logger = logging.getLogger("mcpserver.changes")
 
@@ -202,8 +203,8 @@ class ChangeFeed:
 
     async def session_initialized(self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams) -> None:
         """``notifications/initialized`` of a 2025 session: from now on it hears of changes until it ends."""
-        connection = _connection(ctx.session)
-        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        connection = session_connection(ctx.session)
+        if connection is None or connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
         key = id(connection)
         client = request_client(ctx.request)
@@ -212,12 +213,12 @@ class ChangeFeed:
 
     def subscribe(self, ctx: ServerRequestContext[Any, Any], uri: str) -> None:
         """``resources/subscribe`` of a 2025 session: ``notifications/resources/updated`` when ``uri`` changes."""
-        known = self._sessions.get(id(_connection(ctx.session)))
+        known = self._sessions.get(id(session_connection(ctx.session)))
         if known is not None:
             known.uris.add(uri)
 
     def unsubscribe(self, ctx: ServerRequestContext[Any, Any], uri: str) -> None:
-        known = self._sessions.get(id(_connection(ctx.session)))
+        known = self._sessions.get(id(session_connection(ctx.session)))
         if known is not None:
             known.uris.discard(uri)
 
@@ -231,16 +232,6 @@ async def admit(client: ClientIdentity, protocol_version: str) -> None:
     retry_after = await rate_limit_retry_after(client.key, per_minute=settings.MCP["RATE_LIMIT_PER_MINUTE"])
     if retry_after is not None:
         raise rendered_error(await rate_limit_answer(retry_after), protocol_version=protocol_version)
-
-
-def _connection(session: ServerSession) -> Connection:
-    # mcp 2.3 hands a handler the per-request ServerSession only; the connection behind it, whose exit stack closes
-    # when the session ends, has no public accessor. The SDK is pinned; tests/mcpserver/test_changes.py fails if it
-    # moves.
-    connection = getattr(session, "_connection", None)
-    if not isinstance(connection, Connection):
-        raise RuntimeError("mcp's ServerSession no longer holds its Connection as _connection")
-    return connection
 
 
 def _wants(known: _Session, event: ServerEvent) -> bool:

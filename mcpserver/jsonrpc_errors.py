@@ -8,7 +8,8 @@ which rewrites the ``error`` member of JSON-RPC messages in JSON and SSE respons
 
 - an error this process raised on purpose (``sanctioned_error`` / ``sanction``: catalog-rendered errors of the
   pipeline, the conformance fixtures' fixed messages) goes out exactly as raised;
-- an error whose message is one of the SDK's fixed sentences (``SDK_FIXED_MESSAGES``) keeps it;
+- an error whose message is one of the SDK's fixed sentences (``SDK_FIXED_MESSAGES``, read in its source:
+  ``mcpserver.sdk_internals.messages``) keeps it;
 - anything else gets the fixed message of its code (``FIXED_MESSAGES``);
 - ``data`` survives only on sanctioned errors, since the SDK fills it with the caller's text.
 
@@ -41,6 +42,7 @@ from starlette.types import Message, Send
 
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.render import RenderedError, error_object
+from mcpserver.sdk_internals.messages import SDK_FIXED_DATA, SDK_FIXED_MESSAGES
 
 # The message each code goes out with when the SDK's own message is not known to be fixed text.
 FIXED_MESSAGES: dict[int, str] = {
@@ -56,36 +58,6 @@ FIXED_MESSAGES: dict[int, str] = {
     URL_ELICITATION_REQUIRED: "URL elicitation required",
 }
 OTHER_ERROR_MESSAGE = "Server error"
-# Sentences the SDK (mcp 2.3) sends as they are, read in its source: none contains anything from the request.
-SDK_FIXED_MESSAGES = frozenset(
-    {
-        "Method not found",
-        "Invalid request parameters",
-        "Parse error",
-        "Request cancelled",
-        "Session not found",
-        "Too many open sessions",
-        "Not Found: Session has been terminated",
-        "Not Found: Invalid or expired session ID",
-        "Not Acceptable: Client must accept application/json",
-        "Not Acceptable: Client must accept both application/json and text/event-stream",
-        "Not Acceptable: Client must accept text/event-stream",
-        "Unsupported Media Type: Content-Type must be application/json",
-        "Session terminated before the request completed",
-        "Error handling POST request",
-        "Conflict: Only one SSE stream is allowed per session",
-        "Method Not Allowed: Session termination not supported",
-        "Method Not Allowed",
-        "Bad Request: Missing session ID",
-        "Error replaying events",
-        "Body must be a single JSON-RPC request or notification object",
-        "mcp-name header does not match the request body's 'name' parameter",
-        "Invalid or expired requestState",
-        "Unsupported protocol version",
-    }
-)
-# SDK errors whose data is fixed too (the message is in SDK_FIXED_MESSAGES): message -> the one data allowed.
-_SDK_FIXED_DATA = {"Invalid or expired requestState": {"reason": "invalid_request_state"}}
 # The 2025-11-25 transport reports an envelope that is not one request object (a batch, a string as params) as
 # -32602 "Validation error: <pydantic's text>"; JSON-RPC calls that an invalid request, as the 2026 path does.
 _ENVELOPE_ERROR_PREFIX = "Validation error:"
@@ -146,7 +118,7 @@ def screen_error(error: Any) -> dict[str, Any] | None:
     if code == UNSUPPORTED_PROTOCOL_VERSION:
         return _unsupported_version(error)
     if message in SDK_FIXED_MESSAGES:
-        fixed_data = _SDK_FIXED_DATA.get(message)
+        fixed_data = SDK_FIXED_DATA.get(message)
         if fixed_data is not None and has_data and error["data"] == fixed_data:
             if set(error) == {"code", "message", "data"}:
                 return None

@@ -32,13 +32,14 @@ from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.render.patterns import parameter_named_in
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_name
-from mcpserver import elicitation, tracing, wire
+from mcpserver import elicitation, tracing
 from mcpserver.call_settings import call_settings
 from mcpserver.calls import ToolCall, current_tool_call
 from mcpserver.gateway import served_tools
 from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
+from mcpserver.sdk_internals import wire
 from mcpserver.tool_threads import run_in_thread
 from mcpserver.validation import parameter_fault, validate_arguments
 

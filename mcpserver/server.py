@@ -24,8 +24,7 @@ import sentry_sdk
 from django.conf import settings
 from django.db import DatabaseError
 from mcp.server import NotificationOptions, Server
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -33,14 +32,12 @@ from mcp.server.subscriptions import ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INTERNAL_ERROR
-from mcp_types.methods import validate_client_request
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import safe_identifier
-from mcpserver import wire
 from mcpserver.auth import ClientIdentity, McpHttpGuard, request_client
 from mcpserver.calls import ToolCall
 from mcpserver.changes import ChangeFeed
@@ -50,14 +47,17 @@ from mcpserver.locale import requested_locales
 from mcpserver.pipeline import call_tool
 from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
+from mcpserver.sdk_internals import fast_paths, wire
+from mcpserver.sdk_internals.otel import spans_only_when
+from mcpserver.sdk_internals.tool_calls import ModernToolCalls
 from mcpserver.sessions import SessionAdmission
-from mcpserver.tracing import OnlyWhenTracing
+from mcpserver.tracing import tracing_on
 
 logger = logging.getLogger("mcpserver.server")
 SERVER_NAME = "errcatalog"
 SERVER_VERSION = "1"
 # The ``serverInfo`` a 2026-07-28 result carries in ``_meta``, as the SDK would stamp it (``Server.server_info_stamp``);
-# ``ModernToolCalls`` stamps it (``wire``).
+# ``ModernToolCalls`` stamps it (``mcpserver.sdk_internals``).
 SERVER_INFO = types.Implementation(name=SERVER_NAME, version=SERVER_VERSION).model_dump(
     by_alias=True, mode="json", exclude_none=True
 )
@@ -185,28 +185,6 @@ async def handle_call_tool(
     return result if form is None else form
 
 
-class ModernToolCalls:
-    """The innermost server middleware: a 2026-07-28 ``tools/call`` served here, sent in its wire form.
-
-    The SDK's runner would check the request against the version's schema, parse its parameters, call the
-    handler, then dump, validate and stamp the result on every call; this takes the same steps (``wire``), except
-    that a repeated failure's result is sent in the form made the first time, which spares about an eighth of such
-    a call (``bench/call_path_bench.py``). The SDK documents that a middleware which answers without
-    ``call_next`` owns its result; the ones outside this (the span per message, request-state sealing) still see
-    it. Other methods and 2025-11-25 calls go on to the runner (a session's call also passes its initialize gate).
-    """
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        version = ctx.protocol_version
-        if ctx.method != "tools/call" or version not in MODERN_PROTOCOL_VERSIONS:
-            return await call_next(ctx)
-        # A malformed request raises pydantic's ValidationError, which the SDK answers as it would from the runner
-        # (INVALID_PARAMS, no pydantic text on the wire).
-        validate_client_request("tools/call", version, ctx.params)
-        params = types.CallToolRequestParams.model_validate(ctx.params or {}, by_name=False)
-        return wire.wire_result(await _answer(ctx, params), version, server_info=SERVER_INFO)
-
-
 async def _answer(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult | types.InputRequiredResult:
@@ -318,15 +296,16 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
         **handlers,
     )
     server.add_notification_handler("notifications/initialized", types.NotificationParams, feed.session_initialized)
-    # The SDK's span per message (on by default) opens spans only when they are recorded, like ours.
-    server.middleware[:] = [
-        OnlyWhenTracing(m) if isinstance(m, OpenTelemetryMiddleware) else m for m in server.middleware
-    ]
+    fast = fast_paths()  # without them, the SDK's plain path (``mcpserver.sdk_internals``)
+    if fast:
+        # The SDK's span per message (on by default) opens spans only when they are recorded, like ours.
+        spans_only_when(server, tracing_on)
     security = RequestStateSecurity(
         keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
     )
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
-    server.middleware.append(ModernToolCalls())
+    if fast:
+        server.middleware.append(ModernToolCalls(_answer, server_info=SERVER_INFO))
     return server, reader
 
 

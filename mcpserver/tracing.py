@@ -7,7 +7,7 @@ for a gateway tool, and, once answered, ``errcatalog.outcome`` and for a failure
 nothing serves is the caller's text: the span is then named ``execute_tool (unknown)`` and carries no tool name.
 
 Without a tracer provider (``OTEL_*`` unset) the call path opens no span at all: not ours, and not the SDK's
-either (``OnlyWhenTracing`` puts its per-message middleware behind the same check).
+either (``mcpserver.sdk_internals.otel`` puts its per-message middleware behind ``tracing_on``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
@@ -35,23 +34,6 @@ def tracing_on() -> bool:
     microsecond; ``config.tracing`` sets its provider in code, and a provider set is never taken back.
     """
     return trace._TRACER_PROVIDER is not None
-
-
-class OnlyWhenTracing:
-    """A server middleware (the SDK's span per message) that runs only while ``tracing_on()``.
-
-    The SDK ships its OpenTelemetry middleware on every server and documents dropping it to opt out. Untraced, it
-    would still open a non-recording span and build its attributes for every message, about a tenth of a simple
-    call's cost; the check is per message because a provider can be installed after the server was built (tests).
-    """
-
-    def __init__(self, middleware: ServerMiddleware[Any]) -> None:
-        self._middleware = middleware
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if tracing_on():
-            return await self._middleware(ctx, call_next)
-        return await call_next(ctx)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """``./dev up`` run as a new user runs it, for tests of the first hour: the served app, its logs and what it prints.
 
 The command runs in a process group of its own on a free port, with a throwaway data folder (SQLite, the embedded
-Celery broker) and none of the caller's database or Redis variables; stopping it sends SIGTERM to the group, as
-Ctrl+C in a terminal would.
+Celery broker, the worker's and beat's logs) and none of the caller's database or Redis variables; stopping it sends
+SIGTERM to the group, as Ctrl+C in a terminal would.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class DevUp:
     stdout_path: Path
     stderr_path: Path
     process: subprocess.Popen
+    data_dir: Path  # ERRCATALOG_DATA_DIR: the SQLite file, the Celery broker's folders, log/worker.log and beat.log
 
     @property
     def mcp_url(self) -> str:
@@ -55,10 +56,22 @@ class DevUp:
     def printed_key(self) -> str:
         return re.search(r"\(shown once\): (ec_\S+)", self.printed()).group(1)
 
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        """The last ``lines`` lines of ``log/<name>`` (``worker.log``, ``beat.log``), or a line saying it is missing."""
+        path = self.data_dir / "log" / name
+        if not path.is_file():
+            return f"({path} does not exist)"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
-def start(folder: Path, *, seconds: float = 180.0) -> DevUp:
-    """``./dev up`` with its data in ``folder``; returns once the server answers HTTP."""
+
+def start(folder: Path, *, seconds: float = 180.0, admin_password: str | None = ADMIN_PASSWORD) -> DevUp:
+    """``./dev up`` with its data in ``folder``; returns once the server answers HTTP.
+
+    The first admin's password is ``admin_password`` (``ERRCATALOG_ADMIN_PASSWORD``); with None, ``./dev up`` makes
+    one and prints it, as it does for a new user.
+    """
     port = free_port()
+    data_dir = folder / "data"
     env = {
         name: value
         for name, value in os.environ.items()
@@ -67,9 +80,10 @@ def start(folder: Path, *, seconds: float = 180.0) -> DevUp:
     env.update(
         HOST="127.0.0.1",
         PORT=str(port),
-        ERRCATALOG_DATA_DIR=str(folder / "data"),
-        ERRCATALOG_ADMIN_PASSWORD=ADMIN_PASSWORD,
+        ERRCATALOG_DATA_DIR=str(data_dir),
     )
+    if admin_password is not None:
+        env["ERRCATALOG_ADMIN_PASSWORD"] = admin_password
     stdout_path, stderr_path = folder / "stdout.txt", folder / "stderr.txt"
     with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
         process = subprocess.Popen(  # noqa: S603 (the repository's own ./dev)
@@ -81,7 +95,7 @@ def start(folder: Path, *, seconds: float = 180.0) -> DevUp:
             stderr=stderr,
             start_new_session=True,
         )
-    served = DevUp(f"http://127.0.0.1:{port}", stdout_path, stderr_path, process)
+    served = DevUp(f"http://127.0.0.1:{port}", stdout_path, stderr_path, process, data_dir)
     deadline = time.monotonic() + seconds
     while True:
         try:

@@ -2,9 +2,12 @@
 
 ``errcatalog.gateway`` holds the records (which upstreams, how to reach them, their secrets); this package
 connects to them with the SDK's client (``connection``: one session per upstream per process, its supervisor,
-limits and circuit breaker), follows the records as they change and turns upstream tools into tools of our
-registry's kind (``pool``), and names every way an upstream can fail (``failures``). ``served_tools`` is what the
-pipeline and ``tools/list`` read: our enabled tools and the upstreams', one mapping.
+limits, and each call forwarded), follows the records as they change and turns upstream tools into tools of our
+registry's kind (``pool``), and names every way an upstream can fail (``failures``). Each of the connection's other
+jobs is a module of its own: the circuit breaker (``breaker``), the SDK client's transports (``transport``), a stdio
+child's stderr (``stderr``), an upstream's requests for input relayed to our client (``elicitation``), what a
+result says (``results``) and a one-off check (``probe``); a relay of another feature gets one too.
+``served_tools`` is what the pipeline and ``tools/list`` read: our enabled tools and the upstreams', one mapping.
 """
 
 from __future__ import annotations

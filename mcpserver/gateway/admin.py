@@ -41,7 +41,7 @@ from errcatalog.gateway.services import (
     upstreams_import,
 )
 from errcatalog.gateway.targets import private_target
-from mcpserver.gateway.connection import probe
+from mcpserver.gateway.probe import probe
 
 _LINES = {"rows": 3, "cols": 60}
 # The fields the form edits as they are; the others are entered as lines (headers, environment, arguments, tools).

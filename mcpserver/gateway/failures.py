@@ -9,15 +9,24 @@ to choose a code (``errcatalog.render.classify``); it is never rendered. The mod
 code the rules choose, never this message. Staff see
 ``for_staff`` (admin's "last failure" and connection test, ``manage.py upstreams``): fixed words for the kind of
 failure, the class of its cause, the HTTP status or JSON-RPC code, and nothing the upstream wrote, so an upstream
-on an address staff chose cannot hand its answers back through them.
+on an address staff chose cannot hand its answers back through them (``failure_for_staff`` says the same of a
+failure to connect or to list tools).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import aiohttp
+import httpx2
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
 from errcatalog.safety import redacted_for_people
+from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER
+from mcpserver.sdk_internals.poster import KIND_KEY, STATUS_KEY, TRANSPORT_KEY
 
 
 class UpstreamError(Exception):
@@ -123,3 +132,54 @@ class UpstreamProtocolError(UpstreamError):
 
     failure_kind = "malformed"
     what = "an answer that is not valid MCP"
+
+
+# JSON-RPC codes of the SDK's own making that mean the connection is gone rather than the call refused.
+CONNECTION_CODES = frozenset({types.CONNECTION_CLOSED})
+
+
+def known_kind(data: Mapping[str, Any]) -> str:
+    """The class of a transport failure our HTTP clients reported in a JSON-RPC error's data (``KIND_KEY``); empty for
+    anything else, such as an upstream's own error data that claims to be one."""
+    kind = data.get(KIND_KEY)
+    return kind if _is_exception_class(httpx2, kind) or _is_exception_class(aiohttp, kind) else ""  # type: ignore[return-value]
+
+
+def _is_exception_class(module: Any, name: object) -> bool:
+    found = getattr(module, name, None) if isinstance(name, str) and name.isidentifier() else None
+    return isinstance(found, type) and issubclass(found, Exception)
+
+
+def _kind(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+def failure_for_staff(exc: BaseException, timeout_seconds: float) -> str:
+    """How a failure to connect or to list tools is shown to staff (health, connection test, ``upstreams``): the
+    kind of failure in fixed words, the class of its cause, an HTTP status or JSON-RPC code, never the upstream's
+    own text (a pydantic error would quote the answer back, ``input_value=...``)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the transports' task groups wrap the cause
+        exc = exc.exceptions[0]
+    if isinstance(exc, UpstreamError):
+        return exc.for_staff
+    if isinstance(exc, TimeoutError):
+        return f"TimeoutError: no answer within {timeout_seconds:g} s"
+    if isinstance(exc, MCPError):
+        data = exc.data if isinstance(exc.data, dict) else {}
+        if data.get(TRANSPORT_KEY):
+            return f"{known_kind(data) or 'TransportError'}: the connection failed"
+        status = data.get(STATUS_KEY)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return f"an HTTP error status (HTTP {status})"
+        if exc.code in CONNECTION_CODES:
+            return "the connection was closed"
+        if exc.message.startswith(SDK_CLIENT_UNREADABLE_ANSWER):
+            return "an answer that is not valid MCP"
+        return f"a JSON-RPC error (JSON-RPC error {exc.code})"
+    if isinstance(exc, ValidationError):
+        return f"ValidationError: an answer that is not valid MCP ({exc.error_count()} errors)"
+    if isinstance(exc, ValueError):
+        return f"{_kind(exc)}: an answer that is not valid MCP"
+    if isinstance(exc, (OSError, httpx2.TransportError, aiohttp.ClientError)):
+        return f"{_kind(exc)}: the connection failed"
+    return f"{_kind(exc)}: the upstream failed"

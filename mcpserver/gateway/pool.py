@@ -35,7 +35,8 @@ from errcatalog.gateway.services import (
     upstream_tools_record,
 )
 from mcpserver.calls import current_tool_call
-from mcpserver.gateway.connection import RoundTrip, UpstreamConnection
+from mcpserver.gateway.connection import UpstreamConnection
+from mcpserver.gateway.elicitation import RoundTrip
 from mcpserver.registry import ToolSpec
 
 logger = logging.getLogger("mcpserver.gateway")

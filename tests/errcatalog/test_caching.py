@@ -134,7 +134,7 @@ def test_every_per_process_cache_of_the_product_is_registered():
         "mcpserver.jsonrpc_errors.sanctioned": "process",
         "mcpserver.pipeline.tool_results": "catalog",
         "mcpserver.pipeline.tracebacks_logged": "process",
-        "mcpserver.wire.forms": "catalog",
+        "mcpserver.sdk_internals.wire.forms": "catalog",
         "mcpserver.ratelimit.local_windows": "process",
         "mcpserver.validation.plain_schemas": "process",
         "mcpserver.validation.validators": "process",

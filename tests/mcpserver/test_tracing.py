@@ -23,6 +23,8 @@ from opentelemetry.util._once import Once
 
 from config.tracing import tracing_requested
 from mcpserver import tracing as mcpserver_tracing
+from mcpserver.sdk_internals.otel import OnlyWhenTracing
+from mcpserver.sdk_internals.tool_calls import ModernToolCalls
 from tests.config.served_app import ServedApp, embedded_environment, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 
@@ -92,13 +94,13 @@ def _through(middleware) -> str:
 def test_the_sdks_message_middleware_is_skipped_without_a_tracer_provider():
     _forget_provider()
     inner = _Counting()
-    assert _through(mcpserver_tracing.OnlyWhenTracing(inner)) == "answered"
+    assert _through(OnlyWhenTracing(inner, mcpserver_tracing.tracing_on)) == "answered"
     assert inner.seen == 0
 
 
 def test_the_sdks_message_middleware_runs_under_a_tracer_provider(spans):
     inner = _Counting()
-    assert _through(mcpserver_tracing.OnlyWhenTracing(inner)) == "answered"
+    assert _through(OnlyWhenTracing(inner, mcpserver_tracing.tracing_on)) == "answered"
     assert inner.seen == 1
 
 
@@ -111,13 +113,11 @@ def test_the_server_wraps_the_sdks_span_middleware_and_leaves_the_others(setting
     server, _reader = build_server(ChangeFeed())
     kinds = [type(m) for m in server.middleware]
     assert OpenTelemetryMiddleware not in kinds
-    assert kinds[0] is mcpserver_tracing.OnlyWhenTracing
+    assert kinds[0] is OnlyWhenTracing
     assert isinstance(server.middleware[0]._middleware, OpenTelemetryMiddleware)
     # Then the request-state boundary, as it was, and innermost our own that serves 2026-07-28 calls, so the span
     # of each message (outermost) sees their answers and the boundary seals a question's state.
     from mcp.server.request_state import RequestStateBoundary
-
-    from mcpserver.server import ModernToolCalls
 
     assert kinds[1:] == [RequestStateBoundary, ModernToolCalls]
 

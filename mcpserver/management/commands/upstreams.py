@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from errcatalog.gateway.models import Transport, Upstream
 from errcatalog.gateway.secrets import describe
 from errcatalog.gateway.selectors import ProcessHealth, health_summary, upstream_config, upstream_health
-from mcpserver.gateway.connection import probe
+from mcpserver.gateway.probe import probe
 
 
 class Command(BaseCommand):

@@ -14,18 +14,15 @@ import pytest
 from mcp.client import Client
 
 from errcatalog.gateway.selectors import UpstreamConfig
-from mcpserver.gateway.connection import (
-    STDIO_PASSED_THROUGH_ENV,
-    UpstreamConnection,
-    _proxied,
-    stdio_child_environment,
-)
+from mcpserver.gateway import transport
+from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.failures import (
     UpstreamConnectionError,
     UpstreamJsonRpcError,
     UpstreamToolError,
     UpstreamUnavailable,
 )
+from mcpserver.gateway.transport import STDIO_PASSED_THROUGH_ENV, stdio_child_environment
 from tests.mcpserver.gateway.upstream_server import SECRET
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
 
@@ -215,7 +212,7 @@ def test_an_upstream_without_a_stream_of_changes_is_served_on_its_timer(caplog):
 
 @pytest.mark.parametrize("answers_as", ["http", "http-json"])
 def test_a_2026_call_over_http_is_one_post_answered_as_the_sdks_client_answers_it(answers_as, monkeypatch):
-    # ``UpstreamConnection._post_call``: the SDK's client is not used for the call itself (it would fail here),
+    # ``mcpserver.sdk_internals.poster``: the SDK's client is not used for the call itself (it would fail here),
     # and what comes back is what the SDK's client gets from the same upstream, answered as SSE or as JSON.
     server = UpstreamProcess(UPSTREAM_SERVER, answers_as).start()
     calls = [("echo", {"text": "héllo"}), ("add", {"a": 2, "b": 40}), ("fail_hostile", {})]
@@ -288,7 +285,7 @@ def test_the_environments_proxy_settings_decide_which_client_calls_an_upstream(m
         monkeypatch.delenv(name.lower(), raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    assert _proxied(url) is proxied
+    assert transport.proxied(url) is proxied
 
 
 def test_a_stdio_child_gets_the_trust_store_and_proxy_variables_but_none_of_ours(monkeypatch):

@@ -8,7 +8,8 @@ from types import MappingProxyType
 import anyio
 
 from errcatalog.gateway.selectors import UpstreamConfig
-from mcpserver.gateway.connection import UpstreamConnection, probe
+from mcpserver.gateway.connection import UpstreamConnection
+from mcpserver.gateway.probe import probe
 from tests.mcpserver.gateway.recorder import Recorder
 
 SETTINGS = MappingProxyType(

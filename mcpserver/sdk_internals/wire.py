@@ -2,10 +2,12 @@
 
 For every result, the SDK's runner dumps the handler's model, validates the dump against the schema of the call's
 protocol version (dropping what that version lacks), fills a 2026-07-28 result's ``resultType`` and stamps the
-server's identity into its ``_meta`` (``serverInfo``). ``ModernToolCalls`` (``mcpserver.server``) serves
-2026-07-28 ``tools/call`` with ``wire_result``, which takes the same steps; a result the pipeline reuses (a
-repeated failure, ``remember``) keeps what they made, per protocol version, and the next call sends it as it is.
-A 2025-11-25 session's call still goes through the SDK's runner, which takes the kept form as the handler's dict.
+server's identity into its ``_meta`` (``serverInfo``). ``ModernToolCalls`` (``tool_calls``) serves 2026-07-28
+``tools/call`` with ``wire_result``, which takes the same steps (a copy of ``ServerRunner._serialize``: a reach, see
+the package docstring); a result the pipeline reuses (a repeated failure, ``remember``) keeps what they made, per
+protocol version, and the next call sends it as it is. A 2025-11-25 session's call still goes through the SDK's
+runner, which takes the kept form as the handler's dict. Without the fast paths (``fast_paths``) no form is kept:
+the runner serialises every result itself.
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from errcatalog.caching import BoundedCache, process_cache
+from mcpserver.sdk_internals import fast_paths
 
-logger = logging.getLogger("mcpserver.wire")
+logger = logging.getLogger("mcpserver.sdk_internals.wire")
 
 _SERVER_INFO = types.SERVER_INFO_META_KEY
 ToolResult = types.CallToolResult | types.InputRequiredResult
 # Results the pipeline reuses, by identity, each with its wire form per protocol version (made on first use). An
 # entry holds its result, so the id cannot stand for another meanwhile; cleared with the catalog, like the renders.
 _remembered: BoundedCache[int, tuple[ToolResult, dict[str, dict[str, Any]]]] = process_cache(
-    "mcpserver.wire.forms", scope="catalog", max_entries=1024
+    "mcpserver.sdk_internals.wire.forms", scope="catalog", max_entries=1024
 )
 
 
@@ -40,8 +43,9 @@ def remember(result: ToolResult) -> None:
 
 
 def remembered_form(result: ToolResult, version: str, *, server_info: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The wire form of a remembered ``result`` for ``version`` (made on first use), or None for any other."""
-    hit = _remembered.get(id(result))
+    """The wire form of a remembered ``result`` for ``version`` (made on first use), or None for any other (and for
+    every result without the fast paths)."""
+    hit = _remembered.get(id(result)) if fast_paths() else None
     if hit is None or hit[0] is not result:
         return None
     form = hit[1].get(version)

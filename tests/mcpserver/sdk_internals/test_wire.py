@@ -1,8 +1,12 @@
-"""A tool result in its wire form: what the SDK's runner would send, made once for a repeated failure."""
+"""A tool result in its wire form: what the SDK's runner would send, made once for a repeated failure.
+
+The reach of ``mcpserver.sdk_internals.wire``: a copy of ``ServerRunner._serialize``, compared with the runner itself
+(its private method: the oracle) for sample results of both generations."""
 
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import logging
 
@@ -16,11 +20,20 @@ from mcp_types import INTERNAL_ERROR, JSONRPCResponse
 
 from errcatalog.caching import caches_invalidate
 from errcatalog.render import Failure, ParameterFault, render
-from mcpserver import pipeline, wire
+from mcpserver import pipeline
+from mcpserver.sdk_internals import wire
 from mcpserver.server import SERVER_INFO, SERVER_NAME, SERVER_VERSION
+from tests.mcpserver.sdk_internals.support import revisit
 
 VERSIONS = ("2026-07-28", "2025-11-25")
 UPSTREAM = {"name": "upstream", "version": "7"}
+
+
+def test_the_runners_serialisation_is_the_method_the_copy_follows():
+    parameters = list(inspect.signature(ServerRunner._serialize).parameters)
+    assert parameters == ["self", "method", "version", "result"], revisit(
+        "wire", f"ServerRunner._serialize takes {parameters}"
+    )
 
 
 def sdk_form(result, version: str) -> dict:
@@ -56,7 +69,9 @@ def results(snapshot) -> dict[str, types.CallToolResult | types.InputRequiredRes
 def test_a_result_goes_out_as_the_sdks_runner_would_send_it(default_snapshot, kind, version):
     result = results(default_snapshot)[kind]
     expected = sdk_form(result, version)
-    assert wire.wire_result(result, version, server_info=SERVER_INFO) == expected
+    assert wire.wire_result(result, version, server_info=SERVER_INFO) == expected, revisit(
+        "wire", f"the runner serialises a {version} {kind} result otherwise"
+    )
     assert wire.wire_result(result, version, server_info=SERVER_INFO) == expected  # a second time, from memory
     if version == "2026-07-28":
         stamped = expected["_meta"][types.SERVER_INFO_META_KEY]
@@ -107,7 +122,7 @@ def test_a_result_that_does_not_fit_the_versions_schema_is_an_internal_error_and
     schema = {"type": "object", "properties": {}}
     question = types.ElicitRequest(params=types.ElicitRequestFormParams(message="x", requested_schema=schema))
     result = types.InputRequiredResult(input_requests={"secret-in-the-result": question})
-    with caplog.at_level(logging.ERROR, logger="mcpserver.wire"), pytest.raises(MCPError) as raised:
+    with caplog.at_level(logging.ERROR, logger="mcpserver.sdk_internals.wire"), pytest.raises(MCPError) as raised:
         wire.wire_result(result, "2025-11-25", server_info=SERVER_INFO)
     assert raised.value.error.code == INTERNAL_ERROR
     assert raised.value.error.message == "Handler returned an invalid result"

@@ -1,0 +1,44 @@
+"""Every place errcatalog relies on the MCP SDK beyond its public API: what it reaches, why, and the plain path.
+
+The SDK (``mcp`` and ``mcp_types``, read at version ``READ_AGAINST``) is used through its public API everywhere
+else; an import contract (``pyproject.toml``, "sdk-internals") keeps its private modules out of every other module,
+and ``tests/mcpserver/sdk_internals/test_no_reaches_elsewhere.py`` keeps its private attributes out. Each reach below
+has a contract test in ``tests/mcpserver/sdk_internals/`` that pins what it relies on and fails, naming the reach, when
+an SDK upgrade changes it.
+
+``MCP["SDK_FAST_PATHS"]`` (``ERRCATALOG_MCP_SDK_FAST_PATHS``, on by default; ``fast_paths``) is the escape hatch: off,
+every reach that has a plain path takes it, so a release can go out with an SDK upgrade that broke a reach.
+
+Reaches, each with why and its plain path:
+
+- ``tool_calls.ModernToolCalls`` and ``wire`` (a copy of ``ServerRunner._serialize``): a 2026-07-28 ``tools/call``
+  answered by our innermost server middleware, its result dumped, validated and stamped as the runner would, a
+  repeated failure's form made once (about an eighth of such a call). Plain path: no such middleware; the runner
+  calls ``mcpserver.server.handle_call_tool`` and serialises each result itself.
+- ``otel.spans_only_when``: the SDK's per-message span middleware, imported from the private ``mcp.server._otel`` to
+  be found in ``Server.middleware`` and put behind a check (untraced, it still builds a span per message, about a
+  tenth of a simple call). Plain path: the middleware stays as the SDK installs it.
+- ``poster``: a 2026-07-28 call to an HTTP upstream posted with aiohttp beside the SDK client's own session, stamped
+  by the session's private ``_stamp`` exactly as the SDK stamps it (the forwarded call's CPU time, 2.9 ms to 0.9 ms).
+  Plain path: ``Client.call_tool``.
+- ``sessions.session_connection``: the ``Connection`` behind a 2025-11-25 ``ServerSession`` (its private
+  ``_connection``), whose exit stack tells ``mcpserver.changes`` when the session ends. Plain path: none in the public
+  API; 2025-11-25 sessions are then not told of list changes (2026-07-28 listen streams still are).
+- ``messages``: sentences the SDK writes, read in its source: the fixed ones the JSON-RPC screen lets through
+  (``mcpserver.jsonrpc_errors``), and those its client makes up for an answer it cannot read (the gateway's
+  failures). No path to choose: a sentence the SDK rewords is screened to our fixed text, or classified as the
+  upstream's JSON-RPC error, until the table follows it.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+# The SDK version every reach here was read against; ``tests/mcpserver/sdk_internals/test_version.py`` fails on
+# another one until each reach has been read again.
+READ_AGAINST = "2.3.0"
+
+
+def fast_paths() -> bool:
+    """Whether the reaches that have a plain path take their own (``MCP["SDK_FAST_PATHS"]``)."""
+    return bool(settings.MCP["SDK_FAST_PATHS"])
