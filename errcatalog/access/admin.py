@@ -68,7 +68,8 @@ class ClientTokenForm(forms.ModelForm):
         return scope
 
     def clean_servers(self):
-        servers = self.cleaned_data["servers"]
+        # An empty box is every server, as [] is.
+        servers = self.cleaned_data["servers"] if self.cleaned_data.get("servers") is not None else []
         # Names only, never checked against the upstreams there are now: a token may be made before its upstream,
         # and a server it names that is not served is answered as unknown (404) like any other.
         if not isinstance(servers, list) or not all(is_server_name(server) for server in servers):
