@@ -20,7 +20,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.config.served_app import ServedApp, embedded_environment, manage
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.test_gateway_calls import HOSTILE_MARKERS
@@ -36,14 +36,29 @@ INITIALIZE = {
 }
 
 
-def _token(env: dict[str, str], name: str, *, servers: list[str] = (), tool_scope: list[str] = ()) -> str:
-    """A client token limited to ``servers`` (and ``tool_scope``), made as an operator makes one."""
-    args = ["token_create", "--user", "agent-owner", "--name", name]
-    for server in servers:
-        args += ["--server", server]
-    for tool in tool_scope:
-        args += ["--tool", tool]
-    return manage(env, *args).strip().splitlines()[-1]
+# The tokens the tests use, by name: (servers, tool scope, metrics), made in one process (a Django start each costs).
+TOKENS = {
+    "all": ([], [], False),
+    "metrics": ([], [], True),
+    "web_only": (["web"], [], False),
+    "root_only": ([""], [], False),
+    "echo_only": ([], ["web__echo"], False),
+}
+SETUP = """
+import json
+from django.contrib.auth.models import User
+from errcatalog.access.tokens import client_token_create
+from errcatalog.gateway.models import Upstream
+from errcatalog.gateway.services import upstream_update
+
+upstream_update(actor=None, upstream=Upstream.objects.get(name="off"), enabled=False)
+user, _ = User.objects.get_or_create(username="agent-owner")
+keys = {
+    name: client_token_create(user=user, name=name, servers=servers, tool_scope=scope, can_read_metrics=metrics)[1]
+    for name, (servers, scope, metrics) in TOKENS.items()
+}
+print(json.dumps(keys))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -61,23 +76,10 @@ def served(tmp_path_factory) -> Iterator[dict]:
     servers_file = folder / "mcp.json"
     servers_file.write_text(json.dumps(servers))
     manage(env, "upstream_import", str(servers_file))
-    manage(
-        env,
-        "shell",
-        "--no-imports",
-        "-c",
-        "from errcatalog.gateway.models import Upstream; "
-        "from errcatalog.gateway.services import upstream_update; "
-        "upstream_update(actor=None, upstream=Upstream.objects.get(name='off'), enabled=False)",
-    )
-    key = new_token(env, "all")
-    tokens = {
-        "all": key,
-        "metrics": new_token(env, "metrics", metrics=True),
-        "web_only": _token(env, "web-only", servers=["web"]),
-        "root_only": _token(env, "root-only", servers=[""]),
-        "echo_only": _token(env, "echo-only", tool_scope=["web__echo"]),
-    }
+    # "off" is imported, then disabled as staff would.
+    setup = f"TOKENS = {TOKENS!r}\n{SETUP}"
+    tokens = json.loads(manage(env, "shell", "--no-imports", "-c", setup).strip().splitlines()[-1])
+    key = tokens["all"]
     app = ServedApp(env, folder).start()
 
     async def listed() -> set[str]:
