@@ -1,12 +1,13 @@
-"""ASGI entry point: ``/mcp`` to the MCP endpoint, ``/metrics`` to Prometheus's (``config.metrics``), everything
-else to Django, and the lifespan for both.
+"""ASGI entry point: ``/mcp`` and every path under it to the MCP endpoint, ``/metrics`` to Prometheus's
+(``config.metrics``), everything else to Django, and the lifespan for both.
 
 Django's ASGI handler refuses lifespan events, while the MCP session managers need their task groups entered
 once per process; so this outer app owns lifespan and routes the exact paths (no prefix mount, which would also
-catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``). A request whose head is larger than
-``MAX_REQUEST_HEAD_BYTES`` is answered 431 here, before any route sees it (``config.request_head``). At shutdown
-it also sends the outcome events this process still holds (``errcatalog.outcomes.recorder``), before the server
-stops.
+catch ``/mcpfoo`` or move the endpoint to ``/mcp/mcp``). Every path under ``/mcp/`` is the endpoint's: it serves
+each upstream alone at ``/mcp/<name>`` and answers 404 to any other (``mcpserver.virtual_servers``). A request whose
+head is larger than ``MAX_REQUEST_HEAD_BYTES`` is answered 431 here, before any route sees it
+(``config.request_head``). At shutdown it also sends the outcome events this process still holds
+(``errcatalog.outcomes.recorder``), before the server stops.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from errcatalog.outcomes import recorder  # noqa: E402
 from mcpserver.server import McpApp  # noqa: E402  (needs the app registry loaded above)
 
 MCP_PATH = "/mcp"
+MCP_SERVERS_PREFIX = MCP_PATH + "/"
 # Prometheus's scrape target, beside Django for the same reason as /mcp (see config.metrics).
 METRICS_PATH = "/metrics"
 # Held outcome events get this long to reach their buffer at shutdown (a Redis timeout is 1 s).
@@ -51,7 +53,7 @@ class Application:
             await self._lifespan(receive, send)
         elif request_head_bytes(scope) > self.max_head_bytes:
             await refuse_request_head(scope, send)
-        elif scope["type"] == "http" and scope["path"] == MCP_PATH:
+        elif scope["type"] == "http" and (scope["path"] == MCP_PATH or scope["path"].startswith(MCP_SERVERS_PREFIX)):
             await self.mcp(scope, receive, send)
         elif scope["type"] == "http" and scope["path"] == METRICS_PATH:
             await metrics_app(scope, receive, send)

@@ -26,6 +26,14 @@ INVALID_TOOL_NAME = "(invalid-name)"
 
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
+# An upstream's name, as operators register it (``errcatalog.gateway.models.Upstream.name``), is also the path of
+# the server that serves it alone: ``/mcp/<name>``. The endpoint at ``/mcp`` itself is the server named ``ROOT_SERVER``,
+# which no upstream can be named, so a token's list of servers names both kinds without ambiguity.
+SERVER_NAME_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}"
+ROOT_SERVER = ""
+SERVER_NAME_RULE = "'' for /mcp itself, or an upstream's name (lower-case letters, digits, '-' and '_', at most 64)"
+_SERVER_NAME = re.compile(SERVER_NAME_PATTERN)
+
 # Catalog codes are UPPER_SNAKE_CASE, as Sentry's error-handling conventions name them; the catalog document's JSON
 # Schema says the same.
 CODE_PATTERN = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
@@ -78,6 +86,11 @@ def is_secret_name(name: str) -> bool:
 def is_tool_name(value: object) -> TypeGuard[str]:
     """True when ``value`` is a string in the tool-name vocabulary."""
     return isinstance(value, str) and _TOOL_NAME.fullmatch(value) is not None
+
+
+def is_server_name(value: object) -> TypeGuard[str]:
+    """True for the name of a server the MCP endpoint may serve: ``ROOT_SERVER`` or an upstream's name."""
+    return isinstance(value, str) and (value == ROOT_SERVER or _SERVER_NAME.fullmatch(value) is not None)
 
 
 def recorded_tool_name(value: object) -> str:

@@ -4,8 +4,10 @@ Django's middleware does not run on ``/mcp`` (the ASGI router sends it straight 
 requests are refused. Every refusal is a small JSON body with a clear HTTP status, never a traceback:
 421/403 for a foreign Host/Origin (DNS-rebinding protection, the SDK's own check), 413 for an oversize body,
 401 for a missing or wrong token, 503 when the database that holds the tokens cannot be reached (a token this
-process accepted shortly before is still accepted then). The 401 says the same thing whether the token was
-missing, malformed, unknown or revoked, so it tells a prober nothing.
+process accepted shortly before is still accepted then), 404 for a server path that serves nothing to this caller.
+The 401 says the same thing whether the token was missing, malformed, unknown or revoked, so it tells a prober
+nothing; the 404 says the same thing whether the path names no server, a disabled upstream or a server the token
+may not use, and comes only after the token was accepted, so it tells a prober nothing either.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import asyncio
 import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
@@ -29,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from errcatalog.access.tokens import client_token_authenticate, key_hash
 from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
+from errcatalog.vocabulary import ROOT_SERVER
 from mcpserver.jsonrpc_errors import screened_send
 
 logger = logging.getLogger("mcpserver.auth")
@@ -39,8 +42,12 @@ TOO_LARGE_MESSAGE = "The request body is larger than this endpoint accepts."
 DATABASE_UNAVAILABLE_MESSAGE = "The token store is unavailable right now, so the token cannot be checked; try again."
 # Retry-After of that 503: the database is probed again every second; a few seconds spares it a stampede.
 RETRY_AFTER_SECONDS = b"5"
+NO_SERVER_MESSAGE = "There is no MCP server at this path."
 # Where the pipeline finds the caller, next to the SDK's own "user" (which binds a 2025 session to its token).
 CLIENT_SCOPE_KEY = "errcatalog.client"
+# Where the handlers find the server the request's path names (``mcpserver.server.McpApp`` puts it there):
+# ``ROOT_SERVER`` for /mcp, an upstream's name for /mcp/<name>, None for a path that names no server at all.
+SERVER_SCOPE_KEY = "errcatalog.server"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +59,27 @@ class ClientIdentity:
     tool_scope: tuple[str, ...] = ()
     # May read the catalog's MCP resources and prompts (mcpserver.reference).
     can_read_catalog: bool = True
+    # The servers (``ROOT_SERVER`` or an upstream's name) this caller may use; empty allows every one.
+    servers: tuple[str, ...] = ()
 
     def allows_tool(self, tool_name: str) -> bool:
         return not self.tool_scope or tool_name in self.tool_scope
+
+    def allows_server(self, server: str) -> bool:
+        return not self.servers or server in self.servers
 
 
 def request_client(request: object) -> ClientIdentity | None:
     """The caller of the HTTP request an SDK handler's context carries (None with auth off, or outside HTTP)."""
     scope = getattr(request, "scope", None)
     return scope.get(CLIENT_SCOPE_KEY) if isinstance(scope, dict) else None  # an ASGI scope is a dict
+
+
+def request_server(request: object) -> str:
+    """The server the HTTP request behind an SDK handler's context was sent to (``ROOT_SERVER`` outside HTTP)."""
+    scope = getattr(request, "scope", None)
+    server = scope.get(SERVER_SCOPE_KEY, ROOT_SERVER) if isinstance(scope, dict) else ROOT_SERVER
+    return server if isinstance(server, str) else ROOT_SERVER  # None never gets past the guard
 
 
 def _authenticate(raw_key: str) -> ClientIdentity | None:
@@ -74,6 +93,7 @@ def _authenticate(raw_key: str) -> ClientIdentity | None:
             name=token.name,
             tool_scope=tuple(token.tool_scope),
             can_read_catalog=token.can_read_catalog,
+            servers=tuple(token.servers),
         )
     finally:
         close_old_connections()
@@ -227,7 +247,8 @@ HOST_VERDICTS_KEPT = 256
 
 
 class McpHttpGuard:
-    """ASGI middleware: Host/Origin → declared size → bearer token → buffered body within the limit → the app.
+    """ASGI middleware: Host/Origin → declared size → bearer token → the server → buffered body within the limit →
+    the app.
 
     This is the only Host/Origin check of the endpoint: the session managers behind it get DNS-rebinding
     protection switched off (``mcpserver.server.McpApp``), so each request is checked once. The settings are
@@ -242,8 +263,11 @@ class McpHttpGuard:
         auth_required: bool,
         max_body_bytes: int,
         security: TransportSecuritySettings,
+        serves: Callable[[str], bool] = lambda server: server == ROOT_SERVER,
     ) -> None:
         self.app = app
+        # Whether a server name (never ``ROOT_SERVER``, always served) is served now: an enabled upstream's.
+        self.serves = serves
         self.auth_required = auth_required
         self.max_body_bytes = max_body_bytes
         self._check_hosts = security.enable_dns_rebinding_protection
@@ -316,9 +340,17 @@ class McpHttpGuard:
                 )
                 return
             scope[CLIENT_SCOPE_KEY], scope["user"] = accepted
+            identity = accepted[0]
         else:
             client = scope.get("client") or ("unknown", 0)
-            scope[CLIENT_SCOPE_KEY] = ClientIdentity(key=f"ip:{client[0]}", name="anonymous")
+            identity = scope[CLIENT_SCOPE_KEY] = ClientIdentity(key=f"ip:{client[0]}", name="anonymous")
+
+        # After the token, so that whether a server exists is never told to a caller without one; and a server the
+        # token may not use is answered exactly as one that does not exist.
+        server = scope.get(SERVER_SCOPE_KEY, ROOT_SERVER)
+        if server is None or (server != ROOT_SERVER and not self.serves(server)) or not identity.allows_server(server):
+            await _json_response(send, 404, {"error": NO_SERVER_MESSAGE})
+            return
 
         body = await self._read_body(receive)
         if body is None:

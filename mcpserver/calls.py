@@ -11,6 +11,7 @@ from typing import Any
 
 import mcp_types as types
 
+from errcatalog.vocabulary import ROOT_SERVER
 from mcpserver.auth import ClientIdentity
 
 
@@ -36,10 +37,16 @@ class ToolCall:
     wants_progress: bool = False
     # The request's Accept-Language ranges, best first: the protocol itself carries no client locale.
     locales: tuple[str, ...] = ()
+    # The server the request was sent to: ROOT_SERVER (``/mcp``) or an upstream's name (``/mcp/<upstream>``), whose
+    # tools are then called by their unprefixed names.
+    server: str = ROOT_SERVER
     # The upstream MCP server serving the called tool (the gateway), once the pipeline has found the tool.
     upstream: str = ""
     # Whether the called name is a tool this server serves (metrics label only served names).
     served: bool = False
+    # The called tool's served name at ``/mcp`` (``prefix__tool`` for an upstream's), once the pipeline found it:
+    # what outcomes and metrics record, whichever server's name for it was called.
+    served_name: str = ""
     # Whether the call is traced (OpenTelemetry configured): only then has its outcome a span to note it on.
     traced: bool = False
     started: float = field(default_factory=time.perf_counter)

@@ -35,7 +35,7 @@ from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_nam
 from mcpserver import elicitation, tracing
 from mcpserver.call_settings import call_settings
 from mcpserver.calls import ToolCall, current_tool_call
-from mcpserver.gateway import served_tools
+from mcpserver.gateway import server_tools
 from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
@@ -65,18 +65,23 @@ async def call_tool(call: ToolCall) -> types.CallToolResult | types.InputRequire
 
 async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredResult:
     mcp = call_settings.MCP
-    enabled = served_tools(registry.enabled_by_name(mcp["TOOLSETS"]))
+    # The tools of the server the request was sent to, by the names it serves them under (``/mcp``: every tool;
+    # ``/mcp/<upstream>``: that upstream's, unprefixed); each spec's own name is the tool's served name at /mcp.
+    enabled = server_tools(registry.enabled_by_name(mcp["TOOLSETS"]), call.server)
     spec = enabled.get(call.name)
     if spec is not None:
         call.upstream = spec.upstream
         call.served = True
+        call.served_name = spec.name
     # A tool outside the token's scope is answered exactly as a tool that does not exist (same code, same face,
     # alternatives from the tools the token may call): a scoped token learns nothing of the tools hidden from it.
+    # Scopes name tools as /mcp serves them, whichever server the call was sent to.
     if spec is not None and call.client is not None and not call.client.allows_tool(spec.name):
         spec = None
     fmt = _format(spec, call.arguments)
-    # Only a tool the caller may call is named back to the model; never a name the caller typed.
-    tool_name = spec.name if spec is not None else None
+    # Only a tool the caller may call is named back to the model, by the name the model called it (its server's
+    # name for it: unprefixed at an upstream's own path); never a name the caller typed that nothing serves.
+    tool_name = call.name if spec is not None else None
 
     # Every call counts against the rate limit, before anything else is decided: calls outside the token's scope
     # and of unknown tools cost a refusal to answer, so they must not be free to repeat.
@@ -86,7 +91,7 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
             return await _fail(call, Failure("RATE_LIMIT", tool_name=tool_name, retry_after=retry_after), fmt)
 
     if spec is None:
-        visible = [name for name in enabled if call.client is None or call.client.allows_tool(name)]
+        visible = [name for name, tool in enabled.items() if call.client is None or call.client.allows_tool(tool.name)]
         alternatives = did_you_mean(call.name, visible) or tuple(sorted(visible)[:FALLBACK_ALTERNATIVES])
         return await _fail(call, Failure("FUNCTION_NOT_FOUND", alternatives=alternatives), fmt)
 
@@ -98,7 +103,7 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
     problems = validate_arguments(spec.listed_input_schema, arguments)
     elicited = None
     if problems.missing and not problems.invalid and _may_elicit(spec, call):
-        question = await _question(spec, problems.missing, call.locales)
+        question = await _question(spec, call.name, problems.missing, call.locales)
         answer = await elicitation.ask(spec, call, problems.missing, question)
         if isinstance(answer, types.InputRequiredResult):
             _record(call, None, elicited="requested", outcome="input_required")
@@ -107,18 +112,18 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
             elicited = answer.action
             if answer.action != "accept":
                 # Declined or dismissed: the model gets the question, to put to the user in its own words.
-                return await _fail(call, _missing_failure(spec, problems.missing), fmt, elicited=elicited)
+                return await _fail(call, _missing_failure(spec, call.name, problems.missing), fmt, elicited=elicited)
             arguments.update(answer.content)
             added.update(answer.content)
             problems = validate_arguments(spec.listed_input_schema, arguments)
     if problems.missing:
-        return await _fail(call, _missing_failure(spec, problems.missing), fmt, elicited=elicited)
+        return await _fail(call, _missing_failure(spec, call.name, problems.missing), fmt, elicited=elicited)
     if problems.invalid:
         return await _fail(
-            call, Failure("INVALID_PARAMETER", tool_name=spec.name, parameters=problems.invalid[:1]), fmt
+            call, Failure("INVALID_PARAMETER", tool_name=tool_name, parameters=problems.invalid[:1]), fmt
         )
     if problems.structural:
-        return await _fail(call, Failure("INVALID_ARGUMENTS", tool_name=spec.name), fmt)
+        return await _fail(call, Failure("INVALID_ARGUMENTS", tool_name=tool_name), fmt)
 
     try:
         output = await _run(spec, arguments, call)
@@ -157,20 +162,22 @@ def _may_elicit(spec: ToolSpec, call: ToolCall) -> bool:
 
 # The same missing input recurs (a model that keeps leaving out one argument), and validation answers it with the
 # same tuple each time (``mcpserver.validation``): its failure is built once (a frozen dataclass of ten fields
-# costs microseconds to make). Keyed by identity, and the entry holds both, so an ID cannot be reused meanwhile.
-_missing_failures: BoundedCache[tuple[int, int], tuple[ToolSpec, tuple[ParameterFault, ...], Failure]] = process_cache(
-    "mcpserver.pipeline.missing_failures", scope="process", max_entries=1024
+# costs microseconds to make). Keyed by identity (and the name the tool was called by), and the entry holds both, so
+# an ID cannot be reused meanwhile.
+_missing_failures: BoundedCache[tuple[int, int, str], tuple[ToolSpec, tuple[ParameterFault, ...], Failure]] = (
+    process_cache("mcpserver.pipeline.missing_failures", scope="process", max_entries=1024)
 )
 
 
-def _missing_failure(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> Failure:
-    key = (id(spec), id(missing))
+def _missing_failure(spec: ToolSpec, called: str, missing: tuple[ParameterFault, ...]) -> Failure:
+    """The failure for ``missing`` input of ``spec``, called by the name ``called`` (its server's name for it)."""
+    key = (id(spec), id(missing), called)
     hit = _missing_failures.get(key)
     if hit is not None and hit[0] is spec and hit[1] is missing:
         return hit[2]
     failure = Failure(
         "MISSING_PARAMETER",
-        tool_name=spec.name,
+        tool_name=called,
         parameters=missing,
         optional_parameters=spec.optional_parameters,
         guidance=spec.guidance,
@@ -179,9 +186,11 @@ def _missing_failure(spec: ToolSpec, missing: tuple[ParameterFault, ...]) -> Fai
     return failure
 
 
-async def _question(spec: ToolSpec, missing: tuple[ParameterFault, ...], locales: tuple[str, ...] = ()) -> str:
+async def _question(
+    spec: ToolSpec, called: str, missing: tuple[ParameterFault, ...], locales: tuple[str, ...] = ()
+) -> str:
     """The catalog's question for the missing parameters: also the message of an elicitation."""
-    return _render(await acatalog_snapshot(), _missing_failure(spec, missing), locales).text
+    return _render(await acatalog_snapshot(), _missing_failure(spec, called, missing), locales).text
 
 
 async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any:
@@ -304,7 +313,8 @@ async def _fail_with_exception(
             )
     failure = Failure(
         entry.code,
-        tool_name=spec.name,
+        # The name the model called the tool by (its server's); rules, the inbox, logs and Sentry know its served one.
+        tool_name=call.name,
         status_code=http_status(getattr(exc, "status_code", None)),
         event_id=event_id,
         retry_after=_retry_hint(getattr(exc, "retry_after", None), entry),
@@ -451,7 +461,9 @@ def _record(
     event = OutcomeEvent(
         # An unknown name is the caller's text: kept only if it is a tool name; any other is counted under one
         # placeholder, so every call shows in the metrics.
-        tool=recorded_tool_name(call.name),
+        # under the tool's served name at /mcp when it is served (so one tool's metrics do not split by the path it
+        # was called at).
+        tool=call.served_name or recorded_tool_name(call.name),
         client=call.client.key if call.client else None,
         session=call.session_id,
         outcome=outcome or ("ok" if rendered is None else "error"),

@@ -303,6 +303,11 @@ def _locales(ctx: ServerRequestContext[Any, Any]) -> tuple[str, ...]:
     return requested_locales(headers.get("accept-language")) if headers is not None else ()
 
 
+async def unknown_error(ctx: ServerRequestContext[Any, Any], *, prompt: bool = False) -> Exception:
+    """The catalog's error for a resource (RESOURCE_NOT_FOUND) or prompt (INVALID_PARAMS) that nothing serves."""
+    return _error(await acatalog_snapshot(), ctx, Failure("INVALID_PARAMS" if prompt else "RESOURCE_NOT_FOUND"))
+
+
 def _error(snapshot: CatalogSnapshot, ctx: ServerRequestContext[Any, Any], failure: Failure) -> Exception:
     rendered = render(snapshot, failure, locales=_locales(ctx), max_chars=settings.ERRCATALOG["MAX_MESSAGE_CHARS"])
     if not rendered.system:

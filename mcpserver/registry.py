@@ -123,6 +123,8 @@ class ToolSpec:
     elicit: bool = False
     # The upstream MCP server the tool is forwarded to (``mcpserver.gateway``); blank for our own tools.
     upstream: str = ""
+    # The tool's own name at that upstream: what the server serving the upstream alone (``/mcp/<upstream>``) calls it.
+    upstream_tool: str = ""
 
     @cached_property
     def listed_input_schema(self) -> Mapping[str, Any]:

@@ -17,6 +17,7 @@ import json
 import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as types
@@ -38,11 +39,12 @@ from starlette.types import Receive, Scope, Send
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import safe_identifier
-from mcpserver.auth import ClientIdentity, McpHttpGuard, request_client
+from errcatalog.vocabulary import ROOT_SERVER
+from mcpserver.auth import SERVER_SCOPE_KEY, ClientIdentity, McpHttpGuard, request_client, request_server
 from mcpserver.calls import ToolCall
 from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
-from mcpserver.gateway import gateway, served_tools
+from mcpserver.gateway import gateway, server_tools
 from mcpserver.locale import requested_locales
 from mcpserver.pipeline import call_tool
 from mcpserver.reference import HANDLED, CatalogReader
@@ -52,6 +54,7 @@ from mcpserver.sdk_internals.otel import spans_only_when
 from mcpserver.sdk_internals.tool_calls import ModernToolCalls
 from mcpserver.sessions import SessionAdmission
 from mcpserver.tracing import tracing_on
+from mcpserver.virtual_servers import server_of_path, view_handlers
 
 logger = logging.getLogger("mcpserver.server")
 SERVER_NAME = "errcatalog"
@@ -74,20 +77,24 @@ _PROTOCOL_HEADER = b"mcp-protocol-version"
 _METHOD_HEADER = b"mcp-method"
 _NAME_HEADER = b"mcp-name"
 _HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
+# The server a 2026-07-28 request was sent to, for ``tool_input_schema``, which the SDK calls with a tool's name only:
+# set by ``McpApp._route`` around the modern manager, which calls it in the request's own task (handlers read the
+# scope instead, ``request_server``).
+_modern_server: ContextVar[str] = ContextVar("errcatalog_modern_server", default=ROOT_SERVER)
 
 
-def _enabled_tools() -> Mapping[str, ToolSpec]:
-    return served_tools(registry.enabled_by_name(settings.MCP["TOOLSETS"]))
+def _enabled_tools(server: str = ROOT_SERVER) -> Mapping[str, ToolSpec]:
+    return server_tools(registry.enabled_by_name(settings.MCP["TOOLSETS"]), server)
 
 
 def _client(ctx: ServerRequestContext[Any, Any]) -> ClientIdentity | None:
     return request_client(ctx.request)
 
 
-def _tool(spec: ToolSpec) -> types.Tool:
+def _tool(spec: ToolSpec, name: str) -> types.Tool:
     annotations = types.ToolAnnotations.model_validate(spec.annotations, by_name=False) if spec.annotations else None
     return types.Tool(
-        name=spec.name,
+        name=name,
         title=spec.title,
         description=spec.description,
         input_schema=dict(spec.listed_input_schema),
@@ -99,24 +106,29 @@ def _tool(spec: ToolSpec) -> types.Tool:
 async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    """The enabled tools this caller's token may use."""
+    """The enabled tools of the request's server this caller's token may use, by the names that server serves."""
     client = _client(ctx)
+    tools = _enabled_tools(request_server(ctx.request))
     return types.ListToolsResult(
-        tools=[_tool(spec) for spec in _enabled_tools().values() if client is None or client.allows_tool(spec.name)]
+        tools=[
+            _tool(spec, name)
+            for name, spec in tools.items()
+            if client is None or client.allows_tool(spec.name)  # a scope names the tool as /mcp serves it
+        ]
     )
 
 
-def _streams(name: str) -> bool:
+def _streams(name: str, server: str) -> bool:
     """Whether a call of the tool ``name`` may send notifications or run long: an upstream's tool (its progress,
     its run time) or one of ours that takes a context (progress, logging, sampling). Such a call is served by the
     streaming manager, which also cancels it when the client goes away."""
-    spec = _enabled_tools().get(name)
+    spec = _enabled_tools(server).get(name)
     return spec is not None and bool(spec.upstream or spec.wants_context)
 
 
 def tool_input_schema(name: str) -> Mapping[str, Any] | None:
     """For the SDK's 2026-07-28 header validation, so it does not re-run tools/list on every call."""
-    spec = _enabled_tools().get(name)
+    spec = _enabled_tools(_modern_server.get()).get(name)
     return spec.listed_input_schema if spec is not None else None
 
 
@@ -209,6 +221,7 @@ async def _answer(
         context=_ToolContext(ctx, client, session_id, back_channel=back_channel),
         wants_progress=_progress_requested(params),
         locales=requested_locales(accept_language),
+        server=request_server(ctx.request),
     )
     try:
         return await call_tool(call)
@@ -252,9 +265,13 @@ def _call_headers(request: object) -> tuple[str | None, str | None]:
 
 
 def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """Bind 2026-07-28 request state to the client token that asked, so another token cannot replay it."""
+    """Bind 2026-07-28 request state to the client token that asked, so another token cannot replay it, and to the
+    server it was asked at, so that no state crosses from one server's path to another's."""
     client = _client(ctx)
-    return client.key if client is not None else None
+    if client is None:
+        return None
+    server = request_server(ctx.request)
+    return client.key if server == ROOT_SERVER else f"{client.key} /mcp/{server}"
 
 
 class _Server(Server[Any]):
@@ -283,7 +300,8 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
         name: handler for extension in autodiscover_extensions() for name, handler in extension.handlers.items()
     }
     reader = CatalogReader(feed, {name: extension_handlers[name] for name in HANDLED if name in extension_handlers})
-    handlers = {**extension_handlers, **reader.handlers()}
+    # Resources, prompts and completion as /mcp serves them, and as an upstream's own path does (none yet).
+    handlers = view_handlers({**extension_handlers, **reader.handlers()})
     # The SDK types each on_* handler keyword on its own; ours and the extensions' go over as one mapping.
     server = _Server(  # type: ignore[call-overload]
         SERVER_NAME,
@@ -345,7 +363,11 @@ class McpApp:
         )
         self.admission = SessionAdmission(self.legacy.handle_request, idle_seconds=idle)
         self.guard = McpHttpGuard(
-            self._route, auth_required=mcp["AUTH"], max_body_bytes=mcp["MAX_BODY_BYTES"], security=security
+            self._route,
+            auth_required=mcp["AUTH"],
+            max_body_bytes=mcp["MAX_BODY_BYTES"],
+            security=security,
+            serves=gateway.connections.__contains__,  # an upstream's own path: while it is enabled here
         )
 
     @contextlib.asynccontextmanager
@@ -379,6 +401,8 @@ class McpApp:
                 stop_following()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # /mcp or an upstream's own /mcp/<name> (mcpserver.virtual_servers); None names nothing, answered by the guard.
+        scope[SERVER_SCOPE_KEY] = server_of_path(scope["path"])
         await self.guard(scope, receive, send)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -392,10 +416,14 @@ class McpApp:
                 name = value
         if version is None or version in _HANDSHAKE_VERSIONS:
             await self.admission(scope, receive, send)
-        elif method == b"tools/call" and name is not None and _streams(name.decode("latin-1")):
-            await self.streaming.handle_request(scope, receive, send)
-        else:
-            await self.modern.handle_request(scope, receive, send)
+            return
+        server = scope.get(SERVER_SCOPE_KEY) or ROOT_SERVER
+        streams = method == b"tools/call" and name is not None and _streams(name.decode("latin-1"), server)
+        token = _modern_server.set(server)
+        try:
+            await (self.streaming if streams else self.modern).handle_request(scope, receive, send)
+        finally:
+            _modern_server.reset(token)
 
 
 async def _load_catalog() -> CatalogSnapshot | None:

@@ -11,6 +11,13 @@ a session (a request without ``Mcp-Session-Id``: the ``initialize`` handshake):
    JSON-RPC error that names the limit, over HTTP 429 (never a 5xx: the server is fine, this caller is at its
    quota).
 
+Each session is bound to the server path it was opened at (``/mcp`` or an upstream's ``/mcp/<name>``,
+``mcpserver.virtual_servers``): a request of it sent to another path is answered exactly as the SDK answers an
+unknown session (404), so that nothing of one server's session (its capabilities, subscriptions, elicitation back
+channel) is reachable through another's path. The binding is held from the moment the opening response starts, so
+before the client can know the session's ID, until the SDK's session has ended (below); at an upstream's path, a
+session this account does not hold is unknown.
+
 The SDK ends idle sessions itself (``session_idle_timeout``, our ``SESSION_IDLE_SECONDS``) but offers no public
 signal when a session ends: the manager's session table is private, and a handler's ``ServerSession`` does not
 expose the connection whose ``exit_stack`` would tell. So ``SessionLeases`` keeps its own account of each
@@ -34,12 +41,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import mcp_types as types
 from django.conf import settings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from errcatalog.render import error_object
-from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT
-from mcpserver.auth import CLIENT_SCOPE_KEY, ClientIdentity
+from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT, ROOT_SERVER
+from mcpserver.auth import CLIENT_SCOPE_KEY, SERVER_SCOPE_KEY, ClientIdentity
 from mcpserver.jsonrpc_errors import sanction
 from mcpserver.ratelimit import rate_limit_answer, rate_limit_retry_after
 
@@ -61,11 +69,18 @@ SESSION_LIMIT_MESSAGE = (
 )
 
 
+# The SDK's answer to a request of a session it does not know (``StreamableHTTPSessionManager``), byte for byte.
+UNKNOWN_SESSION_BODY = types.JSONRPCError(
+    jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message="Session not found")
+).model_dump_json(by_alias=True, exclude_unset=True)
+
+
 @dataclass(slots=True)
 class _Lease:
     owner: str
     in_flight: int = 0
     idle_since: float = 0.0
+    server: str = ROOT_SERVER  # the server path the session was opened at
 
 
 class SessionLeases:
@@ -100,15 +115,21 @@ class SessionLeases:
         self._opening[owner] = self._opening.get(owner, 0) + 1
         return True
 
-    def release(self, owner: str, session_id: str | None) -> None:
-        """The opening request is answered: a lease for ``session_id`` when one was opened, the place freed."""
+    def release(self, owner: str, session_id: str | None, *, server: str = ROOT_SERVER) -> None:
+        """The opening request is answered: a lease for ``session_id`` (opened at ``server``) when one was opened,
+        the place freed."""
         remaining = self._opening.get(owner, 1) - 1
         if remaining > 0:
             self._opening[owner] = remaining
         else:
             self._opening.pop(owner, None)
         if session_id is not None:
-            self.adopt(session_id, owner)
+            self.adopt(session_id, owner, server=server)
+
+    def server_of(self, session_id: str) -> str | None:
+        """The server ``session_id`` was opened at, while it is held; None for a session not held."""
+        lease = self._leases.get(session_id)
+        return lease.server if lease is not None else None
 
     def begin(self, session_id: str, owner: str) -> bool:
         """A request of ``session_id`` by ``owner`` starts; False (not counted) if the session is not theirs."""
@@ -136,11 +157,12 @@ class SessionLeases:
         if len(self._ended) > _MAX_ENDED:
             del self._ended[next(iter(self._ended))]
 
-    def adopt(self, session_id: str, owner: str) -> None:
-        """A session the SDK serves to ``owner``: hold it from now on, unless it is held already or has ended."""
+    def adopt(self, session_id: str, owner: str, *, server: str = ROOT_SERVER) -> None:
+        """A session the SDK serves to ``owner`` at ``server``: hold it from now on, unless it is held already or has
+        ended."""
         if session_id in self._leases or session_id in self._ended:
             return
-        self._leases[session_id] = _Lease(owner=owner, idle_since=self._clock())
+        self._leases[session_id] = _Lease(owner=owner, idle_since=self._clock(), server=server)
         self._by_owner.setdefault(owner, set()).add(session_id)
 
     def _expired(self, lease: _Lease, now: float) -> bool:
@@ -211,19 +233,35 @@ class SessionAdmission:
             await _refuse(send, _session_limit_error(limit, self.leases.idle_seconds))
             return
         opened: str | None = None
+        released = False
+        server = _server(scope)
 
         async def watch(message: Message) -> None:
-            nonlocal opened
+            nonlocal opened, released
             if message["type"] == "http.response.start" and message["status"] < 400:
                 opened = _header(message, _SESSION_HEADER)
+                if opened is not None:
+                    # Held with its server before the client can learn its ID, in flight until this response ends.
+                    self.leases.release(client.key, opened, server=server)
+                    released = True
+                    self.leases.begin(opened, client.key)
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
-            self.leases.release(client.key, opened)
+            if not released:
+                self.leases.release(client.key, None)
+            elif opened is not None:
+                self.leases.end(opened, gone=False)
 
     async def _continue(self, client: ClientIdentity, session_id: str, scope: Scope, receive: Receive, send: Send):
+        server = _server(scope)
+        bound = self.leases.server_of(session_id)
+        # /mcp keeps serving a session it does not hold to the SDK, which answers it (unknown, or adopted below).
+        if (bound is None and server != ROOT_SERVER) or (bound is not None and bound != server):
+            await _unknown_session(send)
+            return
         counted = self.leases.begin(session_id, client.key)
         status = 0
 
@@ -234,7 +272,7 @@ class SessionAdmission:
                 if not counted and 200 <= status < 400 and scope["method"] != "DELETE":
                     # The SDK serves this session to this caller, and this account does not hold it (yet): a
                     # request that arrived before its initialize was answered, or one whose lease expired here.
-                    self.leases.adopt(session_id, client.key)
+                    self.leases.adopt(session_id, client.key, server=server)
                     counted = self.leases.begin(session_id, client.key)
             await send(message)
 
@@ -247,6 +285,18 @@ class SessionAdmission:
                 self.leases.end(session_id, gone=deleted or status == 404)
             elif deleted:
                 self.leases.ended(session_id)
+
+
+def _server(scope: Scope) -> str:
+    server = scope.get(SERVER_SCOPE_KEY)
+    return server if isinstance(server, str) else ROOT_SERVER
+
+
+async def _unknown_session(send: Send) -> None:
+    body = UNKNOWN_SESSION_BODY.encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 404, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _header(message: Message, name: bytes) -> str | None:

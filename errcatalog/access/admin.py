@@ -11,7 +11,7 @@ from django.db import models
 from errcatalog import input_limits
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create, client_token_grant_denial, client_token_revoke
-from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
+from errcatalog.vocabulary import ROOT_SERVER, SERVER_NAME_RULE, TOOL_NAME_RULE, is_server_name, is_tool_name
 
 # Short JSON lists (["send_email"]) fit on one line. Deeper nesting than the REST API accepts is
 # invalid JSON here too (the decoder would recurse into it and fail with a 500).
@@ -38,7 +38,7 @@ class ClientTokenForm(forms.ModelForm):
 
     class Meta:
         model = ClientToken
-        fields = ("name", "user", "tool_scope", *_RIGHTS)
+        fields = ("name", "user", "tool_scope", "servers", *_RIGHTS)
 
     def clean(self):
         cleaned = super().clean() or {}
@@ -67,6 +67,17 @@ class ClientTokenForm(forms.ModelForm):
             )
         return scope
 
+    def clean_servers(self):
+        # An empty box is every server, as [] is.
+        servers = self.cleaned_data["servers"] if self.cleaned_data.get("servers") is not None else []
+        # Names only, never checked against the upstreams there are now: a token may be made before its upstream,
+        # and a server it names that is not served is answered as unknown (404) like any other.
+        if not isinstance(servers, list) or not all(is_server_name(server) for server in servers):
+            raise ValidationError(
+                f'Give a list of server names ({SERVER_NAME_RULE}), e.g. ["", "git"], or [] for every server.'
+            )
+        return servers
+
 
 @admin.register(ClientToken)
 class ClientTokenAdmin(admin.ModelAdmin):
@@ -81,6 +92,7 @@ class ClientTokenAdmin(admin.ModelAdmin):
         # Reading the catalog is the default: the column would only make the list wider (it is a filter).
         "can_write_catalog",
         "can_read_metrics",
+        "servers_allowed",
         "created_at",
         "last_used_at",
         "revoked",
@@ -90,9 +102,9 @@ class ClientTokenAdmin(admin.ModelAdmin):
     list_select_related = ("user",)
     autocomplete_fields = ("user",)
     actions = ("revoke",)
-    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", *_RIGHTS)}),)
+    add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", "servers", *_RIGHTS)}),)
     fieldsets = (
-        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", *_RIGHTS)}),
+        (None, {"fields": ("name", "user", "key_prefix", "tool_scope", "servers", *_RIGHTS)}),
         ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
     )
 
@@ -124,6 +136,13 @@ class ClientTokenAdmin(admin.ModelAdmin):
             return ()
         return ("user", "key_prefix", "created_at", "last_used_at", "revoked_at")
 
+    @admin.display(description="Servers")
+    def servers_allowed(self, obj: ClientToken) -> str:
+        """The paths the key may use: every server, or its list (as paths, so /mcp itself reads as one)."""
+        if not obj.servers:
+            return "all"
+        return ", ".join("/mcp" if server == ROOT_SERVER else f"/mcp/{server}" for server in obj.servers)
+
     @admin.display(description="Revoked", boolean=True, ordering="revoked_at")
     def revoked(self, obj: ClientToken) -> bool:
         return obj.revoked
@@ -136,6 +155,7 @@ class ClientTokenAdmin(admin.ModelAdmin):
             user=obj.user,
             name=obj.name,
             tool_scope=obj.tool_scope,
+            servers=obj.servers,
             can_write_catalog=obj.can_write_catalog,
             can_read_metrics=obj.can_read_metrics,
             can_read_catalog=obj.can_read_catalog,

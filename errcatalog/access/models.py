@@ -20,6 +20,12 @@ class ClientToken(models.Model):
     tool_scope = models.JSONField(
         default=list, blank=True, help_text="MCP tools this key may call; empty allows every tool."
     )
+    servers = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='MCP servers this key may use, by name: "" for /mcp itself, an upstream\'s name for /mcp/<name>; '
+        "empty allows every server.",
+    )
     can_write_catalog = models.BooleanField(default=False, help_text="May create, change and delete catalog rows.")
     can_read_metrics = models.BooleanField(
         default=False,
@@ -58,3 +64,6 @@ class ClientToken(models.Model):
 
     def allows_tool(self, tool_name: str) -> bool:
         return not self.tool_scope or tool_name in self.tool_scope
+
+    def allows_server(self, server: str) -> bool:
+        return not self.servers or server in self.servers

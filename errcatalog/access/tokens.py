@@ -51,6 +51,8 @@ def client_token_grant_denial(
     staff only (their tokens read metrics anyway); the allocation opt-in needs the permission to change variants.
     Catalog writes need no rule here: a token writes only as far as its owner's model permissions go, checked at
     every request (``errcatalog.web.api.permissions``), and reporting outcomes stays within the token's tool scope.
+    A tool scope and a list of servers only ever narrow what a token may do (its owner may use every tool and
+    server), so they need no rule either.
     """
     if grantor.is_superuser:
         return None
@@ -73,6 +75,7 @@ def client_token_create(
     user,
     name: str,
     tool_scope: Iterable[str] = (),
+    servers: Iterable[str] = (),
     can_write_catalog: bool = False,
     can_read_metrics: bool = False,
     can_read_catalog: bool = True,
@@ -102,6 +105,7 @@ def client_token_create(
         key_prefix=raw_key[:8],
         key_hash=key_hash(raw_key),
         tool_scope=list(dict.fromkeys(tool_scope)),
+        servers=list(dict.fromkeys(servers)),
         can_write_catalog=can_write_catalog,
         can_read_metrics=can_read_metrics,
         can_read_catalog=can_read_catalog,

@@ -12,13 +12,14 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from errcatalog.gateway.secrets import is_secret_reference, upstream_binding
-from errcatalog.vocabulary import is_tool_name
+from errcatalog.vocabulary import SERVER_NAME_PATTERN, is_tool_name
 
 # A tool of upstream `git` named `status` is served as `git__status`: both parts stay within MCP's tool-name
 # characters, and two underscores rarely occur inside a tool's own name.
 TOOL_SEPARATOR = "__"
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# Also the path of the server that serves the upstream alone (``/mcp/<name>``): the vocabulary's rule.
+_NAME = re.compile(SERVER_NAME_PATTERN)
 # Environment variable names a record may refer to or hand to a child process.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # HTTP header names (RFC 9110 tokens); hop-by-hop and transport headers are ours to set.

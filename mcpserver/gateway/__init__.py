@@ -7,7 +7,9 @@ registry's kind (``pool``), and names every way an upstream can fail (``failures
 jobs is a module of its own: the circuit breaker (``breaker``), the SDK client's transports (``transport``), a stdio
 child's stderr (``stderr``), an upstream's requests for input relayed to our client (``elicitation``), what a
 result says (``results``) and a one-off check (``probe``); a relay of another feature gets one too.
-``served_tools`` is what the pipeline and ``tools/list`` read: our enabled tools and the upstreams', one mapping.
+``served_tools`` is what the pipeline and ``tools/list`` read at ``/mcp``: our enabled tools and the upstreams', one
+mapping; ``server_tools`` what they read at a server's path (``/mcp/<upstream>``: that upstream's tools alone, under
+their own names).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from errcatalog.vocabulary import ROOT_SERVER
 from mcpserver.gateway.pool import gateway
 from mcpserver.registry import ToolSpec
 
-__all__ = ["gateway", "served_tools"]
+__all__ = ["gateway", "served_tools", "server_tools"]
 
 _served: tuple[Mapping[str, ToolSpec], Mapping[str, ToolSpec], Mapping[str, ToolSpec]] | None = None
 
@@ -37,3 +40,31 @@ def served_tools(own: Mapping[str, ToolSpec]) -> Mapping[str, ToolSpec]:
         merged = MappingProxyType({**upstream, **own})
         served = _served = (own, upstream, merged)
     return served[2]
+
+
+# Each server's tools, with the served mapping they were taken from. Only served upstreams' names get past the guard;
+# the bound only guards memory.
+_views: dict[str, tuple[Mapping[str, ToolSpec], Mapping[str, ToolSpec]]] = {}
+_MAX_VIEWS = 256
+
+
+def server_tools(own: Mapping[str, ToolSpec], server: str) -> Mapping[str, ToolSpec]:
+    """The tools the server ``server`` serves, by the name it serves each under.
+
+    ``ROOT_SERVER`` (``/mcp``) serves ``served_tools(own)``. An upstream's server (``/mcp/<upstream>``) serves exactly
+    the tools of that upstream ``/mcp`` serves (its approved metadata; an own tool that takes its served name hides
+    it there too), each under its own name at the upstream. The values are the same ``ToolSpec``s, whose ``name`` is
+    the served name at ``/mcp``: the name a token's tool scope, classification rules and outcomes know the tool by.
+    Read on every call: rebuilt only when the served mapping is a new one.
+    """
+    served = served_tools(own)
+    if server == ROOT_SERVER:
+        return served
+    kept = _views.get(server)
+    if kept is not None and kept[0] is served:
+        return kept[1]
+    view = MappingProxyType({spec.upstream_tool: spec for spec in served.values() if spec.upstream == server})
+    if len(_views) >= _MAX_VIEWS:
+        _views.clear()
+    _views[server] = (served, view)
+    return view

@@ -266,6 +266,7 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         annotations=annotations,
         elicit=True,
         upstream=config.name,
+        upstream_tool=tool.name,
     )
 
 

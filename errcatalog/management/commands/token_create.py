@@ -1,5 +1,5 @@
 """``manage.py token_create --user U --name N [--write] [--metrics] [--no-catalog] [--report-outcomes
-[--count-for-allocation]] [--tool T ...]``: a client token.
+[--count-for-allocation]] [--tool T ...] [--server S ...]``: a client token.
 
 Its key is printed once, alone on stdout (so ``KEY=$(manage.py token_create ...)`` works); the explanation goes
 to stderr. The command is run by an operator at the server's shell, who may create a token for any user.
@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
 from errcatalog.safety import REDACTED, safe_identifier
+from errcatalog.vocabulary import SERVER_NAME_RULE, is_server_name
 
 
 class Command(BaseCommand):
@@ -53,6 +54,14 @@ class Command(BaseCommand):
             metavar="TOOL",
             help="Limit MCP calls to this tool; repeat for several. Without --tool every tool is allowed.",
         )
+        parser.add_argument(
+            "--server",
+            action="append",
+            default=[],
+            metavar="SERVER",
+            help="Limit the token to this MCP server: an upstream's name (/mcp/<name>), or '' for /mcp itself; "
+            "repeat for several. Without --server every server is allowed.",
+        )
 
     def handle(
         self,
@@ -65,6 +74,7 @@ class Command(BaseCommand):
         report_outcomes: bool,
         count_for_allocation: bool,
         tool: list[str],
+        server: list[str],
         **options,
     ) -> None:
         user_model = get_user_model()
@@ -79,12 +89,16 @@ class Command(BaseCommand):
         bad = [t for t in tool if safe_identifier(t) == REDACTED]
         if bad:
             raise CommandError(f"Not a tool name: {', '.join(map(repr, bad))}.")
+        bad = [s for s in server if not is_server_name(s)]
+        if bad:
+            raise CommandError(f"Not a server name ({SERVER_NAME_RULE}): {', '.join(map(repr, bad))}.")
         if count_for_allocation and not report_outcomes:
             raise CommandError("--count-for-allocation needs --report-outcomes: the token reports nothing otherwise.")
         token, raw_key = client_token_create(
             user=owner,
             name=name,
             tool_scope=tool,
+            servers=server,
             can_write_catalog=write,
             can_read_metrics=metrics,
             can_read_catalog=catalog,
@@ -92,6 +106,8 @@ class Command(BaseCommand):
             outcomes_count_for_allocation=count_for_allocation,
         )
         scope = ", ".join(token.tool_scope) if token.tool_scope else "all tools"
+        if token.servers:
+            scope += " on " + ", ".join(f"/mcp/{s}".rstrip("/") for s in token.servers)
         rights = "catalog read and write" if write else "catalog read-only"
         # A staff user's tokens read metrics whatever the flag says (errcatalog.web.api.views.MetricsReadAccess).
         if metrics:

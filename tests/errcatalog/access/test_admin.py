@@ -169,3 +169,59 @@ def test_the_token_service_refuses_a_grant_beyond_the_grantors_rights(token_keep
         client_token_create(user=superuser, name="x", can_write_catalog=True, granted_by=token_keeper)
     token, _ = client_token_create(user=token_keeper, name="mine", granted_by=token_keeper)
     assert token.user == token_keeper
+
+
+# --- Servers: which MCP server paths a token may use ---------------------------------------------------------------
+
+
+def test_a_superuser_limits_another_users_token_to_some_servers(client, superuser, plain_user):
+    client.force_login(superuser)
+    data = {"name": "minted", "user": plain_user.pk, "tool_scope": "[]", "servers": '["", "git"]'}
+    response = client.post(admin_url(ClientToken, "add"), data, follow=True)
+
+    assert response.status_code == 200
+    assert ClientToken.objects.get(name="minted").servers == ["", "git"]
+    listed = client.get(admin_url(ClientToken, "changelist")).content.decode()
+    assert "/mcp, /mcp/git" in listed
+
+
+def test_staff_limit_their_own_token_to_a_server_and_open_it_to_every_server_again(client, token_keeper):
+    client.force_login(token_keeper)
+    data = {"name": "minted", "user": token_keeper.pk, "tool_scope": "[]", "servers": '["git"]'}
+    client.post(admin_url(ClientToken, "add"), data, follow=True)
+    token = ClientToken.objects.get(name="minted")
+    assert token.servers == ["git"]
+
+    # Every server is no more than the token's owner holds: the owner may use them all.
+    data = {"name": "minted", "tool_scope": "[]", "servers": "[]", "can_read_catalog": "on"}
+    response = client.post(admin_url(ClientToken, "change", token.pk), data, follow=True)
+
+    assert response.status_code == 200
+    token.refresh_from_db()
+    assert token.servers == []
+    assert "all" in client.get(admin_url(ClientToken, "changelist")).content.decode()
+
+
+def test_staff_cannot_change_the_servers_of_another_users_token(client, token_keeper, superuser):
+    token, _key = client_token_create(user=superuser, name="root's laptop", servers=["git"])
+    client.force_login(token_keeper)
+
+    data = {"name": "root's laptop", "tool_scope": "[]", "servers": "[]", "can_read_catalog": "on"}
+    response = client.post(admin_url(ClientToken, "change", token.pk), data)
+
+    assert response.status_code == 403
+    token.refresh_from_db()
+    assert token.servers == ["git"]
+
+
+@pytest.mark.parametrize(
+    "servers", ['["../git"]', '["GIT"]', '["git/x"]', '["/mcp"]', f'["{"g" * 65}"]', '"git"', "[1]", '[["git"]]']
+)
+def test_a_server_list_of_anything_but_server_names_is_refused_at_its_field(client, token_keeper, servers):
+    client.force_login(token_keeper)
+    data = {"name": "minted", "user": token_keeper.pk, "tool_scope": "[]", "servers": servers}
+    response = client.post(admin_url(ClientToken, "add"), data)
+
+    assert response.status_code == 200
+    assert "Give a list of server names" in str(response.context["adminform"].form.errors["servers"])
+    assert not ClientToken.objects.filter(name="minted").exists()

@@ -196,3 +196,22 @@ def test_token_create_count_for_allocation_needs_report_outcomes(plain_user):
 def test_tokens_do_not_report_outcomes_unless_created_to(plain_user):
     token, _key = client_token_create(user=plain_user, name="laptop")
     assert not token.can_report_outcomes and not token.outcomes_count_for_allocation
+
+
+def test_token_create_limits_a_token_to_the_servers_named(plain_user):
+    out, err = StringIO(), StringIO()
+    call_command("token_create", "--user", "reader", "--name", "ide", "--server", "", "--server", "git",
+                 stdout=out, stderr=err)  # fmt: skip
+
+    token = client_token_authenticate(out.getvalue().strip())
+    assert token.servers == ["", "git"]
+    assert token.allows_server("") and token.allows_server("git") and not token.allows_server("time")
+    assert "on /mcp, /mcp/git" in err.getvalue()
+    assert client_token_create(user=plain_user, name="all")[0].allows_server("anything")
+
+
+@pytest.mark.parametrize("server", ["GIT", "../git", "git/x", "/mcp", "g" * 65, "git\n"])
+def test_token_create_refuses_a_server_that_is_no_server_name(plain_user, server):
+    with pytest.raises(CommandError, match="Not a server name"):
+        call_command("token_create", "--user", "reader", "--name", "ide", "--server", server, stdout=StringIO())
+    assert not ClientToken.objects.filter(name="ide").exists()
