@@ -10,7 +10,8 @@ that did not ask gets nothing, and the upstream is not asked.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from errcatalog.safety import redacted_for_people
 
@@ -18,19 +19,23 @@ logger = logging.getLogger("mcpserver.gateway")
 
 # A progress notification's message as our client's user sees it, at most.
 PROGRESS_MESSAGE_MAX_CHARS = 500
-# How a call reports progress: the SDK client's progress callback, and ``ToolContext.progress``.
-Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
-def relaying_progress(progress: Progress, *, upstream: str, secrets: Sequence[str]) -> Progress:
-    """The SDK client's progress callback for one forwarded call, relaying to ``progress``. A client that went away
+class Progress(Protocol):
+    """How a call reports progress: the SDK client's progress callback, and ``ToolContext.progress``."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
+def relaying_progress(report: Progress, *, upstream: str, secrets: Sequence[str]) -> Progress:
+    """The SDK client's progress callback for one forwarded call, relaying to ``report``. A client that went away
     meanwhile costs the call nothing: the call goes on, and ends as it ends."""
 
-    async def relay(value: float, total: float | None, message: str | None) -> None:
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
         if message is not None:
             message = redacted_for_people(message, known=secrets, limit=PROGRESS_MESSAGE_MAX_CHARS)
         try:
-            await progress(value, total, message)
+            await report(progress, total, message)
         except Exception as exc:
             logger.debug("Upstream %s: a progress notification was not relayed (%s)", upstream, type(exc).__name__)
 
