@@ -46,6 +46,7 @@ from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
 from mcpserver.gateway import gateway, server_tools
 from mcpserver.locale import requested_locales
+from mcpserver.offerings import UpstreamOfferings
 from mcpserver.pipeline import call_tool
 from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
@@ -299,9 +300,12 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
     extension_handlers = {
         name: handler for extension in autodiscover_extensions() for name, handler in extension.handlers.items()
     }
-    reader = CatalogReader(feed, {name: extension_handlers[name] for name in HANDLED if name in extension_handlers})
-    # Resources, prompts and completion as /mcp serves them, and as an upstream's own path does (none yet).
-    handlers = view_handlers({**extension_handlers, **reader.handlers()})
+    # /mcp's resources, prompts and completion: the catalog's, then the upstreams', then the extensions'.
+    offerings = UpstreamOfferings(feed, extension_handlers)
+    upstreams = offerings.at_root()
+    reader = CatalogReader(feed, {name: upstreams[name] for name in HANDLED})
+    # At an upstream's own path, its own (mcpserver.virtual_servers).
+    handlers = view_handlers({**extension_handlers, **upstreams, **reader.handlers()}, offerings.at_upstream())
     # The SDK types each on_* handler keyword on its own; ours and the extensions' go over as one mapping.
     server = _Server(  # type: ignore[call-overload]
         SERVER_NAME,
@@ -309,7 +313,7 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=handle_call_tool,
-        on_subscriptions_listen=feed.listen,
+        on_subscriptions_listen=offerings.listening(feed.listen),
         get_tool_input_schema=tool_input_schema,
         **handlers,
     )

@@ -11,9 +11,8 @@ A request's path names its server (``server_of_path``): ``ROOT_SERVER`` for ``/m
   (``mcpserver.gateway.server_tools``: an upstream's tools under their own names, the pipeline unchanged);
   ``view_handlers`` below answers resources, prompts and completion.
 
-Resources, prompts and completions of an upstream are not relayed yet: at an upstream's path lists are empty and a
-read, subscription or prompt is answered as an unknown one is at ``/mcp``. Relaying the upstream's own takes the
-place of ``_AT_AN_UPSTREAM``'s answers.
+At an upstream's path, resources, prompts and completion are the upstream's own, relayed (``mcpserver.offerings``,
+whose handlers ``view_handlers`` puts in place of ``/mcp``'s there).
 """
 
 from __future__ import annotations
@@ -21,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND
 
 from errcatalog.vocabulary import ROOT_SERVER, is_server_name
 from mcpserver.auth import request_server
-from mcpserver.reference import unknown_error
 
 MCP_PATH = "/mcp"
 SERVER_PATH_PREFIX = MCP_PATH + "/"
@@ -48,60 +47,23 @@ def server_of_path(path: str) -> str | None:
     return name if name and is_server_name(name) else None
 
 
-async def _no_resources(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
-    return types.ListResourcesResult(resources=[])
-
-
-async def _no_templates(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourceTemplatesResult:
-    return types.ListResourceTemplatesResult(resource_templates=[])
-
-
-async def _no_prompts(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListPromptsResult:
-    return types.ListPromptsResult(prompts=[])
-
-
-async def _unknown_resource(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ReadResourceResult:
-    raise await unknown_error(ctx)
-
-
-async def _unsubscribed(ctx: ServerRequestContext[Any, Any], params: Any) -> types.EmptyResult:
-    return types.EmptyResult()
-
-
-async def _unknown_prompt(ctx: ServerRequestContext[Any, Any], params: Any) -> types.GetPromptResult:
-    raise await unknown_error(ctx, prompt=True)
-
-
-async def _no_completion(ctx: ServerRequestContext[Any, Any], params: Any) -> types.CompleteResult:
-    return types.CompleteResult(completion=types.Completion(values=[]))
-
-
-# What an upstream's server answers instead of ``/mcp``'s handler of the same SDK keyword.
-_AT_AN_UPSTREAM: Mapping[str, Handler] = {
-    "on_list_resources": _no_resources,
-    "on_list_resource_templates": _no_templates,
-    "on_read_resource": _unknown_resource,
-    "on_subscribe_resource": _unknown_resource,
-    "on_unsubscribe_resource": _unsubscribed,
-    "on_list_prompts": _no_prompts,
-    "on_get_prompt": _unknown_prompt,
-    "on_completion": _no_completion,
-}
-
-
-def view_handlers(handlers: Mapping[str, Handler]) -> dict[str, Handler]:
-    """``handlers`` (the SDK ``Server`` keywords of ``/mcp``), each of resources, prompts and completion answered at an
-    upstream's path as that server answers it (see the module docstring); the others unchanged."""
+def view_handlers(handlers: Mapping[str, Handler], at_upstream: Mapping[str, Handler]) -> dict[str, Handler]:
+    """``handlers`` (the SDK ``Server`` keywords of ``/mcp``), each one ``at_upstream`` also names answered at an
+    upstream's path by that handler instead (``mcpserver.offerings``: the upstream's own resources, prompts and
+    completions); the others unchanged. A keyword only ``at_upstream`` names is served at upstreams' paths alone."""
+    names = handlers.keys() | at_upstream.keys()
     return {
-        name: _at_root_only(handler, _AT_AN_UPSTREAM[name]) if name in _AT_AN_UPSTREAM else handler
-        for name, handler in handlers.items()
+        name: _at_root_only(handlers.get(name), at_upstream[name]) if name in at_upstream else handlers[name]
+        for name in names
     }
 
 
-def _at_root_only(handler: Handler, at_upstream: Handler) -> Handler:
+def _at_root_only(handler: Handler | None, at_upstream: Handler) -> Handler:
     async def handle(ctx: ServerRequestContext[Any, Any], params: Any) -> Any:
-        if request_server(ctx.request) == ROOT_SERVER:
-            return await handler(ctx, params)
-        return await at_upstream(ctx, params)
+        if request_server(ctx.request) != ROOT_SERVER:
+            return await at_upstream(ctx, params)
+        if handler is None:
+            raise MCPError(METHOD_NOT_FOUND, "Method not found")
+        return await handler(ctx, params)
 
     return handle

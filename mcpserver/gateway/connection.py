@@ -13,10 +13,11 @@ to the upstream, where relays of one call plug in (its elicitations: ``elicitati
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -40,6 +41,7 @@ from errcatalog.gateway.selectors import UpstreamConfig
 from errcatalog.gateway.services import HealthReport
 from errcatalog.safety import redacted_for_people
 from errcatalog.vocabulary import is_tool_name
+from mcpserver.gateway import notices
 from mcpserver.gateway.breaker import CircuitBreaker
 from mcpserver.gateway.elicitation import Ask, Asker, RoundTrip, asking, relay_elicitation, round_trip_call
 from mcpserver.gateway.failures import (
@@ -249,6 +251,8 @@ class UpstreamConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):  # a 2025-11-25 session's
             self._tools_changed()
+        elif isinstance(message, notices.HEARD):  # its resources' and prompts' changes, for our clients
+            notices.heard(self.config.name, message)
 
     def _tools_changed(self) -> None:
         self._refresh = True
@@ -380,35 +384,18 @@ class UpstreamConnection:
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
-        with asking(ask) as asker:
-            try:
-                with anyio.fail_after(self.config.timeout_seconds):
-                    async with self.limiter:
-                        client = await self._client_or_wait()
-                        poster = self._poster
-                        self.in_flight += 1
-                        self._askers.append(asker)
-                        try:
-                            result = await self._forward(client, poster, tool, arguments, round_trip, progress)
-                        finally:
-                            self.in_flight -= 1
-                            self._askers.remove(asker)
-            except TimeoutError:
-                self.breaker.failed()
-                raise self._noted(
-                    UpstreamTimeout(name, f"no answer from {tool} within {self.config.timeout_seconds:g} s")
-                ) from None
-            except MCPError as exc:
-                raise self._jsonrpc_failure(exc) from None
-            except UpstreamConnectionError:
-                self.breaker.failed()
-                raise
-            except (ValidationError, ValueError) as exc:  # the answer is not MCP (pydantic, JSON)
-                self.breaker.succeeded()  # it answered: the transport works
-                raise self._noted(UpstreamProtocolError(name, exc, secrets=self._secrets)) from None
-            except (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self._connection_lost()
-                raise self._noted(UpstreamConnectionError(name, exc, secrets=self._secrets)) from None
+        with asking(ask) as asker, self._classified(tool):
+            with anyio.fail_after(self.config.timeout_seconds):
+                async with self.limiter:
+                    client = await self.client_for()
+                    poster = self._poster
+                    self.in_flight += 1
+                    self._askers.append(asker)
+                    try:
+                        result = await self._forward(client, poster, tool, arguments, round_trip, progress)
+                    finally:
+                        self.in_flight -= 1
+                        self._askers.remove(asker)
         self.breaker.succeeded()
         if isinstance(result, types.InputRequiredResult):
             return result
@@ -417,6 +404,54 @@ class UpstreamConnection:
                 name, result_text(result), tool=tool, secrets=self._secrets, code=envelope_code(result)
             )
         return without_protocol_meta(result)
+
+    async def request[T](self, what: str, send: Callable[[Client], Awaitable[T]]) -> T:
+        """One request other than a tool call (a resource read, a prompt, a completion: ``offerings``), sent by ``send``
+        over the session ``client_for`` gives, within the upstream's circuit breaker, concurrency limit and timeout;
+        every way it fails is an ``UpstreamError``, classified exactly as a call's failure is."""
+        wait = self.breaker.refusal()
+        if wait is not None:
+            raise UpstreamUnavailable(self.config.name, "circuit open", retry_after=max(1, round(wait)))
+        with self._classified(what):
+            with anyio.fail_after(self.config.timeout_seconds):
+                async with self.limiter:
+                    client = await self.client_for()
+                    self.in_flight += 1
+                    try:
+                        result = await send(client)
+                    finally:
+                        self.in_flight -= 1
+        self.breaker.succeeded()
+        return result
+
+    async def client_for(self) -> Client:
+        """The SDK client a request goes to the upstream over: the process's one session, waited for while it
+        connects."""
+        return await self._client_or_wait()
+
+    @contextlib.contextmanager
+    def _classified(self, what: str) -> Iterator[None]:
+        """Every way a request to the upstream can fail, as the ``UpstreamError`` the catalog's rules classify; the
+        circuit breaker and the connection's health are told as they go."""
+        name = self.config.name
+        try:
+            yield
+        except TimeoutError:
+            self.breaker.failed()
+            raise self._noted(
+                UpstreamTimeout(name, f"no answer from {what} within {self.config.timeout_seconds:g} s")
+            ) from None
+        except MCPError as exc:
+            raise self._jsonrpc_failure(exc) from None
+        except UpstreamConnectionError:
+            self.breaker.failed()
+            raise
+        except (ValidationError, ValueError) as exc:  # the answer is not MCP (pydantic, JSON)
+            self.breaker.succeeded()  # it answered: the transport works
+            raise self._noted(UpstreamProtocolError(name, exc, secrets=self._secrets)) from None
+        except (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            self._connection_lost()
+            raise self._noted(UpstreamConnectionError(name, exc, secrets=self._secrets)) from None
 
     async def _forward(
         self,

@@ -37,6 +37,7 @@ from errcatalog.gateway.services import (
 from mcpserver.calls import current_tool_call
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.elicitation import RoundTrip
+from mcpserver.gateway.offerings import remember_links
 from mcpserver.registry import ToolSpec
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -250,9 +251,12 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         )
         # The upstream reports progress only to a client that asked for it, on the request that asked.
         progress = call.context.progress if call.wants_progress else None
-        return await connection.call(
+        result = await connection.call(
             upstream_name, arguments, ask=call.context.elicit, round_trip=round_trip, progress=progress
         )
+        # Its resource links stay as they are; /mcp reads them at this upstream for this client.
+        remember_links(config.name, call.client.key if call.client else None, result)
+        return result
 
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
     return ToolSpec(

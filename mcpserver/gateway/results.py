@@ -43,7 +43,7 @@ def envelope_code(result: types.CallToolResult) -> str | None:
     return None
 
 
-def without_protocol_meta(result: types.CallToolResult) -> types.CallToolResult:
+def without_protocol_meta[R: types.Result](result: R) -> R:
     """``result`` without the protocol's own metadata (the upstream's server info), which describes the upstream's
     answer, not ours."""
     if result.meta and any(key.startswith(_PROTOCOL_META) for key in result.meta):

@@ -182,22 +182,29 @@ def test_a_tool_scope_names_tools_as_mcp_serves_them_at_every_server(served):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_an_upstreams_server_serves_no_resources_or_prompts_yet(served, mode):
+def test_an_upstreams_server_serves_its_own_resources_and_prompts_not_the_catalogs(served, mode):
     async def scenario(client):
         resources = (await client.list_resources()).resources
         prompts = (await client.list_prompts()).prompts
+        greeting = await client.read_resource("note://greeting")
         with pytest.raises(MCPError) as read:
             await client.read_resource("errcatalog://codes/RATE_LIMIT")
         with pytest.raises(MCPError) as prompt:
             await client.get_prompt("MISSING_PARAMETER", {})
-        return resources, prompts, read.value.error.code, prompt.value.error.code
+        return resources, prompts, greeting, read.value.error.code, prompt.value.error.code
 
-    resources, prompts, read_code, prompt_code = _run(_at(served, "web"), scenario, mode)
-    assert resources == [] and prompts == []
-    assert read_code in (-32002, -32602) and prompt_code == -32602
-    # /mcp itself still serves the catalog's.
+    resources, prompts, greeting, read_code, prompt_code = _run(_at(served, "web"), scenario, mode)
+    assert {r.uri for r in resources} == {"note://greeting", "note://fail"}
+    assert {p.name for p in prompts} == {"fail_prompt"}
+    assert greeting.contents[0].text == "hello from the upstream"
+    # The upstream's own answers, classified by the catalog's rules: the SDK's MCPServer says -32602 for an unknown
+    # resource and -32603 for an unknown prompt.
+    assert read_code in (-32002, -32602) and prompt_code == -32603
+    # /mcp itself still serves the catalog's, and the upstream's beside them.
     root_resources = _run(_at(served, ""), lambda client: client.list_resources(), mode).resources
-    assert any(r.uri == "errcatalog://codes/RATE_LIMIT" for r in root_resources)
+    assert {"errcatalog://codes/RATE_LIMIT", "errcatalog-upstream://web/note://greeting"} <= {
+        r.uri for r in root_resources
+    }
 
 
 def test_the_outcome_is_recorded_under_the_tools_name_at_mcp(served):

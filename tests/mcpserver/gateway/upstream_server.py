@@ -1,8 +1,9 @@
 """An upstream MCP server for the gateway's tests, written with the SDK's MCPServer as people write theirs.
 
-``python upstream_server.py stdio`` or ``python upstream_server.py http PORT``. Besides tools that work, it has
-tools that fail in every way an upstream can, with hostile text (prompt injections, secrets, HTML, markdown links,
-100 kB) in every error, so the tests can check that none of it reaches a model.
+``python upstream_server.py stdio`` or ``python upstream_server.py http PORT``. Besides tools (and a
+resource) that work, it has tools that fail in every way an upstream can, and a resource and a prompt that fail,
+with hostile text (prompt injections, secrets, HTML, markdown links, 100 kB) in every error, so the tests can check
+that none of it reaches a model.
 """
 
 from __future__ import annotations
@@ -138,6 +139,24 @@ def die() -> str:
     sys.stderr.write(f"dying: {HOSTILE}\n")
     sys.stderr.flush()
     os._exit(3)
+
+
+@server.resource("note://greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A resource that reads well."""
+    return "hello from the upstream"
+
+
+@server.resource("note://fail")
+def fail_resource() -> str:
+    """A resource whose read fails with hostile text."""
+    raise MCPError(-32603, HOSTILE, {"leak": SECRET})
+
+
+@server.prompt()
+def fail_prompt() -> str:
+    """A prompt whose get fails with hostile text."""
+    raise MCPError(-32603, HOSTILE, {"leak": SECRET})
 
 
 if __name__ == "__main__":
