@@ -216,6 +216,30 @@ def test_import_writes_the_upstreams_of_a_document_and_seals_a_clear_value(tmp_p
     assert "create upstream" not in run("catalog_import", str(path), verbosity=2)  # the same value: unchanged
 
 
+def test_a_documents_upstream_may_switch_off_its_relays_and_the_export_keeps_them(tmp_path, default_document):
+    run("catalog_load_defaults")
+    entry = {"name": "web", "prefix": "web", "transport": "http", "url": "https://mcp.example.com/mcp"}
+    quiet = {"name": "quiet", "prefix": "quiet", "transport": "http", "url": "https://q.example.com/mcp",
+             "relay_sampling": False, "relay_roots": False}  # fmt: skip
+    run("catalog_import", str(write(tmp_path / "c.yaml", _upstream_document(default_document, entry, quiet))))
+
+    web, off = Upstream.objects.get(name="web"), Upstream.objects.get(name="quiet")
+    assert (web.relay_sampling, web.relay_roots) == (True, True)  # the default: relayed
+    assert (off.relay_sampling, off.relay_roots) == (False, False)
+    run("catalog_export", "-o", str(tmp_path / "out.json"))
+    exported = {u["name"]: u for u in json.loads((tmp_path / "out.json").read_text())["upstreams"]}
+    assert exported["quiet"]["relay_sampling"] is False and exported["web"]["relay_roots"] is True
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_a_relay_switch_that_is_not_a_boolean_is_refused(tmp_path, default_document, value):
+    run("catalog_load_defaults")
+    entry = {"name": "web", "prefix": "web", "transport": "http", "url": "https://x.example/mcp", "relay_roots": value}
+    with pytest.raises(CommandError, match="relay_roots"):
+        run("catalog_import", str(write(tmp_path / "c.json", _upstream_document(default_document, entry))))
+    assert not Upstream.objects.exists()
+
+
 def test_import_replace_deletes_upstreams_only_when_the_document_lists_upstreams(tmp_path, default_document):
     run("catalog_load_defaults")
     upstream_create(actor=None, name="old", prefix="old", transport="http", url="https://old.example.com/mcp")
