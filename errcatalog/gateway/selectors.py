@@ -43,7 +43,7 @@ class UpstreamConfig:
     tools: frozenset[str] | None  # None: every tool the upstream lists
     # Relayed to the clients that declared them (``Upstream.relay_sampling``, ``relay_roots``); off, not declared.
     relay_sampling: bool = True
-    relay_roots: bool = True
+    relay_roots: bool = False
 
     @property
     def binding(self) -> str:

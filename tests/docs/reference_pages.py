@@ -549,7 +549,8 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
         "the client's user approves each). Off: not declared to it, so its tools that need it are not listed."
     ),
     ("upstream", "relay_roots"): (
-        "Relay its requests for the client's roots to the clients that declared roots. Off: not declared to it."
+        "Relay its requests for the client's roots to the clients that declared roots. Off (the default): not "
+        "declared to it; while one upstream session serves every client, another client's call could see them."
     ),
 }
 
