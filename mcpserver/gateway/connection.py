@@ -41,7 +41,15 @@ from errcatalog.gateway.services import HealthReport
 from errcatalog.safety import redacted_for_people
 from errcatalog.vocabulary import is_tool_name
 from mcpserver.gateway.breaker import CircuitBreaker
-from mcpserver.gateway.elicitation import Ask, Asker, RoundTrip, asking, relay_elicitation, round_trip_call
+from mcpserver.gateway.elicitation import (
+    Ask,
+    Asker,
+    CallersClient,
+    RoundTrip,
+    asking,
+    relay_elicitation,
+    round_trip_call,
+)
 from mcpserver.gateway.failures import (
     CONNECTION_CODES,
     UpstreamConnectionError,
@@ -57,6 +65,8 @@ from mcpserver.gateway.failures import (
 )
 from mcpserver.gateway.progress import Progress, relaying_progress
 from mcpserver.gateway.results import envelope_code, result_text, without_protocol_meta
+from mcpserver.gateway.roots import relay_roots
+from mcpserver.gateway.sampling import relay_sampling
 from mcpserver.gateway.stderr import ChildStderr
 from mcpserver.gateway.transport import http_transport, proxied, stdio_transport
 from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER
@@ -221,6 +231,9 @@ class UpstreamConnection:
             cache=None,
             message_handler=self._on_message,
             elicitation_callback=self._on_elicitation,
+            # Declared to the upstream only where its record relays them (``sampling``, ``roots``).
+            sampling_callback=self._on_sampling if config.relay_sampling else None,
+            list_roots_callback=self._on_list_roots if config.relay_roots else None,
             client_info=types.Implementation(name="errcatalog-gateway", version="1"),
             # Bounds the handshake and tool listings (a cancel scope cannot: the session's task group outlives
             # this call); a call's own, shorter deadline is ``call``'s.
@@ -245,6 +258,16 @@ class UpstreamConnection:
     async def _on_elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """An upstream asks for input: relayed to the user of the call it belongs to (``elicitation``)."""
         return await relay_elicitation(params, self._askers, self._secrets)
+
+    async def _on_sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """An upstream asks for a completion: relayed to the client of the call it belongs to (``sampling``)."""
+        return await relay_sampling(params, self._askers, self.config.name, self._secrets)
+
+    async def _on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        """An upstream asks for the roots: those of the client of the call it belongs to (``roots``)."""
+        return await relay_roots(self._askers)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):  # a 2025-11-25 session's
@@ -365,11 +388,13 @@ class UpstreamConnection:
         ask: Ask | None = None,
         round_trip: RoundTrip | None = None,
         progress: Progress | None = None,
+        callers_client: CallersClient | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``.
 
         ``ask`` relays an elicitation the upstream makes during the call to our client (``elicitation``); without
-        it, one is declined. The call's timeout includes the time the user takes to answer. With ``round_trip``
+        it, one is declined; ``callers_client`` relays its sampling and roots requests (``sampling``, ``roots``). The
+        call's timeout includes the time the user takes to answer. With ``round_trip``
         (our client speaks 2026-07-28 and takes forms), a 2026-07-28 upstream's input request comes back as our own
         ``InputRequiredResult`` for the client to answer, and the answer in the client's next call goes back to the
         upstream with the upstream's state (``elicitation.round_trip_call``). With ``progress`` (our client asked for
@@ -380,7 +405,7 @@ class UpstreamConnection:
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
-        with asking(ask) as asker:
+        with asking(ask, callers_client) as asker:
             try:
                 with anyio.fail_after(self.config.timeout_seconds):
                     async with self.limiter:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.client import Client
@@ -45,11 +45,30 @@ _RELAY_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 Ask = Callable[[str, Mapping[str, Any]], Awaitable[UserAnswer]]
 
 
+class CallersClient(Protocol):
+    """What a forwarded call's client may be asked besides a form (``mcpserver.server``'s tool context): each raises
+    ``ClientCannotAnswer`` when the client did not declare it or cannot take a request on this call."""
+
+    async def create_message(self, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        """``sampling/createMessage`` to the client, tied to the call (``sampling``)."""
+        ...
+
+    async def list_roots(self) -> types.ListRootsResult:
+        """``roots/list`` to the client, tied to the call (``roots``)."""
+        ...
+
+    async def elicit_url(self, params: types.ElicitRequestURLParams) -> types.ElicitResult:
+        """A URL-mode ``elicitation/create`` to the client, tied to the call."""
+        ...
+
+
 @dataclass(eq=False)
 class Asker:
-    """One forwarded call's way to ask its client's user; ``ask`` is None when the call has none."""
+    """One forwarded call's way to ask its client's user; ``ask`` is None when the call has none, ``client`` when
+    nothing else may be asked of its client."""
 
     ask: Ask | None
+    client: CallersClient | None = None
 
 
 # The asker of the call this task forwards. A 2026-07-28 upstream asks for input in its answer to the call, and the
@@ -58,14 +77,27 @@ _ASKER: ContextVar[Asker | None] = ContextVar("upstream_asker", default=None)
 
 
 @contextlib.contextmanager
-def asking(ask: Ask | None) -> Iterator[Asker]:
-    """The asker of the call forwarded inside the block, found by ``relay_elicitation`` in this task."""
-    asker = Asker(ask)
+def asking(ask: Ask | None, client: CallersClient | None = None) -> Iterator[Asker]:
+    """The asker of the call forwarded inside the block, found by ``caller`` in this task."""
+    asker = Asker(ask, client)
     token = _ASKER.set(asker)
     try:
         yield asker
     finally:
         _ASKER.reset(token)
+
+
+def caller(in_flight: Sequence[Asker]) -> Asker | None:
+    """The asker of the call an upstream's request belongs to, or None when that cannot be told.
+
+    A 2026-07-28 upstream's request is found by its calling task. A 2025-11-25 upstream sends its request on the
+    session, with nothing the SDK passes on that names the call: it belongs to the only call in flight on the
+    connection (``in_flight``), and to none when there are several, or none.
+    """
+    asker = _ASKER.get()
+    if asker is None and len(in_flight) == 1:
+        asker = in_flight[0]
+    return asker
 
 
 async def relay_elicitation(
@@ -74,13 +106,9 @@ async def relay_elicitation(
     """An upstream asks for input: relayed to the user of the call it belongs to when that call's client can answer,
     else declined.
 
-    A 2026-07-28 upstream's request is found by its calling task. A 2025-11-25 upstream sends its request on the
-    session, with nothing the SDK passes on that names the call: it is relayed only while a single call is in flight
-    on the connection (``in_flight``), and declined when it could belong to several.
+    The call is found by ``caller``: a request that could belong to several is declined.
     """
-    asker = _ASKER.get()
-    if asker is None and len(in_flight) == 1:
-        asker = in_flight[0]
+    asker = caller(in_flight)
     if asker is None or asker.ask is None or not isinstance(params, types.ElicitRequestFormParams):
         return types.ElicitResult(action="decline")
     message = redacted_for_people(params.message, known=secrets, limit=ELICITATION_MESSAGE_MAX_CHARS)

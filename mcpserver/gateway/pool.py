@@ -251,7 +251,12 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         # The upstream reports progress only to a client that asked for it, on the request that asked.
         progress = call.context.progress if call.wants_progress else None
         return await connection.call(
-            upstream_name, arguments, ask=call.context.elicit, round_trip=round_trip, progress=progress
+            upstream_name,
+            arguments,
+            ask=call.context.elicit,
+            round_trip=round_trip,
+            progress=progress,
+            callers_client=call.context,
         )
 
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
