@@ -101,6 +101,7 @@ def _tool(spec: ToolSpec, name: str) -> types.Tool:
         input_schema=dict(spec.listed_input_schema),
         output_schema=dict(spec.output_schema) if spec.output_schema else None,
         annotations=annotations,
+        execution=types.ToolExecution.model_validate(spec.execution, by_name=False) if spec.execution else None,
     )
 
 
@@ -476,7 +477,15 @@ async def _load_catalog() -> CatalogSnapshot | None:
 def _tools_digest() -> str:
     """Changes exactly when ``tools/list`` would answer differently (for some token)."""
     listed = [
-        (name, spec.title, spec.description, spec.listed_input_schema, spec.output_schema, spec.annotations)
+        (
+            name,
+            spec.title,
+            spec.description,
+            spec.listed_input_schema,
+            spec.output_schema,
+            spec.annotations,
+            spec.execution,
+        )
         for name, spec in sorted(_enabled_tools().items())
     ]
     return hashlib.sha256(json.dumps(listed, sort_keys=True, default=str).encode()).hexdigest()

@@ -45,10 +45,9 @@ from mcpserver.gateway.elicitation import (
     Ask,
     Asker,
     CallersClient,
-    RoundTrip,
+    UrlElicitationRequired,
     asking,
     relay_elicitation,
-    round_trip_call,
 )
 from mcpserver.gateway.failures import (
     CONNECTION_CODES,
@@ -66,6 +65,7 @@ from mcpserver.gateway.failures import (
 from mcpserver.gateway.progress import Progress, relaying_progress
 from mcpserver.gateway.results import envelope_code, result_text, without_protocol_meta
 from mcpserver.gateway.roots import relay_roots
+from mcpserver.gateway.round_trip import RoundTrip, round_trip_call
 from mcpserver.gateway.sampling import relay_sampling
 from mcpserver.gateway.stderr import ChildStderr
 from mcpserver.gateway.transport import http_transport, proxied, stdio_transport
@@ -397,7 +397,7 @@ class UpstreamConnection:
         call's timeout includes the time the user takes to answer. With ``round_trip``
         (our client speaks 2026-07-28 and takes forms), a 2026-07-28 upstream's input request comes back as our own
         ``InputRequiredResult`` for the client to answer, and the answer in the client's next call goes back to the
-        upstream with the upstream's state (``elicitation.round_trip_call``). With ``progress`` (our client asked for
+        upstream with the upstream's state (``round_trip.round_trip_call``). With ``progress`` (our client asked for
         progress), the upstream is asked too, and its notifications are relayed (``progress``). A call whose task is
         cancelled (our client cancelled it, or went away) is cancelled upstream by the SDK client and frees its slot.
         """
@@ -456,7 +456,7 @@ class UpstreamConnection:
         (a progress callback, cancellation) plugs in here, on each way.
 
         A 2026-07-28 call whose input requests our client answers goes round trip by round trip
-        (``elicitation.round_trip_call``); another 2026-07-28 call over HTTP is posted beside the SDK's session
+        (``round_trip.round_trip_call``); another 2026-07-28 call over HTTP is posted beside the SDK's session
         (``mcpserver.sdk_internals.poster``, when the SDK's fast paths are on); everything else is the SDK client's
         ``call_tool``, which is also how a call that relays progress goes (the poster reads no notifications).
         """
@@ -533,6 +533,8 @@ class UpstreamConnection:
             # The SDK's client stands in for an answer it could not read: not the upstream's JSON-RPC error (whose
             # catalog text would tell the model that its own request was malformed) but an answer that is not MCP.
             return UpstreamProtocolError(name, exc.message, secrets=self._secrets)
+        if exc.code == types.URL_ELICITATION_REQUIRED:  # its URLs, for a client that can open them (``elicitation``)
+            return UrlElicitationRequired(name, exc.data, exc.message, secrets=self._secrets)
         return UpstreamJsonRpcError(
             name, f"{exc.code}: {exc.message}", said=exc.message, secrets=self._secrets, jsonrpc_code=exc.code
         )

@@ -82,7 +82,7 @@ def test_load_defaults_creates_what_is_missing(default_document):
 def test_load_defaults_does_not_bring_back_what_an_editor_deleted_but_reset_does(default_document):
     run("catalog_load_defaults")
     models.ClassificationRule.objects.get(position=10).delete()
-    models.ErrorCode.objects.get(code="MISSING_CLIENT_CAPABILITY").delete()
+    models.ErrorCode.objects.get(code="UNSUPPORTED_PROTOCOL_VERSION").delete()  # a code no rule names
     models.ParameterHint.objects.get(tool="web_search", parameter="query").delete()
     timeout = models.ErrorCode.objects.get(code="TIMEOUT")
     models.TemplateVariant.objects.create(error_code=timeout, name="short", message="Too slow.", instruction="Retry.")
@@ -92,7 +92,7 @@ def test_load_defaults_does_not_bring_back_what_an_editor_deleted_but_reset_does
     assert "0 created" in output and "5 skipped (deleted by an editor)" in output
     assert list(timeout.variants.values_list("name", flat=True)) == ["short"]
     assert not models.ClassificationRule.objects.filter(position=10).exists()
-    assert not models.ErrorCode.objects.filter(code="MISSING_CLIENT_CAPABILITY").exists()
+    assert not models.ErrorCode.objects.filter(code="UNSUPPORTED_PROTOCOL_VERSION").exists()
     assert not models.ParameterHint.objects.filter(tool="web_search").exists()
 
     output = run("catalog_load_defaults", "--reset")

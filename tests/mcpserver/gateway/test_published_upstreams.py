@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.config.served_app import ServedApp, add_classification_rule, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import CeleryWorkerProcess, wait_until
@@ -413,3 +414,117 @@ def test_an_upstream_whose_relays_are_off_does_not_list_the_tools_that_need_them
     # As server-everything lists its tools directly to a client with elicitation but without sampling or roots.
     assert quiet == _direct_tools(elicitation_callback=unused)
     assert "trigger-sampling-request" in _direct_tools(elicitation_callback=unused, sampling_callback=unused)
+
+
+# --- URL elicitation, relayed --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+def test_server_everythings_url_elicitation_reaches_a_client_that_takes_urls(published, prefix):
+    app, key = published
+    asked: list[types.ElicitRequestURLParams] = []
+
+    async def answer(context, params) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept")
+
+    arguments = {"url": "https://example.com/sign-in?step=1", "message": f"Sign in. password={LEAKED}",
+                 "elicitationId": f"gateway-{prefix}"}  # fmt: skip
+    result = _call_with(app, key, f"{prefix}__trigger-url-elicitation", arguments, mode="legacy",
+                        elicitation_callback=answer)  # fmt: skip
+    (params,) = asked
+    assert params.url == "https://example.com/sign-in?step=1"  # the upstream's own address, unchanged
+    assert params.elicitation_id == f"gateway-{prefix}"
+    assert params.message.startswith("Sign in.") and LEAKED not in params.message
+    expected = _direct("trigger-url-elicitation", arguments, elicitation_callback=answer)
+    assert not result.is_error and result.content == expected.content
+
+
+def test_a_url_elicitation_to_an_address_that_is_not_https_is_declined(published):
+    app, key = published
+    asked: list = []
+
+    async def answer(context, params) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept")
+
+    async def decline(context, params) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    arguments = {"url": "http://example.com/sign-in", "elicitationId": "plain-http"}
+    result = _call_with(app, key, "everything__trigger-url-elicitation", arguments, mode="legacy",
+                        elicitation_callback=answer)  # fmt: skip
+    assert not asked  # never put before the user
+    assert result.content == _direct("trigger-url-elicitation", arguments, elicitation_callback=decline).content
+
+
+def test_server_everythings_url_elicitation_required_error_reaches_a_client_that_takes_urls_as_that_error(published):
+    app, key = published
+
+    async def unused(context, params) -> types.ElicitResult:
+        raise AssertionError("the error path sends no request")
+
+    arguments = {"url": "https://example.com/needs-auth", "errorPath": True, "elicitationId": "through-gateway"}
+
+    async def call() -> MCPError:
+        async with McpTarget(app.mcp_url, key).client(mode="legacy", elicitation_callback=unused) as client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("everything__trigger-url-elicitation", arguments)
+            return raised.value
+
+    error = asyncio.run(call())
+    assert error.code == types.URL_ELICITATION_REQUIRED and error.message == "URL elicitation required"
+    (elicitation,) = error.data["elicitations"]
+    assert elicitation["url"] == "https://modelcontextprotocol.io" and elicitation["mode"] == "url"
+
+    async def direct() -> MCPError:
+        node, script = everything_server()
+        params = StdioServerParameters(command=node, args=[script, "stdio"])
+        async with Client(stdio_client(params), elicitation_callback=unused) as client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("trigger-url-elicitation", {**arguments, "elicitationId": "direct"})
+            return raised.value
+
+    direct_error = asyncio.run(direct())
+    assert direct_error.code == error.code
+    assert direct_error.data["elicitations"][0]["url"] == elicitation["url"]
+
+
+def test_the_url_elicitation_required_error_is_the_catalogs_authentication_text_for_a_2026_client(published):
+    # 2026-07-28 has no -32042: the client gets the catalog's truthful needs-input code, never the upstream's words.
+    app, key = published
+    arguments = {"url": "https://example.com/needs-auth", "errorPath": True, "elicitationId": "modern-client"}
+    result = _call(app, key, "everything__trigger-url-elicitation", arguments, mode="auto")
+    assert result.is_error and result.structured_content["code"] == "AUTHENTICATION_REQUIRED"
+    assert "browser-based" not in result.model_dump_json()
+
+
+# --- Tasks, as far as the SDK goes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_server_everythings_task_support_is_listed_as_it_lists_it(published, mode):
+    app, key = published
+
+    async def listing() -> dict[str, types.Tool]:
+        async with McpTarget(app.mcp_url, key).client(mode=mode) as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = asyncio.run(listing())
+    if mode == "auto":  # 2026-07-28 moved tasks out of the protocol: its listings carry no execution hints
+        assert tools["everything__simulate-research-query"].execution is None
+        return
+    assert tools["everything__simulate-research-query"].execution.task_support == "required"
+    assert tools["everything_http__echo"].execution.task_support == "forbidden"
+    assert tools["time__get_current_time"].execution is None  # lists none
+
+
+@pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+def test_a_task_only_tool_fails_with_the_catalogs_missing_capability_text(published, prefix):
+    # The SDK defines tasks' types only: neither the gateway's client nor its server can run one, and the upstream
+    # refuses a plain call, as it refuses a direct client without tasks.
+    app, key = published
+    result = _call(app, key, f"{prefix}__simulate-research-query", {"topic": "tides"})
+    assert _direct("simulate-research-query", {"topic": "tides"}).is_error
+    assert result.is_error and result.structured_content["code"] == "MISSING_CLIENT_CAPABILITY"
+    assert "augmentation" not in result.model_dump_json()

@@ -8,7 +8,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from mcpserver.gateway.elicitation import Asker, asking
+from mcpserver.gateway.elicitation import Asker, asking, checked_url_elicitation, url_relayable
 from mcpserver.gateway.roots import MAX_ROOTS, relay_roots
 from mcpserver.gateway.sampling import (
     MAX_MESSAGES,
@@ -146,3 +146,34 @@ def test_roots_are_the_calling_clients_cut_to_the_bound_and_nobodys_outside_a_ca
     assert len(_run(relay_roots, [Asker(None, Client(roots=MAX_ROOTS + 5))]).roots) == MAX_ROOTS
     assert _run(relay_roots, []).code == types.METHOD_NOT_FOUND
     assert _run(relay_roots, [Asker(None, Client(can=False))]).code == types.METHOD_NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    ("url", "debug", "relayed"),
+    [
+        ("https://auth.example.com/authorize?x=1", False, True),
+        ("http://auth.example.com/authorize", True, False),  # http only to loopback, only in development
+        ("http://127.0.0.1:8765/callback", True, True),
+        ("http://localhost:8765/callback", True, True),
+        ("http://[::1]:8765/callback", True, True),
+        ("http://127.0.0.1:8765/callback", False, False),
+        ("ftp://auth.example.com/", False, False),
+        ("https://user:pw@auth.example.com/", False, False),
+        ("https://auth.example.com/\x00", False, False),
+        ("https://auth.example.com\\@evil.example/", False, False),
+        ("https://" + "a" * 2000 + ".example.com/", False, False),
+    ],
+)
+def test_only_https_urls_reach_the_user_or_http_to_loopback_in_development(settings, url, debug, relayed):
+    settings.DEBUG = debug
+    assert url_relayable(url) is relayed
+
+
+def test_a_url_carrying_a_value_the_gateway_sent_the_upstream_is_not_relayed():
+    params = types.ElicitRequestURLParams(
+        message="Sign in", url="https://a.example/?k=opensesame-42", elicitation_id="1"
+    )
+    assert checked_url_elicitation(params, ("opensesame-42",)) is None
+    hostile = types.ElicitRequestURLParams(message=HOSTILE, url="https://a.example/", elicitation_id="1")
+    checked = checked_url_elicitation(hostile, ())
+    assert checked is not None and len(checked.message) <= 1000 and SECRET not in checked.message
