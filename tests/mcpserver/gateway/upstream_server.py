@@ -163,13 +163,6 @@ AUTHORIZE_URL = "https://auth.example.com/authorize?session=upstream-42"
 
 
 @server.tool()
-async def open_page(url: str, ctx: Context) -> str:
-    """Ask the user to open ``url`` (a URL-mode elicitation, 2025-11-25), and say what they did."""
-    result = await ctx.elicit_url(f"Please sign in. {HOSTILE}", url, "sign-in-1")
-    return result.action
-
-
-@server.tool()
 def needs_authorization(url: str = AUTHORIZE_URL) -> str:
     """Fail with -32042: the user must first authorise at ``url``."""
     raise UrlElicitationRequiredError(
