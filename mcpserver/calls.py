@@ -52,6 +52,16 @@ class ToolCall:
     started: float = field(default_factory=time.perf_counter)
 
 
+class RelayedProtocolError(Exception):
+    """A JSON-RPC error a call answers its client with as the client's protocol defines it (an upstream's -32042 for
+    a client that takes URL elicitations), in place of a failure rendered from the catalog: the pipeline records the
+    call and raises ``error`` (sanctioned: ``mcpserver.jsonrpc_errors``)."""
+
+    def __init__(self, error: Exception):
+        super().__init__("relayed protocol error")
+        self.error = error
+
+
 # The call the running task serves, set by the pipeline around a gateway forwarder: how a tool that takes no
 # ``context`` parameter (its arguments are the upstream's) reaches its call's context and input round trip.
 current_tool_call: ContextVar[ToolCall | None] = ContextVar("current_tool_call", default=None)

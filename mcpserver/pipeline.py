@@ -34,7 +34,7 @@ from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_name
 from mcpserver import elicitation, tracing
 from mcpserver.call_settings import call_settings
-from mcpserver.calls import ToolCall, current_tool_call
+from mcpserver.calls import RelayedProtocolError, ToolCall, current_tool_call
 from mcpserver.gateway import server_tools
 from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
@@ -131,6 +131,9 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
             _record(call, None, elicited="requested", outcome="input_required")
             return elicitation.carrying(output, added) if added else output
         result = _success(output)
+    except RelayedProtocolError as exc:  # the client's protocol says what this is: no catalog text
+        _record(call, None, elicited="requested", outcome="input_required")
+        raise exc.error from None
     except Exception as exc:
         try:
             return await _fail_with_exception(call, spec, exc, fmt, elicited=elicited)

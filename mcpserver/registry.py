@@ -125,6 +125,8 @@ class ToolSpec:
     upstream: str = ""
     # The tool's own name at that upstream: what the server serving the upstream alone (``/mcp/<upstream>``) calls it.
     upstream_tool: str = ""
+    # An upstream tool's execution hints as it lists them (``{"taskSupport": ...}``), served in listings.
+    execution: Mapping[str, Any] | None = None
 
     @cached_property
     def listed_input_schema(self) -> Mapping[str, Any]:

@@ -32,6 +32,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
@@ -101,6 +102,7 @@ def _tool(spec: ToolSpec, name: str) -> types.Tool:
         input_schema=dict(spec.listed_input_schema),
         output_schema=dict(spec.output_schema) if spec.output_schema else None,
         annotations=annotations,
+        execution=types.ToolExecution.model_validate(spec.execution, by_name=False) if spec.execution else None,
     )
 
 
@@ -175,6 +177,42 @@ class _ToolContext:
             raise ClientCannotAnswer("the client cannot answer elicitation/create on this call")
         result = await session.elicit_form(message, dict(schema), related_request_id=self._ctx.request_id)
         return UserAnswer(result.action, dict(result.content or {}))
+
+    # What the gateway relays to the call's client (``mcpserver.gateway.elicitation.CallersClient``): on the call's
+    # 2025-11-25 stream, when the client declared it.
+
+    async def create_message(self, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        capabilities = self._back_channel_capabilities("sampling/createMessage")
+        if capabilities.sampling is None:
+            raise ClientCannotAnswer("the client did not declare sampling")
+        return await self._request(types.CreateMessageRequest(params=params), types.CreateMessageResult)
+
+    async def list_roots(self) -> types.ListRootsResult:
+        capabilities = self._back_channel_capabilities("roots/list")
+        if capabilities.roots is None:
+            raise ClientCannotAnswer("the client did not declare roots")
+        return await self._request(types.ListRootsRequest(), types.ListRootsResult)
+
+    async def elicit_url(self, params: types.ElicitRequestURLParams) -> types.ElicitResult:
+        capabilities = self._back_channel_capabilities("elicitation/create")
+        if capabilities.elicitation is None or capabilities.elicitation.url is None:
+            raise ClientCannotAnswer("the client did not declare URL elicitation")
+        return await self._request(types.ElicitRequest(params=params), types.ElicitResult)
+
+    def _back_channel_capabilities(self, method: str) -> types.ClientCapabilities:
+        capabilities = self._ctx.session.client_capabilities
+        if not self._back_channel or capabilities is None:
+            raise ClientCannotAnswer(f"the client cannot answer {method} on this call")
+        return capabilities
+
+    async def _request[R: types.Result](self, request: types.ServerRequest, result_type: type[R]) -> R:
+        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        return await self._ctx.session.send_request(request, result_type, metadata=metadata)
+
+    @property
+    def capabilities(self) -> types.ClientCapabilities | None:
+        """What the client declared (per connection on 2025-11-25, per request on 2026-07-28)."""
+        return self._ctx.session.client_capabilities
 
     async def close_stream(self) -> None:
         # The SDK offers the callback only when an event store can replay what the client misses meanwhile.
@@ -443,7 +481,15 @@ async def _load_catalog() -> CatalogSnapshot | None:
 def _tools_digest() -> str:
     """Changes exactly when ``tools/list`` would answer differently (for some token)."""
     listed = [
-        (name, spec.title, spec.description, spec.listed_input_schema, spec.output_schema, spec.annotations)
+        (
+            name,
+            spec.title,
+            spec.description,
+            spec.listed_input_schema,
+            spec.output_schema,
+            spec.annotations,
+            spec.execution,
+        )
         for name, spec in sorted(_enabled_tools().items())
     ]
     return hashlib.sha256(json.dumps(listed, sort_keys=True, default=str).encode()).hexdigest()

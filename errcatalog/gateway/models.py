@@ -96,6 +96,22 @@ class Upstream(models.Model):
     tools = models.JSONField(
         default=list, blank=True, help_text="The upstream tools exposed, by their own names; empty exposes all."
     )
+    # What the gateway relays from this upstream to the client of a call, when that client declared it (the
+    # spec's sampling and roots); off, the gateway does not declare the capability to this upstream, so its tools
+    # that need it are not listed, as for a client without it. Sampling is on by default: each request is relayed
+    # to the one call it belongs to, and the client's own user approves it. Roots are off by default: an upstream
+    # keeps them as state of its session, and while one upstream session serves every client of a process, the
+    # folders one client shares could be answered to another client's call.
+    relay_sampling = models.BooleanField(
+        default=True,
+        help_text="Relay its sampling requests (it asks the client's model, named as the asker, with the client's "
+        "user approving) to the clients that declared sampling.",
+    )
+    relay_roots = models.BooleanField(
+        default=False,
+        help_text="Relay its requests for the client's roots (folders the client shares) to the clients that declared "
+        "roots. While one upstream session serves every client, another client's call may see them.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     history = HistoricalRecords()

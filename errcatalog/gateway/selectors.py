@@ -41,6 +41,9 @@ class UpstreamConfig:
     timeout_seconds: float
     max_concurrency: int
     tools: frozenset[str] | None  # None: every tool the upstream lists
+    # Relayed to the clients that declared them (``Upstream.relay_sampling``, ``relay_roots``); off, not declared.
+    relay_sampling: bool = True
+    relay_roots: bool = False
 
     @property
     def binding(self) -> str:
@@ -62,6 +65,8 @@ def upstream_config(upstream: Upstream) -> UpstreamConfig:
         timeout_seconds=upstream.timeout_seconds,
         max_concurrency=upstream.max_concurrency,
         tools=frozenset(upstream.tools) if upstream.tools else None,
+        relay_sampling=upstream.relay_sampling,
+        relay_roots=upstream.relay_roots,
     )
 
 

@@ -5,8 +5,10 @@ connects to them with the SDK's client (``connection``: one session per upstream
 limits, and each call forwarded), follows the records as they change and turns upstream tools into tools of our
 registry's kind (``pool``), and names every way an upstream can fail (``failures``). Each of the connection's other
 jobs is a module of its own: the circuit breaker (``breaker``), the SDK client's transports (``transport``), a stdio
-child's stderr (``stderr``), an upstream's requests for input relayed to our client (``elicitation``), what a
-result says (``results``) and a one-off check (``probe``); a relay of another feature gets one too.
+child's stderr (``stderr``), an upstream's requests for input relayed to our client, form and URL mode
+(``elicitation``), its sampling and roots requests (``sampling``, ``roots``), any of them answered by a 2026-07-28
+client in a round trip of ours (``round_trip``), what a result says (``results``) and a one-off check (``probe``); a
+relay of another feature gets one too.
 ``served_tools`` is what the pipeline and ``tools/list`` read at ``/mcp``: our enabled tools and the upstreams', one
 mapping; ``server_tools`` what they read at a server's path (``/mcp/<upstream>``: that upstream's tools alone, under
 their own names).

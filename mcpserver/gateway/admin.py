@@ -46,7 +46,7 @@ from mcpserver.gateway.probe import probe
 _LINES = {"rows": 3, "cols": 60}
 # The fields the form edits as they are; the others are entered as lines (headers, environment, arguments, tools).
 _MODEL_FIELDS = ("name", "prefix", "enabled", "trusted", "transport", "url", "command", "cwd", "timeout_seconds",
-                 "max_concurrency")  # fmt: skip
+                 "max_concurrency", "relay_sampling", "relay_roots")  # fmt: skip
 
 
 def _pairs(text: str, what: str) -> dict[str, str]:
@@ -177,6 +177,7 @@ class UpstreamAdmin(SimpleHistoryAdmin):
         ("stdio (a command run on this server)",
          {"fields": ("command", "args_entry", "cwd", "stored_env", "env_entry", "clear_env")}),
         ("Tools", {"fields": ("tools_entry", "trusted", "tools_to_review")}),
+        ("Relayed to the clients that declared them", {"fields": ("relay_sampling", "relay_roots")}),
         ("Health, as the serving processes report it", {"fields": ("health", "health_by_process", "last_failure",
                                                                   "updated_at")}),
     )  # fmt: skip

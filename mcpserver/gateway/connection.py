@@ -43,7 +43,14 @@ from errcatalog.safety import redacted_for_people
 from errcatalog.vocabulary import is_tool_name
 from mcpserver.gateway import notices
 from mcpserver.gateway.breaker import CircuitBreaker
-from mcpserver.gateway.elicitation import Ask, Asker, RoundTrip, asking, relay_elicitation, round_trip_call
+from mcpserver.gateway.elicitation import (
+    Ask,
+    Asker,
+    CallersClient,
+    UrlElicitationRequired,
+    asking,
+    relay_elicitation,
+)
 from mcpserver.gateway.failures import (
     CONNECTION_CODES,
     UpstreamConnectionError,
@@ -59,6 +66,9 @@ from mcpserver.gateway.failures import (
 )
 from mcpserver.gateway.progress import Progress, relaying_progress
 from mcpserver.gateway.results import envelope_code, result_text, without_protocol_meta
+from mcpserver.gateway.roots import relay_roots
+from mcpserver.gateway.round_trip import RoundTrip, round_trip_call
+from mcpserver.gateway.sampling import relay_sampling
 from mcpserver.gateway.stderr import ChildStderr
 from mcpserver.gateway.transport import http_transport, proxied, stdio_transport
 from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER
@@ -223,6 +233,9 @@ class UpstreamConnection:
             cache=None,
             message_handler=self._on_message,
             elicitation_callback=self._on_elicitation,
+            # Declared to the upstream only where its record relays them (``sampling``, ``roots``).
+            sampling_callback=self._on_sampling if config.relay_sampling else None,
+            list_roots_callback=self._on_list_roots if config.relay_roots else None,
             client_info=types.Implementation(name="errcatalog-gateway", version="1"),
             # Bounds the handshake and tool listings (a cancel scope cannot: the session's task group outlives
             # this call); a call's own, shorter deadline is ``call``'s.
@@ -247,6 +260,16 @@ class UpstreamConnection:
     async def _on_elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """An upstream asks for input: relayed to the user of the call it belongs to (``elicitation``)."""
         return await relay_elicitation(params, self._askers, self._secrets)
+
+    async def _on_sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """An upstream asks for a completion: relayed to the client of the call it belongs to (``sampling``)."""
+        return await relay_sampling(params, self._askers, self.config.name, self._secrets)
+
+    async def _on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
+        """An upstream asks for the roots: those of the client of the call it belongs to (``roots``)."""
+        return await relay_roots(self._askers)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):  # a 2025-11-25 session's
@@ -369,14 +392,16 @@ class UpstreamConnection:
         ask: Ask | None = None,
         round_trip: RoundTrip | None = None,
         progress: Progress | None = None,
+        callers_client: CallersClient | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``.
 
         ``ask`` relays an elicitation the upstream makes during the call to our client (``elicitation``); without
-        it, one is declined. The call's timeout includes the time the user takes to answer. With ``round_trip``
+        it, one is declined; ``callers_client`` relays its sampling and roots requests (``sampling``, ``roots``). The
+        call's timeout includes the time the user takes to answer. With ``round_trip``
         (our client speaks 2026-07-28 and takes forms), a 2026-07-28 upstream's input request comes back as our own
         ``InputRequiredResult`` for the client to answer, and the answer in the client's next call goes back to the
-        upstream with the upstream's state (``elicitation.round_trip_call``). With ``progress`` (our client asked for
+        upstream with the upstream's state (``round_trip.round_trip_call``). With ``progress`` (our client asked for
         progress), the upstream is asked too, and its notifications are relayed (``progress``). A call whose task is
         cancelled (our client cancelled it, or went away) is cancelled upstream by the SDK client and frees its slot.
         """
@@ -384,7 +409,7 @@ class UpstreamConnection:
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
-        with asking(ask) as asker, self._classified(tool):
+        with asking(ask, callers_client) as asker, self._classified(tool):
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
                     client = await self.client_for()
@@ -466,7 +491,7 @@ class UpstreamConnection:
         (a progress callback, cancellation) plugs in here, on each way.
 
         A 2026-07-28 call whose input requests our client answers goes round trip by round trip
-        (``elicitation.round_trip_call``); another 2026-07-28 call over HTTP is posted beside the SDK's session
+        (``round_trip.round_trip_call``); another 2026-07-28 call over HTTP is posted beside the SDK's session
         (``mcpserver.sdk_internals.poster``, when the SDK's fast paths are on); everything else is the SDK client's
         ``call_tool``, which is also how a call that relays progress goes (the poster reads no notifications).
         """
@@ -543,6 +568,8 @@ class UpstreamConnection:
             # The SDK's client stands in for an answer it could not read: not the upstream's JSON-RPC error (whose
             # catalog text would tell the model that its own request was malformed) but an answer that is not MCP.
             return UpstreamProtocolError(name, exc.message, secrets=self._secrets)
+        if exc.code == types.URL_ELICITATION_REQUIRED:  # its URLs, for a client that can open them (``elicitation``)
+            return UrlElicitationRequired(name, exc.data, exc.message, secrets=self._secrets)
         return UpstreamJsonRpcError(
             name, f"{exc.code}: {exc.message}", said=exc.message, secrets=self._secrets, jsonrpc_code=exc.code
         )

@@ -24,6 +24,7 @@ import anyio.to_thread
 import mcp_types as types
 from django.conf import settings
 from django.db import close_old_connections
+from mcp_types import URL_ELICITATION_REQUIRED
 
 from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
@@ -34,10 +35,12 @@ from errcatalog.gateway.services import (
     upstream_health_report,
     upstream_tools_record,
 )
-from mcpserver.calls import current_tool_call
+from mcpserver.calls import RelayedProtocolError, current_tool_call
 from mcpserver.gateway.connection import UpstreamConnection
-from mcpserver.gateway.elicitation import RoundTrip
+from mcpserver.gateway.elicitation import UrlElicitationRequired
 from mcpserver.gateway.offerings import remember_links
+from mcpserver.gateway.round_trip import RoundTrip, accepted_requests
+from mcpserver.jsonrpc_errors import FIXED_MESSAGES, sanctioned_error
 from mcpserver.registry import ToolSpec
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -50,6 +53,8 @@ HEALTH_REPORT_SECONDS = 15.0
 # How often a listing is offered to the database before the next listing tries again (a locked SQLite file, a
 # database restarting), waiting 0.5, 1, 2 and 4 s in between.
 RECORD_ATTEMPTS = 5
+# Our own -32042's message: fixed text (the upstream's own never reaches a client).
+URL_ELICITATION_MESSAGE = FIXED_MESSAGES[URL_ELICITATION_REQUIRED]
 
 
 def _process_name() -> str:
@@ -243,22 +248,45 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         call = current_tool_call.get()
         if call is None:  # called outside the pipeline (a test): nobody to ask
             return await connection.call(upstream_name, arguments)
-        # A 2026-07-28 client that takes forms answers an upstream's input request in a round trip of its own.
-        round_trip = (
-            RoundTrip(call.request_state, call.input_responses)
-            if call.modern and call.can_elicit and settings.MCP["ELICITATION"]
-            else None
+        # A 2026-07-28 client that takes forms, URLs, sampling or roots answers an upstream's input requests in a
+        # round trip of its own.
+        accepts = (
+            accepted_requests(call.context.capabilities, forms=call.can_elicit and settings.MCP["ELICITATION"])
+            if call.modern
+            else frozenset()
         )
+        round_trip = RoundTrip(call.request_state, call.input_responses, accepts) if accepts else None
         # The upstream reports progress only to a client that asked for it, on the request that asked.
         progress = call.context.progress if call.wants_progress else None
-        result = await connection.call(
-            upstream_name, arguments, ask=call.context.elicit, round_trip=round_trip, progress=progress
-        )
+        try:
+            result = await connection.call(
+                upstream_name,
+                arguments,
+                ask=call.context.elicit,
+                round_trip=round_trip,
+                progress=progress,
+                callers_client=call.context,
+            )
+        except UrlElicitationRequired as exc:
+            # Relayed as the same protocol error to a 2025-11-25 client that takes URL elicitations (the error is
+            # gone from 2026-07-28); anyone else gets the catalog's text for it.
+            capabilities = call.context.capabilities
+            elicitation = capabilities.elicitation if capabilities is not None else None
+            if exc.elicitations and not call.modern and elicitation is not None and elicitation.url is not None:
+                error = sanctioned_error(URL_ELICITATION_REQUIRED, URL_ELICITATION_MESSAGE, exc.error_data())
+                raise RelayedProtocolError(error) from None
+            raise
         # Its resource links stay as they are; /mcp reads them at this upstream for this client.
         remember_links(config.name, call.client.key if call.client else None, result)
         return result
 
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    # ``execution.taskSupport`` is a closed set of values, nothing a model reads as text: served as the upstream
+    # lists it now, not pinned with the approved metadata (``screen.SERVED_TOOL_FIELDS``), so that serving it asks
+    # staff to review no tool again. Tasks themselves are not relayed (the SDK defines their types only).
+    listed = connection.tools.get(tool.name)
+    execution = listed.execution if listed is not None else None
+    task_support = execution.task_support if execution is not None else None
     return ToolSpec(
         name=f"{config.prefix}{TOOL_SEPARATOR}{tool.name}",
         description=tool.description or "",
@@ -271,6 +299,7 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         elicit=True,
         upstream=config.name,
         upstream_tool=tool.name,
+        execution={"taskSupport": task_support} if task_support is not None else None,
     )
 
 

@@ -544,6 +544,14 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
     ("upstream", "timeout_seconds"): "The longest a call may take, in seconds.",
     ("upstream", "max_concurrency"): "Calls in flight to this upstream at once, per web process; more wait their turn.",
     ("upstream", "tools"): "The upstream tools exposed, by their own names; empty exposes all.",
+    ("upstream", "relay_sampling"): (
+        "Relay its sampling requests to the clients that declared sampling (named as the asker, cut and redacted; "
+        "the client's user approves each). Off: not declared to it, so its tools that need it are not listed."
+    ),
+    ("upstream", "relay_roots"): (
+        "Relay its requests for the client's roots to the clients that declared roots. Off (the default): not "
+        "declared to it; while one upstream session serves every client, another client's call could see them."
+    ),
 }
 
 

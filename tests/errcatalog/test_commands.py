@@ -82,7 +82,7 @@ def test_load_defaults_creates_what_is_missing(default_document):
 def test_load_defaults_does_not_bring_back_what_an_editor_deleted_but_reset_does(default_document):
     run("catalog_load_defaults")
     models.ClassificationRule.objects.get(position=10).delete()
-    models.ErrorCode.objects.get(code="MISSING_CLIENT_CAPABILITY").delete()
+    models.ErrorCode.objects.get(code="UNSUPPORTED_PROTOCOL_VERSION").delete()  # a code no rule names
     models.ParameterHint.objects.get(tool="web_search", parameter="query").delete()
     timeout = models.ErrorCode.objects.get(code="TIMEOUT")
     models.TemplateVariant.objects.create(error_code=timeout, name="short", message="Too slow.", instruction="Retry.")
@@ -92,7 +92,7 @@ def test_load_defaults_does_not_bring_back_what_an_editor_deleted_but_reset_does
     assert "0 created" in output and "5 skipped (deleted by an editor)" in output
     assert list(timeout.variants.values_list("name", flat=True)) == ["short"]
     assert not models.ClassificationRule.objects.filter(position=10).exists()
-    assert not models.ErrorCode.objects.filter(code="MISSING_CLIENT_CAPABILITY").exists()
+    assert not models.ErrorCode.objects.filter(code="UNSUPPORTED_PROTOCOL_VERSION").exists()
     assert not models.ParameterHint.objects.filter(tool="web_search").exists()
 
     output = run("catalog_load_defaults", "--reset")
@@ -214,6 +214,31 @@ def test_import_writes_the_upstreams_of_a_document_and_seals_a_clear_value(tmp_p
     stored = web.headers["X-Team"]
     assert stored.startswith("sealed:") and resolve("X-Team", stored, binding=web.binding) == "blue"
     assert "create upstream" not in run("catalog_import", str(path), verbosity=2)  # the same value: unchanged
+
+
+def test_a_documents_upstream_may_switch_off_its_relays_and_the_export_keeps_them(tmp_path, default_document):
+    run("catalog_load_defaults")
+    entry = {"name": "web", "prefix": "web", "transport": "http", "url": "https://mcp.example.com/mcp",
+             "relay_roots": True}  # fmt: skip
+    quiet = {"name": "quiet", "prefix": "quiet", "transport": "http", "url": "https://q.example.com/mcp",
+             "relay_sampling": False}  # fmt: skip
+    run("catalog_import", str(write(tmp_path / "c.yaml", _upstream_document(default_document, entry, quiet))))
+
+    web, off = Upstream.objects.get(name="web"), Upstream.objects.get(name="quiet")
+    assert (web.relay_sampling, web.relay_roots) == (True, True)
+    assert (off.relay_sampling, off.relay_roots) == (False, False)  # roots: off by default
+    run("catalog_export", "-o", str(tmp_path / "out.json"))
+    exported = {u["name"]: u for u in json.loads((tmp_path / "out.json").read_text())["upstreams"]}
+    assert exported["quiet"]["relay_sampling"] is False and exported["web"]["relay_roots"] is True
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_a_relay_switch_that_is_not_a_boolean_is_refused(tmp_path, default_document, value):
+    run("catalog_load_defaults")
+    entry = {"name": "web", "prefix": "web", "transport": "http", "url": "https://x.example/mcp", "relay_roots": value}
+    with pytest.raises(CommandError, match="relay_roots"):
+        run("catalog_import", str(write(tmp_path / "c.json", _upstream_document(default_document, entry))))
+    assert not Upstream.objects.exists()
 
 
 def test_import_replace_deletes_upstreams_only_when_the_document_lists_upstreams(tmp_path, default_document):

@@ -176,16 +176,19 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     rules = default_document["rules"]
     # Spaced by ten, except the rules inserted later so that installed catalogs keep every position they had: issue
     # 10's between exception rules (33: a provider's unconverted APICallError, 36: SafetyRefusal) and the gateway's
-    # open circuit before the transport rules (105); the rules on an upstream tool's own failure text before the
-    # fallbacks for an upstream's failure (291-297).
+    # open circuit before the transport rules (105); what the gateway cannot relay after the JSON-RPC codes (275: an
+    # upstream's URL elicitation required, 276: a task-only tool); the rules on an upstream tool's own failure text
+    # before the fallbacks for an upstream's failure (291-297).
     upstream_text = set(range(291, 298))
-    inserted = {33, 36, 105} | upstream_text
+    inserted = {33, 36, 105, 275, 276} | upstream_text
     original = [r["position"] for r in rules if r["position"] not in inserted]
     assert original == list(range(10, 10 * len(original) + 1, 10))
     assert [r["code"] for r in rules if r["position"] in inserted] == [
         "LLM_PROVIDER_ERROR",
         "SAFETY_REFUSAL",
         "SERVICE_UNAVAILABLE",
+        "AUTHENTICATION_REQUIRED",
+        "MISSING_CLIENT_CAPABILITY",
         "AUTHENTICATION_ERROR",
         "RATE_LIMIT",
         "PERMISSION_DENIED",

@@ -123,6 +123,26 @@ def test_a_viewer_can_neither_add_nor_change_an_upstream(superuser, viewer):
     assert Upstream.objects.get().url == "https://8.8.8.8/mcp"
 
 
+def test_staff_who_may_change_an_upstream_switch_its_relays_and_a_viewer_cannot(superuser, editor, viewer):
+    _add(superuser, relay_sampling="on", relay_roots="on")
+    upstream = Upstream.objects.get()
+    assert (upstream.relay_sampling, upstream.relay_roots) == (True, True)
+
+    assert _change(viewer, upstream).status_code == 403  # the form leaves both boxes unticked: off, if it could
+    upstream.refresh_from_db()
+    assert (upstream.relay_sampling, upstream.relay_roots) == (True, True)
+
+    assert _change(editor, upstream, relay_roots="on").status_code == 302  # sampling unticked: switched off
+    upstream.refresh_from_db()
+    assert (upstream.relay_sampling, upstream.relay_roots) == (False, True)
+    assert upstream.history.first().history_user.username == "editor"  # the change is in the history
+
+
+def test_sampling_is_relayed_and_roots_are_not_for_an_upstream_made_without_the_switches():
+    upstream = upstream_create(actor=None, name="plain", prefix="plain", transport="http", url="https://8.8.8.8/mcp")
+    assert (upstream.relay_sampling, upstream.relay_roots) == (True, False)
+
+
 # --- Sealed values --------------------------------------------------------------------------------------------------
 
 

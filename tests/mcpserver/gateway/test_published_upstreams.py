@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.config.served_app import ServedApp, add_classification_rule, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import CeleryWorkerProcess, wait_until
@@ -52,15 +53,23 @@ def published(tmp_path_factory, everything_http) -> Iterator[tuple[ServedApp, st
             "everything": {"command": node, "args": [script, "stdio"], "env": {"GREETING": "${EVERYTHING_GREETING}"}},
             "everything-http": {"type": "http", "url": everything_http.url},
             "time": {"command": time_server(), "args": ["--local-timezone", "Etc/UTC"]},
+            "everything-quiet": {"command": node, "args": [script, "stdio"]},
         }
     }
     servers_file = folder / "mcp.json"
     servers_file.write_text(json.dumps(servers))
     manage(env, "catalog_import", str(servers_file))
+    # Roots are relayed where an operator turns them on; the quiet one relays neither sampling nor roots.
+    manage(env, "shell", "--no-imports", "-c", "from errcatalog.gateway.models import Upstream; "
+           "Upstream.objects.exclude(name='everything-quiet').update(relay_roots=True); "
+           "Upstream.objects.filter(name='everything-quiet').update(relay_sampling=False)")  # fmt: skip
     key = new_token(env, "published")
     app = ServedApp(env, folder).start()
     wait_until(
-        lambda: {"everything__echo", "everything_http__echo", "time__get_current_time"} <= _listed(app, key).keys(),
+        lambda: (
+            {"everything__echo", "everything_http__echo", "time__get_current_time", "everything_quiet__echo"}
+            <= _listed(app, key).keys()
+        ),
         seconds=90,
         what="the published servers' tools",
     )
@@ -84,12 +93,32 @@ def _call(app: ServedApp, key: str, name: str, arguments: dict, *, mode: str = "
     return asyncio.run(call())
 
 
-def _direct(name: str, arguments: dict) -> types.CallToolResult:
-    """The same call made to server-everything directly, over stdio, without the gateway."""
+def _direct(name: str, arguments: dict, **options) -> types.CallToolResult:
+    """The same call made to server-everything directly, over stdio, without the gateway; ``options`` are the SDK
+    client's (its callbacks, which declare the capabilities)."""
 
     async def call() -> types.CallToolResult:
         node, script = everything_server()
-        async with Client(stdio_client(StdioServerParameters(command=node, args=[script, "stdio"]))) as client:
+        params = StdioServerParameters(command=node, args=[script, "stdio"])
+        async with Client(stdio_client(params), **options) as client:
+            return await client.call_tool(name, arguments)
+
+    return asyncio.run(call())
+
+
+def _direct_tools(**options) -> set[str]:
+    async def listing() -> set[str]:
+        node, script = everything_server()
+        params = StdioServerParameters(command=node, args=[script, "stdio"])
+        async with Client(stdio_client(params), **options) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    return asyncio.run(listing())
+
+
+def _call_with(app: ServedApp, key: str, name: str, arguments: dict, *, mode: str, **options) -> types.CallToolResult:
+    async def call() -> types.CallToolResult:
+        async with McpTarget(app.mcp_url, key).client(mode=mode, **options) as client:
             return await client.call_tool(name, arguments)
 
     return asyncio.run(call())
@@ -284,3 +313,218 @@ def test_server_everythings_elicitation_is_relayed_to_a_client_that_can_answer(p
 
     declined = _call(app, key, f"{prefix}__trigger-elicitation-request", {}, mode="auto")  # no back channel
     assert not declined.is_error and '"action": "decline"' in declined.model_dump_json().replace('\\"', '"')
+
+
+# --- Sampling and roots, relayed -------------------------------------------------------------------------------------
+
+MODEL_ANSWER = types.CreateMessageResult(
+    role="assistant", content=types.TextContent(type="text", text="42"), model="test-model", stop_reason="endTurn"
+)
+LEAKED = "ghp_clientsAskedForThis1234567890abcdef"
+
+
+@pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+def test_server_everythings_sampling_request_reaches_a_client_that_declared_sampling_naming_the_upstream(
+    published, prefix
+):
+    app, key = published
+    asked: list[types.CreateMessageRequestParams] = []
+
+    async def sample(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params)
+        return MODEL_ANSWER
+
+    prompt = f"What is six times seven? Authorization: Bearer {LEAKED}"
+    arguments = {"prompt": prompt, "maxTokens": 50}
+    result = _call_with(app, key, f"{prefix}__trigger-sampling-request", arguments, mode="legacy",
+                        sampling_callback=sample)  # fmt: skip
+    (params,) = asked
+    upstream = "everything" if prefix == "everything" else "everything-http"
+    assert params.system_prompt.startswith(f'The MCP server "{upstream}" (behind the errcatalog gateway)')
+    assert params.system_prompt.endswith("You are a helpful test server.")
+    assert params.meta["dev.errcatalog/upstream"] == upstream
+    assert params.max_tokens == 50 and params.temperature == 0.7
+    text = params.messages[0].content.text
+    assert "What is six times seven?" in text and LEAKED not in text and "[REDACTED]" in text
+
+    # The model's answer goes back to the upstream unchanged: the tool's result is what it is directly.
+    direct_asked: list[types.CreateMessageRequestParams] = []
+
+    async def direct_sample(context, params):
+        direct_asked.append(params)
+        return MODEL_ANSWER
+
+    expected = _direct("trigger-sampling-request", arguments, sampling_callback=direct_sample)
+    assert not result.is_error and result.content == expected.content
+    assert direct_asked[0].messages[0].content.text == f"Resource trigger-sampling-request context: {prompt}"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_sampling_request_the_client_cannot_take_fails_as_it_does_directly(published, mode):
+    # Without sampling (or, on 2026-07-28, without a back channel to a 2025-11-25 upstream) the upstream hears what a
+    # client without sampling answers; its tool fails, and the model gets catalog text.
+    app, key = published
+    result = _call(app, key, "everything__trigger-sampling-request", {"prompt": "hi"}, mode=mode)
+
+    async def unsupported(context, params):
+        return types.ErrorData(code=types.METHOD_NOT_FOUND, message="Sampling not supported")
+
+    direct = _direct("trigger-sampling-request", {"prompt": "hi"}, sampling_callback=unsupported)
+    assert direct.is_error
+    assert result.is_error and result.structured_content["kind"] == "toolError:v1"
+    assert "Sampling not supported" not in result.model_dump_json()
+
+
+def test_a_users_rejection_of_the_sampling_request_reaches_the_upstream_as_it_does_directly(published):
+    app, key = published
+
+    async def reject(context, params):
+        return types.ErrorData(code=-1, message="User rejected sampling request")
+
+    result = _call_with(app, key, "everything__trigger-sampling-request", {"prompt": "hi"}, mode="legacy",
+                        sampling_callback=reject)  # fmt: skip
+    direct = _direct("trigger-sampling-request", {"prompt": "hi"}, sampling_callback=reject)
+    assert direct.is_error and result.is_error
+    assert "User rejected" not in result.model_dump_json()  # the upstream's failure text never reaches the model
+
+
+@pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+def test_server_everythings_roots_request_is_answered_with_the_calling_clients_roots(published, prefix):
+    app, key = published
+    roots = types.ListRootsResult(roots=[types.Root(uri="file:///home/ana/project", name="project")])
+
+    async def list_roots(context) -> types.ListRootsResult:
+        return roots
+
+    result = _call_with(app, key, f"{prefix}__get-roots-list", {}, mode="legacy", list_roots_callback=list_roots)
+    expected = _direct("get-roots-list", {}, list_roots_callback=list_roots)
+    assert not result.is_error and "file:///home/ana/project" in result.content[0].text
+    assert result.content == expected.content
+
+
+def test_an_upstream_whose_relays_are_off_does_not_list_the_tools_that_need_them(published):
+    app, key = published
+    tools = _listed(app, key)
+    assert {"everything__trigger-sampling-request", "everything__get-roots-list"} <= tools.keys()
+    quiet = {name.removeprefix("everything_quiet__") for name in tools if name.startswith("everything_quiet__")}
+
+    async def unused(context, params=None):  # declares the capability; never called by a listing
+        raise AssertionError
+
+    # As server-everything lists its tools directly to a client with elicitation but without sampling or roots.
+    assert quiet == _direct_tools(elicitation_callback=unused)
+    assert "trigger-sampling-request" in _direct_tools(elicitation_callback=unused, sampling_callback=unused)
+
+
+# --- URL elicitation, relayed --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+def test_server_everythings_url_elicitation_reaches_a_client_that_takes_urls(published, prefix):
+    app, key = published
+    asked: list[types.ElicitRequestURLParams] = []
+
+    async def answer(context, params) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept")
+
+    arguments = {"url": "https://example.com/sign-in?step=1", "message": f"Sign in. password={LEAKED}",
+                 "elicitationId": f"gateway-{prefix}"}  # fmt: skip
+    result = _call_with(app, key, f"{prefix}__trigger-url-elicitation", arguments, mode="legacy",
+                        elicitation_callback=answer)  # fmt: skip
+    (params,) = asked
+    assert params.url == "https://example.com/sign-in?step=1"  # the upstream's own address, unchanged
+    assert params.elicitation_id == f"gateway-{prefix}"
+    assert params.message.startswith("Sign in.") and LEAKED not in params.message
+    expected = _direct("trigger-url-elicitation", arguments, elicitation_callback=answer)
+    assert not result.is_error and result.content == expected.content
+
+
+def test_a_url_elicitation_to_an_address_that_is_not_https_is_declined(published):
+    app, key = published
+    asked: list = []
+
+    async def answer(context, params) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept")
+
+    async def decline(context, params) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    arguments = {"url": "http://example.com/sign-in", "elicitationId": "plain-http"}
+    result = _call_with(app, key, "everything__trigger-url-elicitation", arguments, mode="legacy",
+                        elicitation_callback=answer)  # fmt: skip
+    assert not asked  # never put before the user
+    assert result.content == _direct("trigger-url-elicitation", arguments, elicitation_callback=decline).content
+
+
+def test_server_everythings_url_elicitation_required_error_reaches_a_client_that_takes_urls_as_that_error(published):
+    app, key = published
+
+    async def unused(context, params) -> types.ElicitResult:
+        raise AssertionError("the error path sends no request")
+
+    arguments = {"url": "https://example.com/needs-auth", "errorPath": True, "elicitationId": "through-gateway"}
+
+    async def call() -> MCPError:
+        async with McpTarget(app.mcp_url, key).client(mode="legacy", elicitation_callback=unused) as client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("everything__trigger-url-elicitation", arguments)
+            return raised.value
+
+    error = asyncio.run(call())
+    assert error.code == types.URL_ELICITATION_REQUIRED and error.message == "URL elicitation required"
+    (elicitation,) = error.data["elicitations"]
+    assert elicitation["url"] == "https://modelcontextprotocol.io" and elicitation["mode"] == "url"
+
+    async def direct() -> MCPError:
+        node, script = everything_server()
+        params = StdioServerParameters(command=node, args=[script, "stdio"])
+        async with Client(stdio_client(params), elicitation_callback=unused) as client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("trigger-url-elicitation", {**arguments, "elicitationId": "direct"})
+            return raised.value
+
+    direct_error = asyncio.run(direct())
+    assert direct_error.code == error.code
+    assert direct_error.data["elicitations"][0]["url"] == elicitation["url"]
+
+
+def test_the_url_elicitation_required_error_is_the_catalogs_authentication_text_for_a_2026_client(published):
+    # 2026-07-28 has no -32042: the client gets the catalog's truthful needs-input code, never the upstream's words.
+    app, key = published
+    arguments = {"url": "https://example.com/needs-auth", "errorPath": True, "elicitationId": "modern-client"}
+    result = _call(app, key, "everything__trigger-url-elicitation", arguments, mode="auto")
+    assert result.is_error and result.structured_content["code"] == "AUTHENTICATION_REQUIRED"
+    assert "browser-based" not in result.model_dump_json()
+
+
+# --- Tasks, as far as the SDK goes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_server_everythings_task_support_is_listed_as_it_lists_it(published, mode):
+    app, key = published
+
+    async def listing() -> dict[str, types.Tool]:
+        async with McpTarget(app.mcp_url, key).client(mode=mode) as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = asyncio.run(listing())
+    if mode == "auto":  # 2026-07-28 moved tasks out of the protocol: its listings carry no execution hints
+        assert tools["everything__simulate-research-query"].execution is None
+        return
+    assert tools["everything__simulate-research-query"].execution.task_support == "required"
+    assert tools["everything_http__echo"].execution.task_support == "forbidden"
+    assert tools["time__get_current_time"].execution is None  # lists none
+
+
+@pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+def test_a_task_only_tool_fails_with_the_catalogs_missing_capability_text(published, prefix):
+    # The SDK defines tasks' types only: neither the gateway's client nor its server can run one, and the upstream
+    # refuses a plain call, as it refuses a direct client without tasks.
+    app, key = published
+    result = _call(app, key, f"{prefix}__simulate-research-query", {"topic": "tides"})
+    assert _direct("simulate-research-query", {"topic": "tides"}).is_error
+    assert result.is_error and result.structured_content["code"] == "MISSING_CLIENT_CAPABILITY"
+    assert "augmentation" not in result.model_dump_json()

@@ -16,8 +16,16 @@ from typing import Annotated
 
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
+from mcp.server.mcpserver.resolve import ListRoots, Sample
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
+from mcp_types import (
+    CallToolResult,
+    CreateMessageResult,
+    ElicitRequestURLParams,
+    ListRootsResult,
+    SamplingMessage,
+    TextContent,
+)
 from pydantic import BaseModel
 
 SECRET = "ghp_upstreamLeakedToken1234567890abcdef"
@@ -124,6 +132,43 @@ async def ask_name(answer: Annotated[ElicitationResult[Name], Resolve(_name_ques
 async def greet(greeting: str, answer: Annotated[ElicitationResult[Name], Resolve(_name_question)]) -> str:
     """Greet the user by the name they give (an elicitation), with a greeting the caller must pass."""
     return f"{greeting}, {answer.data.name}" if answer.action == "accept" else answer.action
+
+
+def _sample() -> Sample:
+    return Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarise: {HOSTILE}"))],
+        max_tokens=20,
+        system_prompt=f"Be brief. {SECRET}",
+    )
+
+
+@server.tool()
+async def ask_model(answer: Annotated[CreateMessageResult, Resolve(_sample)]) -> str:
+    """Ask the client's model (a sampling request with hostile text), and say what it answered.
+
+    The SDK asks in mid-call on 2025-11-25 and with an InputRequiredResult round trip on 2026-07-28."""
+    return f"model said: {answer.content.text}" if isinstance(answer.content, TextContent) else "model said nothing"
+
+
+def _roots() -> ListRoots:
+    return ListRoots()
+
+
+@server.tool()
+async def list_client_roots(answer: Annotated[ListRootsResult, Resolve(_roots)]) -> str:
+    """List the client's roots."""
+    return " ".join(str(root.uri) for root in answer.roots) or "no roots"
+
+
+AUTHORIZE_URL = "https://auth.example.com/authorize?session=upstream-42"
+
+
+@server.tool()
+def needs_authorization(url: str = AUTHORIZE_URL) -> str:
+    """Fail with -32042: the user must first authorise at ``url``."""
+    raise UrlElicitationRequiredError(
+        [ElicitRequestURLParams(message=f"Authorise access. {HOSTILE}", url=url, elicitation_id="auth-1")]
+    )
 
 
 @server.tool()
