@@ -41,6 +41,7 @@ class UpstreamConfig:
     timeout_seconds: float
     max_concurrency: int
     tools: frozenset[str] | None  # None: every tool the upstream lists
+    session_mode: str = "shared"  # stdio: one child for all clients, or one per client session (``SessionMode``)
 
     @property
     def binding(self) -> str:
@@ -62,6 +63,7 @@ def upstream_config(upstream: Upstream) -> UpstreamConfig:
         timeout_seconds=upstream.timeout_seconds,
         max_concurrency=upstream.max_concurrency,
         tools=frozenset(upstream.tools) if upstream.tools else None,
+        session_mode=upstream.session_mode,
     )
 
 

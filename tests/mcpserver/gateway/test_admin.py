@@ -164,7 +164,7 @@ def test_the_upstreams_command_lists_and_checks_without_showing_a_secret(superus
     out = capsys.readouterr().out
     assert "local (stdio, enabled)" in out
     assert "variable TOKEN: sealed (set)" in out
-    assert "check: connected" in out and "13 tools: add, ask_name, die" in out
+    assert "check: connected" in out and "14 tools: add, ask_name, die" in out
     assert "check: FAILED: ConnectError" in out
     assert "s3cr3t" not in out
     call_command("upstreams", "local", "--check")  # one reachable upstream: no error
