@@ -390,6 +390,12 @@ GATEWAY: dict[str, Any] = {
     "TOOL_SCHEMA_MAX_BYTES": env_int("ERRCATALOG_GATEWAY_TOOL_SCHEMA_MAX_BYTES", 65_536, minimum=1024),
     # The most tools of one upstream that are pinned and served (by name order); the rest are left out.
     "MAX_TOOLS_PER_UPSTREAM": env_int("ERRCATALOG_GATEWAY_MAX_TOOLS_PER_UPSTREAM", 500, minimum=1),
+    # Each client session gets an upstream session of its own (HTTP upstreams; stdio ones in per_client mode: a
+    # child process each), at most this many per upstream and web process: past it the least recently used idle one
+    # is closed, and when all are busy a call is answered SERVICE_UNAVAILABLE (retryable) rather than share one.
+    "SESSIONS_PER_UPSTREAM": env_int("ERRCATALOG_GATEWAY_SESSIONS_PER_UPSTREAM", 100, minimum=1),
+    # A client's upstream session is closed with the client's session, or after this long without a call.
+    "SESSION_IDLE_SECONDS": env_int("ERRCATALOG_GATEWAY_SESSION_IDLE_SECONDS", 300, minimum=1),
 }
 
 # --- Outcomes, retries and metrics ----------------------------------------------------------------------

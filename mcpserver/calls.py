@@ -35,6 +35,9 @@ class ToolCall:
     context: Any = None  # the ToolContext handed to tools that ask for one
     # The client asked for progress notifications on this call (a ``progressToken`` in its ``_meta``).
     wants_progress: bool = False
+    # 2026-07-28: the level the request opted in to log messages at (``_meta`` ``io.modelcontextprotocol/logLevel``);
+    # None: no log messages (a 2025-11-25 session's level is its ``logging/setLevel``'s, ``gateway.log_relay``).
+    log_level: str | None = None
     # The request's Accept-Language ranges, best first: the protocol itself carries no client locale.
     locales: tuple[str, ...] = ()
     # The server the request was sent to: ROOT_SERVER (``/mcp``) or an upstream's name (``/mcp/<upstream>``), whose

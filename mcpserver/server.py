@@ -18,7 +18,7 @@ import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, get_args
 
 import mcp_types as types
 import sentry_sdk
@@ -78,6 +78,7 @@ _PROTOCOL_HEADER = b"mcp-protocol-version"
 # body): enough to route a call without reading its body.
 _METHOD_HEADER = b"mcp-method"
 _NAME_HEADER = b"mcp-name"
+LOG_LEVELS = frozenset(get_args(types.LoggingLevel))
 _HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 # The server a 2026-07-28 request was sent to, for ``tool_input_schema``, which the SDK calls with a tool's name only:
 # set by ``McpApp._route`` around the modern manager, which calls it in the request's own task (handlers read the
@@ -153,8 +154,11 @@ class _ToolContext:
         self.client = client.name if client else None
         self.session_id = session_id
 
-    async def log(self, level: str, data: Any) -> None:
-        await self._ctx.session.send_log_message(level, data, related_request_id=self._ctx.request_id)  # type: ignore[arg-type]
+    async def log(self, level: str, data: Any, *, logger: str | None = None, related: bool = True) -> None:
+        """A log message on the call's request (``related``), or on its 2025-11-25 session's own stream, which
+        outlives the call."""
+        request_id = self._ctx.request_id if related else None
+        await self._ctx.session.send_log_message(level, data, logger, related_request_id=request_id)  # type: ignore[arg-type]
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         await self._ctx.session.report_progress(progress, total, message)
@@ -259,6 +263,7 @@ async def _answer(
         request_state=params.request_state,
         context=_ToolContext(ctx, client, session_id, back_channel=back_channel),
         wants_progress=_progress_requested(params),
+        log_level=_log_level_requested(params) if modern else None,
         locales=requested_locales(accept_language),
         server=request_server(ctx.request),
     )
@@ -272,6 +277,31 @@ async def _answer(
         logger.exception("The pipeline failed on a call of %s", safe_identifier(params.name))
         sentry_sdk.capture_exception(exc, fingerprint=["errcatalog", "pipeline"])
         raise MCPError(INTERNAL_ERROR, "Internal error") from None
+
+
+def _log_level_requested(params: types.CallToolRequestParams) -> str | None:
+    """The level a 2026-07-28 request opted in to log messages at; None without (or with an unknown level)."""
+    level = (params.meta or {}).get(types.LOG_LEVEL_META_KEY)
+    return level if isinstance(level, str) and level in LOG_LEVELS else None
+
+
+def _setting_log_level(
+    extension: Callable[..., Awaitable[Any]] | None,
+) -> Callable[[ServerRequestContext[Any, Any], types.SetLevelRequestParams], Awaitable[types.EmptyResult]]:
+    """``logging/setLevel`` of a 2025-11-25 session: its level, kept for the log messages its upstreams send it and
+    forwarded to its own upstream sessions (``mcpserver.gateway.log_relay``); then an extension's handler."""
+
+    async def set_logging_level(
+        ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        session_id, _ = _call_headers(ctx.request)
+        if session_id is not None:
+            await gateway.client_log_level(session_id, params.level)
+        if extension is not None:
+            await extension(ctx, params)
+        return types.EmptyResult()
+
+    return set_logging_level
 
 
 def _progress_requested(params: types.CallToolRequestParams) -> bool:
@@ -338,6 +368,8 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
     extension_handlers = {
         name: handler for extension in autodiscover_extensions() for name, handler in extension.handlers.items()
     }
+    # Ours, in front of an extension's (which is still called, for its own tools' sake).
+    extension_handlers["on_set_logging_level"] = _setting_log_level(extension_handlers.get("on_set_logging_level"))
     # /mcp's resources, prompts and completion: the catalog's, then the upstreams', then the extensions'.
     offerings = UpstreamOfferings(feed, extension_handlers)
     upstreams = offerings.at_root()
@@ -403,7 +435,10 @@ class McpApp:
             retry_interval=resumable.retry_interval_ms if resumable else None,
             **common,
         )
-        self.admission = SessionAdmission(self.legacy.handle_request, idle_seconds=idle)
+        # A session that ends closes its own upstream sessions and forgets its log level (``mcpserver.gateway``).
+        self.admission = SessionAdmission(
+            self.legacy.handle_request, idle_seconds=idle, on_ended=gateway.client_session_ended
+        )
         self.guard = McpHttpGuard(
             self._route,
             auth_required=mcp["AUTH"],

@@ -29,7 +29,8 @@ DELETE) or is told it is gone (404), and an ended session is never counted again
 account does not hold yet (the client's GET stream can start before the ``initialize`` request's handler has
 returned) is counted from the moment the SDK accepts it. Everything runs on the event loop, without awaits inside
 the account, so it needs no lock; its size is bounded by the sessions alive (expired leases are swept) and the
-last ``_MAX_ENDED`` ended ones.
+last ``_MAX_ENDED`` ended ones. Whoever keeps something per session (the gateway: a client's own upstream sessions
+and log level) is told when one ends here (``on_ended``).
 """
 
 from __future__ import annotations
@@ -86,9 +87,17 @@ class _Lease:
 class SessionLeases:
     """Which 2025 sessions are open, per client key, under the SDK's idle rule (see the module docstring)."""
 
-    def __init__(self, *, idle_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        idle_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        on_ended: Callable[[str], None] | None = None,
+    ) -> None:
         self.idle_seconds = idle_seconds
         self._clock = clock
+        # Told the ID of each session that ends here (deleted, gone or expired), once; it must not raise.
+        self._on_ended = on_ended
         self._leases: dict[str, _Lease] = {}
         self._by_owner: dict[str, set[str]] = {}
         self._opening: dict[str, int] = {}
@@ -172,6 +181,8 @@ class SessionLeases:
         lease = self._leases.pop(session_id, None)
         if lease is None:
             return
+        if self._on_ended is not None:
+            self._on_ended(session_id)
         owned = self._by_owner.get(lease.owner)
         if owned is not None:
             owned.discard(session_id)
@@ -191,9 +202,9 @@ class SessionLeases:
 class SessionAdmission:
     """ASGI middleware in front of the stateful session manager: rate limit and per-token cap on new sessions."""
 
-    def __init__(self, app: ASGIApp, *, idle_seconds: float) -> None:
+    def __init__(self, app: ASGIApp, *, idle_seconds: float, on_ended: Callable[[str], None] | None = None) -> None:
         self.app = app
-        self.leases = SessionLeases(idle_seconds=idle_seconds)
+        self.leases = SessionLeases(idle_seconds=idle_seconds, on_ended=on_ended)
         self._warned: dict[str, float] = {}
 
     def _warning_due(self, client_key: str) -> bool:

@@ -46,6 +46,14 @@ class Transport(models.TextChoices):
     STDIO = "stdio", "stdio (a command run on this server)"
 
 
+class SessionMode(models.TextChoices):
+    """How a stdio upstream's child processes are shared (an HTTP upstream gives each client session its own
+    upstream session whatever this says)."""
+
+    SHARED = "shared", "One child process for every client"
+    PER_CLIENT = "per_client", "One child process per client session"
+
+
 class Upstream(models.Model):
     """One upstream MCP server whose tools ``/mcp`` serves under ``prefix``.
 
@@ -112,6 +120,16 @@ class Upstream(models.Model):
         help_text="Relay its requests for the client's roots (folders the client shares) to the clients that declared "
         "roots. While one upstream session serves every client, another client's call may see them.",
     )
+    session_mode = models.CharField(
+        max_length=10,
+        choices=SessionMode.choices,
+        default=SessionMode.SHARED,
+        help_text=(
+            "stdio: whether every client session gets a child process of its own (bounded by "
+            "ERRCATALOG_GATEWAY_SESSIONS_PER_UPSTREAM per web process) or all share one. HTTP upstreams always "
+            "give each client session its own upstream session."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     history = HistoricalRecords()
@@ -128,6 +146,9 @@ class Upstream(models.Model):
             models.CheckConstraint(
                 condition=models.Q(max_concurrency__gte=1, max_concurrency__lte=1000),
                 name="upstream_concurrency_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(session_mode__in=[m.value for m in SessionMode]), name="upstream_session_mode_known"
             ),
         ]
 

@@ -44,6 +44,7 @@ class UpstreamConfig:
     # Relayed to the clients that declared them (``Upstream.relay_sampling``, ``relay_roots``); off, not declared.
     relay_sampling: bool = True
     relay_roots: bool = False
+    session_mode: str = "shared"  # stdio: one child for all clients, or one per client session (``SessionMode``)
 
     @property
     def binding(self) -> str:
@@ -67,6 +68,7 @@ def upstream_config(upstream: Upstream) -> UpstreamConfig:
         tools=frozenset(upstream.tools) if upstream.tools else None,
         relay_sampling=upstream.relay_sampling,
         relay_roots=upstream.relay_roots,
+        session_mode=upstream.session_mode,
     )
 
 

@@ -7,7 +7,9 @@ and on a timer) and reconnects with a growing backoff when the connection drops 
 is replaced after its lifetime and stopped when the server stops. ``UpstreamConnection.call`` forwards one call from
 any task over the shared session, within the upstream's concurrency limit, timeout and circuit breaker (``breaker``),
 and turns every way it can fail into an ``UpstreamError`` (``failures``); ``_forward`` is the one place the call goes
-to the upstream, where relays of one call plug in (its elicitations: ``elicitation``). What a result says is read by
+to the upstream, where relays of one call plug in (its elicitations: ``elicitation``; its log messages:
+``log_relay``). A call of a client session (or of a 2026-07-28 request to a stateful upstream) goes over an upstream
+session of that client's own instead (``client_sessions``), within the same limits. What a result says is read by
 ``results``; ``probe`` connects once for a check.
 """
 
@@ -17,8 +19,10 @@ import contextlib
 import itertools
 import logging
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -31,11 +35,11 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp.client import Client
 from mcp.client.subscriptions import SubscriptionLost
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from errcatalog.gateway.models import TOOL_SEPARATOR, Transport
+from errcatalog.gateway.models import TOOL_SEPARATOR, SessionMode, Transport
 from errcatalog.gateway.secrets import SecretUnavailable, resolve
 from errcatalog.gateway.selectors import UpstreamConfig
 from errcatalog.gateway.services import HealthReport
@@ -43,6 +47,7 @@ from errcatalog.safety import redacted_for_people
 from errcatalog.vocabulary import is_tool_name
 from mcpserver.gateway import notices
 from mcpserver.gateway.breaker import CircuitBreaker
+from mcpserver.gateway.client_sessions import OwnSession, OwnSessions, one_request_key
 from mcpserver.gateway.elicitation import (
     Ask,
     Asker,
@@ -64,6 +69,7 @@ from mcpserver.gateway.failures import (
     failure_for_staff,
     known_kind,
 )
+from mcpserver.gateway.log_relay import LogSink, relay_log
 from mcpserver.gateway.progress import Progress, relaying_progress
 from mcpserver.gateway.results import envelope_code, result_text, without_protocol_meta
 from mcpserver.gateway.roots import relay_roots
@@ -78,6 +84,22 @@ logger = logging.getLogger("mcpserver.gateway")
 
 # How long a call waits for a first connection that is under way (at start, or after a drop) before it fails.
 CONNECT_WAIT_SECONDS = 5.0
+# ``logging/setLevel`` is how a 2025-11-25 upstream session is given its client's level; the SDK marks the feature
+# deprecated for 2026-07-28 and would warn at every forwarded level.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
+# The own session (``client_sessions``) the call in this task uses, so that a failure that loses the connection
+# closes that session rather than the shared one.
+_own_session: ContextVar[OwnSession | None] = ContextVar("upstream_own_session", default=None)
+
+
+@contextlib.contextmanager
+def _own_session_scope() -> Iterator[None]:
+    """The block of one call: the own session it uses (``_own_session``) is forgotten after."""
+    token = _own_session.set(None)
+    try:
+        yield
+    finally:
+        _own_session.reset(token)
 
 
 class UpstreamConnection:
@@ -105,6 +127,14 @@ class UpstreamConnection:
         self.limiter = anyio.CapacityLimiter(config.max_concurrency)
         self.in_flight = 0
         self._askers: list[Asker] = []
+        # Where the shared session's log messages go: the sinks of the calls in flight on it (``log_relay``).
+        self._log_sinks: list[LogSink | None] = []
+        self.own_sessions = OwnSessions(
+            config.name,
+            self._open_own,
+            limit=settings["SESSIONS_PER_UPSTREAM"],
+            idle_seconds=settings["SESSION_IDLE_SECONDS"],
+        )
         self._client: Client | None = None
         # Posts a Streamable HTTP session's 2026-07-28 calls (``mcpserver.sdk_internals.poster``).
         self._poster: aiohttp.ClientSession | None = None
@@ -121,7 +151,12 @@ class UpstreamConnection:
     # --- Supervisor ---------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Connect, serve and reconnect until ``stop``."""
+        """Connect, serve and reconnect until ``stop``; the clients' own sessions live as long."""
+        async with self.own_sessions.serving():
+            await self._supervise()
+        self.state = "stopped"
+
+    async def _supervise(self) -> None:
         backoff = self.settings["RECONNECT_MIN_SECONDS"]
         while not self._stop.is_set():
             if self._settled.is_set():
@@ -168,7 +203,6 @@ class UpstreamConnection:
             with anyio.move_on_after(backoff):
                 await self._stop.wait()
             backoff = min(backoff * 2, self.settings["RECONNECT_MAX_SECONDS"])
-        self.state = "stopped"
 
     def stop(self) -> None:
         self._stop.set()
@@ -207,7 +241,12 @@ class UpstreamConnection:
                 self._detach()
                 return
 
-    async def _open(self, stack: AsyncExitStack) -> Client:
+    async def _open_own(self, stack: AsyncExitStack, own: OwnSession) -> Client:
+        """A client's own session (``client_sessions``), closed with ``stack``."""
+        return await self._open(stack, own)
+
+    async def _open(self, stack: AsyncExitStack, own: OwnSession | None = None) -> Client:
+        """The shared session, or ``own``'s: its own child process (stdio) or HTTP session, the poster excepted."""
         config = self.config
         try:
             binding = config.binding
@@ -219,23 +258,43 @@ class UpstreamConnection:
         self._secrets = tuple(v for v in (*headers.values(), *env.values()) if v)
         if config.transport == Transport.STDIO:
             # What the child writes to stderr is its own text, logged line by line as upstream text is.
-            stderr = self._stderr = ChildStderr(config.name, self._secrets)
+            stderr = ChildStderr(config.name, self._secrets)
+            if own is None:
+                self._stderr = stderr
             stack.callback(stderr.close_writer)
             transport = stdio_transport(config, env, stderr.writer)
         else:
             transport, tls = await http_transport(stack, config, headers)
-            if not proxied(config.url):  # a proxy from the environment is the SDK client's alone
+            if own is None and not proxied(config.url):  # a proxy from the environment is the SDK client's alone
                 self._poster = await open_poster(
                     stack, headers=headers, tls=tls, max_concurrency=config.max_concurrency
                 )
+        secrets = self._secrets
+        if own is not None:
+
+            async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+                return await relay_elicitation(params, own.askers, secrets)
+
+            async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+                await relay_log(params, own.log, upstream=config.name, secrets=secrets)
+
+            async def on_sampling(
+                context: Any, params: types.CreateMessageRequestParams
+            ) -> types.CreateMessageResult | types.ErrorData:
+                return await relay_sampling(params, own.askers, config.name, secrets)
+
+            async def on_list_roots(context: Any) -> types.ListRootsResult | types.ErrorData:
+                return await relay_roots(own.askers)
+
         client = Client(
             transport,
             cache=None,
-            message_handler=self._on_message,
-            elicitation_callback=self._on_elicitation,
+            message_handler=self._on_message if own is None else None,
+            elicitation_callback=self._on_elicitation if own is None else on_elicitation,
+            logging_callback=self._on_log if own is None else on_log,
             # Declared to the upstream only where its record relays them (``sampling``, ``roots``).
-            sampling_callback=self._on_sampling if config.relay_sampling else None,
-            list_roots_callback=self._on_list_roots if config.relay_roots else None,
+            sampling_callback=(self._on_sampling if own is None else on_sampling) if config.relay_sampling else None,
+            list_roots_callback=(self._on_list_roots if own is None else on_list_roots) if config.relay_roots else None,
             client_info=types.Implementation(name="errcatalog-gateway", version="1"),
             # Bounds the handshake and tool listings (a cancel scope cannot: the session's task group outlives
             # this call); a call's own, shorter deadline is ``call``'s.
@@ -270,6 +329,12 @@ class UpstreamConnection:
     async def _on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
         """An upstream asks for the roots: those of the client of the call it belongs to (``roots``)."""
         return await relay_roots(self._askers)
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A log message on the shared session: relayed only while a single call is in flight on it (nothing the
+        SDK passes on names the call), to that call's client (``log_relay``)."""
+        sink = self._log_sinks[0] if len(self._log_sinks) == 1 else None
+        await relay_log(params, sink, upstream=self.config.name, secrets=self._secrets)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):  # a 2025-11-25 session's
@@ -393,6 +458,8 @@ class UpstreamConnection:
         round_trip: RoundTrip | None = None,
         progress: Progress | None = None,
         callers_client: CallersClient | None = None,
+        session_id: str | None = None,
+        log: LogSink | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``.
 
@@ -404,23 +471,32 @@ class UpstreamConnection:
         upstream with the upstream's state (``round_trip.round_trip_call``). With ``progress`` (our client asked for
         progress), the upstream is asked too, and its notifications are relayed (``progress``). A call whose task is
         cancelled (our client cancelled it, or went away) is cancelled upstream by the SDK client and frees its slot.
+        ``session_id`` is our 2025-11-25 session's, whose calls go over an upstream session of its own where the
+        upstream has them (``client_sessions``); ``log`` is where the upstream's log messages for the call go, and
+        at which level (``log_relay``).
         """
         name = self.config.name
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
-        with asking(ask, callers_client) as asker, self._classified(tool):
+        with asking(ask, callers_client) as asker, _own_session_scope(), self._classified(tool):
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
-                    client = await self.client_for()
-                    poster = self._poster
-                    self.in_flight += 1
-                    self._askers.append(asker)
-                    try:
-                        result = await self._forward(client, poster, tool, arguments, round_trip, progress)
-                    finally:
-                        self.in_flight -= 1
-                        self._askers.remove(asker)
+                    own = self._own_key(session_id)
+                    if own is None:
+                        client = await self.client_for()
+                        poster = self._poster
+                        self.in_flight += 1
+                        self._askers.append(asker)
+                        self._log_sinks.append(log)
+                        try:
+                            result = await self._forward(client, poster, tool, arguments, round_trip, progress, log)
+                        finally:
+                            self.in_flight -= 1
+                            self._askers.remove(asker)
+                            self._log_sinks.remove(log)
+                    else:
+                        result = await self._call_own(*own, asker, tool, arguments, round_trip, progress, log)
         self.breaker.succeeded()
         if isinstance(result, types.InputRequiredResult):
             return result
@@ -478,6 +554,71 @@ class UpstreamConnection:
             self._connection_lost()
             raise self._noted(UpstreamConnectionError(name, exc, secrets=self._secrets)) from None
 
+    def _own_key(self, session_id: str | None) -> tuple[str, bool] | None:
+        """The key of the call's own upstream session and whether it serves this request only; None: the shared
+        session (``client_sessions`` says which calls get one)."""
+        config = self.config
+        if config.transport == Transport.STDIO and config.session_mode != SessionMode.PER_CLIENT:
+            return None
+        if session_id is not None:
+            return session_id, False
+        version = self.protocol_version
+        if version is not None and version not in MODERN_PROTOCOL_VERSIONS:  # a stateful upstream
+            return one_request_key(), True
+        return None
+
+    async def _call_own(
+        self,
+        key: str,
+        one_request: bool,
+        asker: Asker,
+        tool: str,
+        arguments: dict[str, Any],
+        round_trip: RoundTrip | None,
+        progress: Progress | None,
+        log: LogSink | None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Forward over the client's own session (opened on first use)."""
+        async with self.own_sessions.use(key, one_request=one_request) as own:
+            client = own.client
+            assert client is not None
+            _own_session.set(own)  # until ``call`` has classified the call's failure (``_own_session_scope``)
+            self.in_flight += 1
+            own.askers.append(asker)
+            own.log = log
+            try:
+                await self._forward_level(own, client, log)
+                return await self._forward(client, self._poster, tool, arguments, round_trip, progress, log)
+            finally:
+                self.in_flight -= 1
+                own.askers.remove(asker)
+
+    async def _forward_level(self, own: OwnSession, client: Client, log: LogSink | None) -> None:
+        """The level our client set, sent to its own 2025-11-25 upstream session with ``logging/setLevel`` when it
+        changed (a 2026-07-28 upstream is told on each request instead). An upstream that does not log refuses it:
+        the call goes on."""
+        level = log.level if log is not None and log.level_set else None
+        if level is None or level == own.level_sent or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        own.level_sent = level
+        try:
+            await client.session.set_logging_level(level)  # type: ignore[arg-type]
+        except MCPError as exc:
+            logger.debug("Upstream %s refused a log level (JSON-RPC error %s)", self.config.name, exc.code)
+
+    async def forward_level(self, session_id: str, log: LogSink) -> None:
+        """Our session ``session_id`` set a level: its open upstream session is told at once (see
+        ``_forward_level``); one that opens later is told before its first call."""
+        own = self.own_sessions.get(session_id)
+        client = own.client if own is not None else None
+        if own is None or client is None:
+            return
+        with anyio.move_on_after(self.config.timeout_seconds):
+            try:
+                await self._forward_level(own, client, log)
+            except Exception as exc:  # the session is broken: its next call finds out and opens another
+                logger.debug("Upstream %s: a log level was not forwarded (%s)", self.config.name, type(exc).__name__)
+
     async def _forward(
         self,
         client: Client,
@@ -486,6 +627,7 @@ class UpstreamConnection:
         arguments: dict[str, Any],
         round_trip: RoundTrip | None,
         progress: Progress | None,
+        log: LogSink | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """The one place a forwarded call goes to the upstream, by one of three ways; a relay that belongs to one call
         (a progress callback, cancellation) plugs in here, on each way.
@@ -493,7 +635,9 @@ class UpstreamConnection:
         A 2026-07-28 call whose input requests our client answers goes round trip by round trip
         (``round_trip.round_trip_call``); another 2026-07-28 call over HTTP is posted beside the SDK's session
         (``mcpserver.sdk_internals.poster``, when the SDK's fast paths are on); everything else is the SDK client's
-        ``call_tool``, which is also how a call that relays progress goes (the poster reads no notifications).
+        ``call_tool``, which is also how a call that relays progress or log messages goes (the poster reads no
+        notifications). A 2026-07-28 upstream is asked for log messages at the client's level on the call's ``_meta``
+        (``log_relay``).
         """
         modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
         relay = relaying_progress(progress, upstream=self.config.name, secrets=self._secrets) if progress else None
@@ -501,6 +645,9 @@ class UpstreamConnection:
             return await round_trip_call(
                 client, self.config.name, tool, arguments, round_trip, self._secrets, progress=relay
             )
+        if log is not None and modern:
+            meta = {types.LOG_LEVEL_META_KEY: log.level}
+            return await client.call_tool(tool, arguments, progress_callback=relay, meta=meta)  # type: ignore[arg-type]
         if relay is not None:
             return await client.call_tool(tool, arguments, progress_callback=relay)
         if poster is not None and modern:
@@ -522,6 +669,10 @@ class UpstreamConnection:
 
     def _connection_lost(self) -> None:
         self.breaker.failed()
+        own = _own_session.get()
+        if own is not None:  # the client's own session broke: its next call opens another
+            own.close()
+            return
         self._detach()
         self._wake.set()
 

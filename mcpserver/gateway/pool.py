@@ -38,6 +38,7 @@ from errcatalog.gateway.services import (
 from mcpserver.calls import RelayedProtocolError, current_tool_call
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.elicitation import UrlElicitationRequired
+from mcpserver.gateway.log_relay import call_logging, client_log, client_log_forget, client_log_level
 from mcpserver.gateway.offerings import remember_links
 from mcpserver.gateway.round_trip import RoundTrip, accepted_requests
 from mcpserver.jsonrpc_errors import FIXED_MESSAGES, sanctioned_error
@@ -95,6 +96,20 @@ class Gateway:
         if tools is None:
             tools = self._tools = MappingProxyType(self._build_tools())
         return tools
+
+    def client_session_ended(self, session_id: str) -> None:
+        """Our 2025-11-25 session ``session_id`` ended: its upstream sessions close, its log level is forgotten."""
+        for connection in self.connections.values():
+            connection.own_sessions.close(session_id)
+        client_log_forget(session_id)
+
+    async def client_log_level(self, session_id: str, level: str) -> None:
+        """``logging/setLevel`` of our session ``session_id``: kept for its calls, and forwarded to the upstream
+        sessions it has open (``log_relay``)."""
+        client_log_level(session_id, level)
+        account = client_log(session_id)
+        for connection in list(self.connections.values()):
+            await connection.forward_level(session_id, account)
 
     def on_tools_changed(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener`` (on the event loop) whenever the upstream tools may have changed; returns the remover."""
@@ -259,14 +274,17 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         # The upstream reports progress only to a client that asked for it, on the request that asked.
         progress = call.context.progress if call.wants_progress else None
         try:
-            result = await connection.call(
-                upstream_name,
-                arguments,
-                ask=call.context.elicit,
-                round_trip=round_trip,
-                progress=progress,
-                callers_client=call.context,
-            )
+            with call_logging(call.session_id, call.context, call.log_level) as log:
+                result = await connection.call(
+                    upstream_name,
+                    arguments,
+                    ask=call.context.elicit,
+                    round_trip=round_trip,
+                    progress=progress,
+                    callers_client=call.context,
+                    session_id=call.session_id,
+                    log=log,
+                )
         except UrlElicitationRequired as exc:
             # Relayed as the same protocol error to a 2025-11-25 client that takes URL elicitations (the error is
             # gone from 2026-07-28); anyone else gets the catalog's text for it.

@@ -86,6 +86,18 @@ async def report_steps(steps: int, ctx: Context) -> str:
 
 
 @server.tool()
+async def log_hostile(ctx: Context) -> str:
+    """Log at four levels, each message with hostile text, and a deep, wide structure with a secret in it."""
+    for level in ("debug", "info", "warning", "error"):
+        await ctx.log(level, f"{level}: {HOSTILE}", logger_name=f"hostile-logger {SECRET}")
+    deep: dict = {"token": SECRET}
+    for _ in range(10):
+        deep = {"inner": deep, "many": list(range(200)), "text": HOSTILE}
+    await ctx.log("error", deep)
+    return "logged"
+
+
+@server.tool()
 def fail_hostile() -> str:
     """Fail with an error text full of things a model must not see."""
     raise ToolError(HOSTILE)

@@ -55,7 +55,8 @@ def test_without_the_fast_paths_an_upstream_is_called_through_the_sdks_client(se
     )  # fmt: skip
     settings_ = MappingProxyType(
         {"BREAKER_FAILURES": 3, "BREAKER_SECONDS": 1, "TOOLS_REFRESH_SECONDS": 300, "RECONNECT_MIN_SECONDS": 0.05,
-         "RECONNECT_MAX_SECONDS": 0.2, "STDIO_MAX_LIFETIME_SECONDS": 86400}
+         "RECONNECT_MAX_SECONDS": 0.2, "STDIO_MAX_LIFETIME_SECONDS": 86400,
+         "SESSIONS_PER_UPSTREAM": 100, "SESSION_IDLE_SECONDS": 300}
     )  # fmt: skip
 
     async def scenario():
