@@ -97,7 +97,8 @@ class UpstreamForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["session_mode"].required = False
+        if "session_mode" in self.fields:  # a viewer's form has no editable fields
+            self.fields["session_mode"].required = False
         if self.instance.pk:
             self.fields["args_entry"].initial = "\n".join(self.instance.args)
             self.fields["tools_entry"].initial = "\n".join(self.instance.tools)
