@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -612,6 +613,16 @@ class QueryChoiceField(serializers.ChoiceField):
         return dictionary.get(self.field_name, empty)
 
 
+class QueryTextField(serializers.RegexField):
+    """A text filter of a query string: anything but NUL (which no stored value holds, and PostgreSQL cannot compare),
+    as its schema says (a ``pattern``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(r"^[^\x00]*$", error_messages={"invalid": "Null characters are not allowed."}, **kwargs)
+        # The pattern says it once; CharField's own NUL check would say it again.
+        self.validators = [v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)]
+
+
 class MetricsQuerySerializer(serializers.Serializer):
     """The query string of ``GET /api/v1/metrics/``: a window and optional filters, each an exact match."""
 
@@ -622,11 +633,11 @@ class MetricsQuerySerializer(serializers.Serializer):
         # DRF's own message quotes the value sent; ours names only the choices.
         error_messages={"invalid_choice": "Use one of 1h, 24h, 7d, 30d."},
     )
-    tool = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
-    code = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
-    client = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
-    variant = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
-    upstream = serializers.CharField(
+    tool = QueryTextField(max_length=128, required=False, allow_blank=True, default="")
+    code = QueryTextField(max_length=64, required=False, allow_blank=True, default="")
+    client = QueryTextField(max_length=128, required=False, allow_blank=True, default="")
+    variant = QueryTextField(max_length=40, required=False, allow_blank=True, default="")
+    upstream = QueryTextField(
         max_length=64,
         required=False,
         allow_blank=True,

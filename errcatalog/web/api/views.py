@@ -60,6 +60,19 @@ def _bool_param(request: Request, name: str) -> bool | None:
     return _BOOLEANS[raw.lower()]
 
 
+# What a text filter may hold, as the schema says it: anything but NUL, which no stored value holds.
+NO_NUL_PATTERN = r"^[^\x00]*$"
+
+
+def _text_param(request: Request, name: str) -> str:
+    """A text filter: "" when absent; one holding a NUL character is a 400 (PostgreSQL cannot compare such text, and
+    no stored value holds one)."""
+    raw = request.query_params.get(name, "")
+    if "\x00" in raw:
+        raise exceptions.ValidationError({name: ["Null characters are not allowed."]})
+    return raw
+
+
 def _choice_param(request: Request, name: str, choices: list[str]) -> str:
     """A filter by one of ``choices``: "" when absent; any other value (a blank one too) is a 400 naming them."""
     raw = request.query_params.get(name)
@@ -224,7 +237,7 @@ class ErrorCodeViewSet(BodyRequired, viewsets.ModelViewSet):
 @_crud_schema(
     ParameterHintSerializer,
     ParameterHint,
-    list_parameters=(OpenApiParameter("tool", description="Only hints for this tool."),),
+    list_parameters=(OpenApiParameter("tool", description="Only hints for this tool.", pattern=NO_NUL_PATTERN),),
     create_examples=examples.HINT_CREATE,
     update_examples=examples.HINT_UPDATE,
     partial_update_examples=examples.HINT_PARTIAL_UPDATE,
@@ -238,7 +251,7 @@ class ParameterHintViewSet(BodyRequired, viewsets.ModelViewSet):
     lookup_value_regex = "[0-9]+"
 
     def get_queryset(self):
-        return selectors.parameter_hint_list(tool=self.request.query_params.get("tool", ""))
+        return selectors.parameter_hint_list(tool=_text_param(self.request, "tool"))
 
     def perform_create(self, serializer: ParameterHintSerializer) -> None:
         serializer.instance = services.parameter_hint_create(**serializer.validated_data)

@@ -79,3 +79,15 @@ def test_the_schema_states_the_page_bounds_and_the_400(client):
 def test_a_row_id_is_digits_only(catalog, staff_client, path):
     assert_api_error(staff_client.get(path), 404, "not_found")
     assert_api_error(staff_client.delete(path), 404, "not_found")
+
+
+def test_a_text_filter_with_a_nul_character_is_a_400_naming_it(catalog, staff_client):
+    # PostgreSQL refuses to compare text holding NUL: without the check this was a 500 there.
+    error = assert_api_error(staff_client.get("/api/v1/hints/", {"tool": "send\x00email"}), 400, "invalid")
+    assert error["fields"] == {"tool": ["Null characters are not allowed."]}
+    assert staff_client.get("/api/v1/hints/", {"tool": "send_email"}).status_code == 200
+
+
+def test_a_metrics_filter_with_a_nul_character_is_a_400_naming_it_once(staff_client):
+    error = assert_api_error(staff_client.get("/api/v1/metrics/", {"client": "a\x00b"}), 400, "invalid")
+    assert error["fields"] == {"client": ["Null characters are not allowed."]}
