@@ -138,11 +138,13 @@ def test_conformance_toolset_is_off_by_default(default_url):
     names, capabilities = run(default_url, scenario)
     assert "explain_error" in names
     assert not names & FIXTURE_TOOLS
-    # Without the fixtures the server serves tools, the catalog's own resources and prompts, and logging (the level
-    # per session, for the upstreams' log messages: mcpserver.gateway.log_relay), nothing more.
+    # Without the fixtures the server serves tools, the catalog's own resources and prompts, logging (the level per
+    # session, for the upstreams' log messages: mcpserver.gateway.log_relay) and completions (the upstreams' prompt
+    # and template arguments: mcpserver.offerings), nothing more.
     assert capabilities.resources is not None and capabilities.prompts is not None
-    assert capabilities.completions is None
+    assert capabilities.completions is not None
     assert capabilities.logging is not None
+    assert capabilities.tasks is None and capabilities.experimental is None
 
 
 def test_fixtures_are_listed_when_enabled(conformance_url):
