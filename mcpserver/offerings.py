@@ -45,6 +45,7 @@ from errcatalog.gateway.models import TOOL_SEPARATOR
 from errcatalog.render import Failure, render
 from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.vocabulary import ROOT_SERVER, UNCLASSIFIED_UPSTREAM_CODES
+from mcpserver import reference
 from mcpserver.auth import ClientIdentity, request_client, request_server
 from mcpserver.changes import ChangeFeed, admit
 from mcpserver.gateway import gateway
@@ -60,17 +61,9 @@ logger = logging.getLogger("mcpserver.offerings")
 
 Handler = Callable[..., Awaitable[Any]]
 Ctx = ServerRequestContext[Any, Any]
-# The SDK Server keywords served here (an extension's handler of the same name is asked after the upstreams at /mcp).
-HANDLED = (
-    "on_list_resources",
-    "on_list_resource_templates",
-    "on_read_resource",
-    "on_subscribe_resource",
-    "on_unsubscribe_resource",
-    "on_list_prompts",
-    "on_get_prompt",
-    "on_completion",
-)
+# The SDK Server keywords served here: the catalog's, and completion (an extension's handler of the same name is
+# asked after the upstreams at /mcp).
+HANDLED = (*reference.HANDLED, "on_completion")
 # The resource subscriptions of one listen stream that are held upstream (the rest are heard of only if the upstream
 # says so anyway).
 MAX_LISTEN_URIS = 64

@@ -204,6 +204,15 @@ class McpTarget:
         ):
             yield client
 
+    def tool_names(self) -> set[str]:
+        """The names ``tools/list`` answers with (2026-07-28)."""
+
+        async def listing() -> set[str]:
+            async with self.client() as client:
+                return {tool.name for tool in (await client.list_tools()).tools}
+
+        return asyncio.run(listing())
+
     def run(self, scenario, **options):
         """Run ``scenario(client)`` once per protocol generation; returns {"2026-07-28": …, "2025-11-25": …}."""
 

@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.upstreams import UpstreamProcess, everything_server
+from tests.mcpserver.gateway.upstreams import everything_server
 
 LONG = "trigger-long-running-operation"
 # Each upstream lets this many calls run at once; a call waits this long (for a slot, then for its answer): longer
@@ -32,14 +32,6 @@ LONG_SECONDS = 60
 # A quick call after the abandoned ones waits for a slot; held, the slots would free only after LONG_SECONDS.
 QUICK_CALL_DEADLINE = 30
 PREFIXES = ("everything", "everything_http")
-
-
-@pytest.fixture(scope="module")
-def everything_http(tmp_path_factory) -> Iterator[UpstreamProcess]:
-    log = tmp_path_factory.mktemp("everything-relays") / "log"
-    upstream = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=log).start()
-    yield upstream
-    upstream.kill()
 
 
 @pytest.fixture(scope="module")
@@ -72,20 +64,12 @@ def served(tmp_path_factory, everything_http) -> Iterator[McpTarget]:
     app = ServedApp(env, folder).start()
     target = McpTarget(app.mcp_url, key)
     wait_until(
-        lambda: {f"{prefix}__{LONG}" for prefix in PREFIXES} <= _listed(target),
+        lambda: {f"{prefix}__{LONG}" for prefix in PREFIXES} <= target.tool_names(),
         seconds=90,
         what="server-everything's tools",
     )
     yield target
     app.stop()
-
-
-def _listed(target: McpTarget) -> set[str]:
-    async def listing() -> set[str]:
-        async with target.client() as client:
-            return {tool.name for tool in (await client.list_tools()).tools}
-
-    return asyncio.run(listing())
 
 
 async def _with_progress(client: Client, name: str, arguments: dict) -> tuple[types.CallToolResult, list[tuple]]:

@@ -24,17 +24,9 @@ from mcp.shared.exceptions import MCPError
 from tests.config.served_app import ServedApp, add_classification_rule, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import CeleryWorkerProcess, wait_until
 from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.upstreams import UpstreamProcess, everything_server, time_server
+from tests.mcpserver.gateway.upstreams import everything_server, time_server
 
 GREETING = "hello from the operator's record"
-
-
-@pytest.fixture(scope="module")
-def everything_http(tmp_path_factory) -> Iterator[UpstreamProcess]:
-    log = tmp_path_factory.mktemp("everything") / "log"
-    upstream = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=log).start()
-    yield upstream
-    upstream.kill()
 
 
 @pytest.fixture(scope="module")

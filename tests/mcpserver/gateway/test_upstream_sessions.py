@@ -25,19 +25,11 @@ from tests.config.served_app import ServedApp, embedded_environment, manage, new
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
-from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess, everything_server
+from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
 
 SESSIONS = 2
 SESSION_ID = re.compile(r"session ([0-9a-f-]{8,})")
 TOGGLE = "everything_http__toggle-simulated-logging"
-
-
-@pytest.fixture(scope="module")
-def everything_http(tmp_path_factory) -> Iterator[UpstreamProcess]:
-    log = tmp_path_factory.mktemp("everything-sessions") / "log"
-    upstream = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=log).start()
-    yield upstream
-    upstream.kill()
 
 
 @pytest.fixture(scope="module")
@@ -81,17 +73,9 @@ def served(tmp_path_factory, everything_http, hostile_http) -> Iterator[McpTarge
     app = ServedApp(env, folder).start()
     target = McpTarget(app.mcp_url, key)
     wanted = {TOGGLE, "hostile_http__log_hostile", "own__pid", "shared__pid", "own__die"}
-    wait_until(lambda: wanted <= _listed(target), seconds=90, what="the upstreams' tools")
+    wait_until(lambda: wanted <= target.tool_names(), seconds=90, what="the upstreams' tools")
     yield target
     app.stop()
-
-
-def _listed(target: McpTarget) -> set[str]:
-    async def listing() -> set[str]:
-        async with target.client() as client:
-            return {tool.name for tool in (await client.list_tools()).tools}
-
-    return asyncio.run(listing())
 
 
 def _text(result: types.CallToolResult) -> str:
