@@ -89,6 +89,8 @@ def test_a_rule_made_from_an_inbox_group_renders_its_code_for_the_next_failure(s
         row = page.locator("#result_list tbody tr").first
         assert "Quota of <n> requests used up for project <value>" in row.inner_text()
         row.locator("th a").click()
+        page.wait_for_url("**/change/")  # the click starts a navigation: the group's page, once it has loaded
+        page.wait_for_load_state()
         assert "Quota of 500 requests used up for project 'alpha'" in page.inner_text("body")  # the sample, for staff
         page.click("#make-rule")
 
