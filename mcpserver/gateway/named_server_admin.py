@@ -53,9 +53,10 @@ class NamedServerForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if "tools" in self.fields:  # a viewer's form has no editable fields
+        field = self.fields.get("tools")  # a viewer's form has no editable fields
+        if isinstance(field, forms.MultipleChoiceField):
             chosen = self.instance.tools if isinstance(self.instance.tools, list) else []
-            self.fields["tools"].choices = _own_tool_choices(chosen)
+            field.choices = _own_tool_choices(chosen)
 
 
 class NamedServerUpstreamForm(forms.ModelForm):
