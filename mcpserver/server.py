@@ -414,9 +414,10 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
         keys=[settings.MCP["REQUEST_STATE_KEY"]], bind_principal=_request_state_principal, audience=SERVER_NAME
     )
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
-    server.middleware.append(_named_server_instructions)
     if fast:
         server.middleware.append(ModernToolCalls(_answer, server_info=SERVER_INFO))
+    # Innermost, so that the 2026-07-28 calls ``ModernToolCalls`` answers never pass through it.
+    server.middleware.append(_named_server_instructions)
     return server, reader
 
 
