@@ -146,10 +146,16 @@ def test_a_disabled_or_unknown_named_server_is_the_same_404_as_an_unknown_server
         assert (response.status_code, response.json()) == (404, NOT_HERE), path
 
 
-def test_a_token_limited_to_a_named_server_uses_that_one_only(served):
-    assert "explain_error" in _tools(_at(served, "support", "support_only"))
-    echoed = _call(_at(served, "support", "support_only"), "local__echo", {"text": "mine"})
+@pytest.mark.parametrize("mode", MODES)
+def test_a_token_limited_to_a_named_server_uses_that_one_only(served, mode):
+    assert "explain_error" in _tools(_at(served, "support", "support_only"), mode)
+    echoed = _call(_at(served, "support", "support_only"), "local__echo", {"text": "mine"}, mode)
     assert echoed.content[0].text == "mine"
+    for elsewhere in ("", "web", "notes"):
+        # The SDK's client reads the guard's 404 as its "Not Found" and gives up at its first request.
+        with pytest.raises(ExceptionGroup) as refused:
+            _tools(_at(served, elsewhere, "support_only"), mode)
+        assert refused.group_contains(MCPError, match="^Not Found$"), elsewhere
     base = served["app"].mcp_url
     for path in (base, f"{base}/web", f"{base}/notes"):
         response = _post(path, served["support_only"])
