@@ -118,9 +118,11 @@ def test_a_named_server_offers_the_catalogs_and_its_upstreams_resources_and_prom
         greeting = (await client.read_resource("errcatalog-upstream://web/note://greeting")).contents[0].text
         with pytest.raises(MCPError) as elsewhere:
             await client.read_resource("errcatalog-upstream://local/note://greeting")
-        return resources, prompts, greeting, elsewhere.value.error.code
+        with pytest.raises(MCPError) as prompt_elsewhere:
+            await client.get_prompt("local__fail_prompt", {})
+        return resources, prompts, greeting, elsewhere.value.error.code, prompt_elsewhere.value.error
 
-    resources, prompts, greeting, refused = _run(_at(served, "notes"), scenario, mode)
+    resources, prompts, greeting, refused, prompt_refused = _run(_at(served, "notes"), scenario, mode)
     assert {"errcatalog://codes/RATE_LIMIT", "errcatalog-upstream://web/note://greeting"} <= resources
     assert not any(uri.startswith("errcatalog-upstream://local/") for uri in resources)
     assert "web__fail_prompt" in prompts and "local__fail_prompt" not in prompts
@@ -129,9 +131,14 @@ def test_a_named_server_offers_the_catalogs_and_its_upstreams_resources_and_prom
     async def unknown_at_root(client):
         with pytest.raises(MCPError) as unknown:
             await client.read_resource("errcatalog-upstream://nowhere/note://greeting")
-        return unknown.value.error
+        with pytest.raises(MCPError) as unknown_prompt:
+            await client.get_prompt("nowhere__fail_prompt", {})
+        return unknown.value.error, unknown_prompt.value.error
 
-    assert refused == _run(_at(served, ""), unknown_at_root, mode).code  # as /mcp answers an upstream it lacks
+    # As /mcp answers for an upstream it does not serve.
+    unknown_resource, unknown_prompt = _run(_at(served, ""), unknown_at_root, mode)
+    assert refused == unknown_resource.code
+    assert prompt_refused == unknown_prompt
     support = _run(_at(served, "support"), lambda client: client.list_resources(), mode)
     assert "errcatalog-upstream://local/note://greeting" in {r.uri for r in support.resources}
 
