@@ -93,17 +93,22 @@ class NamedServerConfig:
 
 
 def named_server_configs() -> dict[str, NamedServerConfig]:
-    """The enabled named servers, by name."""
+    """The enabled named servers, by name. A tool list edited by hand into something else serves no tool (a list of
+    upstream tools, none of them), rather than stop the gateway reading its configuration."""
     configs = {}
     for server in NamedServer.objects.filter(enabled=True).prefetch_related("members__upstream"):
-        upstreams = {m.upstream.name: frozenset(m.tools) if m.tools else None for m in server.members.all()}
+        upstreams = {m.upstream.name: _names(m.tools) if m.tools else None for m in server.members.all()}
         configs[server.name] = NamedServerConfig(
             name=server.name,
             description=server.description,
-            tools=frozenset(server.tools),
+            tools=_names(server.tools),
             upstreams=MappingProxyType(upstreams),
         )
     return configs
+
+
+def _names(tools: Any) -> frozenset[str]:
+    return frozenset(tool for tool in tools if isinstance(tool, str)) if isinstance(tools, list) else frozenset()
 
 
 def screen_limits() -> ScreenLimits:

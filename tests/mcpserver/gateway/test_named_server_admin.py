@@ -215,3 +215,10 @@ def test_deleting_an_upstream_takes_it_out_of_every_named_server(superuser, web)
     superuser.post(ADD, _form(members=[(web, "")]))
     web.delete()
     assert dict(named_server_configs()["support"].upstreams) == {}
+
+
+def test_a_tool_list_edited_by_hand_into_something_else_serves_no_tool(web):
+    server = NamedServer.objects.create(name="support", tools={"explain_error": True})
+    NamedServerUpstream.objects.create(server=server, upstream=web, tools="echo")
+    config = named_server_configs()["support"]
+    assert config.tools == frozenset() and dict(config.upstreams) == {"web": frozenset()}
