@@ -45,8 +45,8 @@ def served_tools(own: Mapping[str, ToolSpec]) -> Mapping[str, ToolSpec]:
     return served[2]
 
 
-# Each server's tools, with the served mapping they were taken from. Only served upstreams' names get past the guard;
-# the bound only guards memory.
+# Each server's tools, with the served mapping and the named server they were taken from. Only served upstreams' and
+# named servers' names get past the guard; the bound only guards memory.
 _views: dict[str, tuple[Mapping[str, ToolSpec], object, Mapping[str, ToolSpec]]] = {}
 _MAX_VIEWS = 256
 
