@@ -65,13 +65,14 @@ print(json.dumps(keys))
 """
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def virtual_served(tmp_path_factory) -> Iterator[dict]:
     """Production's app (``uvicorn config.asgi:application`` in a subprocess, the embedded SQLite default) with
     upstreams imported as an operator imports them: ``upstream_server.py`` over Streamable HTTP (``web``) and over
     stdio (``local``), and ``off``, imported and then disabled; the named servers of ``NAMED_SERVERS``; the tokens of
-    ``TOKENS`` (their keys by name). Shared by the modules of virtual and named servers (a start costs seconds); they
-    change nothing in it but what a test makes for itself."""
+    ``TOKENS`` (their keys by name). Shared by the modules of virtual and named servers (a start costs seconds), which
+    run one after the other, and stopped with this package's tests; they change nothing in it but what a test makes
+    for itself."""
     folder = tmp_path_factory.mktemp("virtual")
     upstream = UpstreamProcess(UPSTREAM_SERVER, "http", log=folder / "upstream.log").start()
     env = embedded_environment(folder / "data", ERRCATALOG_MCP_TOOLSETS="catalog", ERRCATALOG_MCP_RATE_LIMIT="1000000")
