@@ -3,7 +3,8 @@ own path.
 
 - At ``/mcp/<upstream>`` (``at_upstream``): the upstream's own, unchanged and by their own names and URIs; a listing
   is every page the upstream gives (``mcpserver.gateway.offerings.MAX_PAGES`` at most), in one page.
-- At ``/mcp`` (``at_root``): every upstream's beside the catalog's (``mcpserver.reference``, in front) and an
+- At ``/mcp`` (``at_root``), and at a named server for the upstreams it is composed of: every upstream's beside the
+  catalog's (``mcpserver.reference``, in front) and an
   extension's (behind): prompts as ``<prefix>__<name>``, URIs and templates as
   ``errcatalog-upstream://<upstream>/<its URI>`` (``mcpserver.gateway.offerings`` says why). A URI in the upstream's
   own form (a tool result's ``resource_link``, which passes unchanged) is read at the upstream whose result carried
@@ -44,11 +45,11 @@ from errcatalog.gateway import inbox
 from errcatalog.gateway.models import TOOL_SEPARATOR
 from errcatalog.render import Failure, render
 from errcatalog.render.classify import classify, facts_from_exception
-from errcatalog.vocabulary import ROOT_SERVER, UNCLASSIFIED_UPSTREAM_CODES
+from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES
 from mcpserver import reference
 from mcpserver.auth import ClientIdentity, request_client, request_server
 from mcpserver.changes import ChangeFeed, admit
-from mcpserver.gateway import gateway
+from mcpserver.gateway import gateway, upstream_alone
 from mcpserver.gateway import offerings as relay
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.failures import UpstreamError
@@ -248,7 +249,7 @@ class UpstreamOfferings:
         return handle
 
     async def _target(self, ctx: Ctx, uri: str) -> tuple[UpstreamConnection, str] | None:
-        if request_server(ctx.request) != ROOT_SERVER:
+        if upstream_alone(request_server(ctx.request)):
             connection = self._own(ctx)
             return (connection, uri) if connection is not None else None
         try:
@@ -281,9 +282,15 @@ class UpstreamOfferings:
     # --- Finding the upstream --------------------------------------------------------------------------------------
 
     def _offered(self, ctx: Ctx) -> list[UpstreamConnection]:
-        """The upstreams whose offerings this request's caller sees at /mcp."""
+        """The upstreams whose offerings this request's caller sees at /mcp, or at the named server it was sent to
+        (those it is composed of)."""
         client = request_client(ctx.request)
-        return [c for c in gateway.connections.values() if _sees(client, c.config.prefix)]
+        named = gateway.named_servers.get(request_server(ctx.request))
+        return [
+            c
+            for c in gateway.connections.values()
+            if _sees(client, c.config.prefix) and (named is None or c.config.name in named.upstreams)
+        ]
 
     def _own(self, ctx: Ctx) -> UpstreamConnection | None:
         """The upstream of this request's path, when its caller sees its offerings."""

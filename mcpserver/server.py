@@ -25,7 +25,7 @@ import sentry_sdk
 from django.conf import settings
 from django.db import DatabaseError
 from mcp.server import NotificationOptions, Server
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -70,6 +70,8 @@ INSTRUCTIONS = (
     "errcatalog's tools. Failed calls return structured errors (toolError:v1 / needsInput:v1) that say what "
     "happened, why and what to do next; a needsInput result carries a question to put to the user."
 )
+# The results that carry a server's instructions: 2025-11-25's handshake and 2026-07-28's discovery.
+_INSTRUCTED_METHODS = frozenset({"initialize", "server/discover"})
 # ToolContext.log is logging on 2025-11-25 sessions (and opted-in 2026 requests); the SDK marks the feature
 # deprecated for 2026-07-28 and would warn on every call.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -343,6 +345,22 @@ def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return client.key if server == ROOT_SERVER else f"{client.key} /mcp/{server}"
 
 
+def named_server_instructions(description: str) -> str:
+    """A named server's instructions: its description, for the model to know what the server is for, then ours."""
+    return f"{description}\n\n{INSTRUCTIONS}" if description.strip() else INSTRUCTIONS
+
+
+async def _named_server_instructions(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: at a named server, the instructions of ``initialize`` and ``server/discover`` results are
+    its own (``named_server_instructions``); every other message passes untouched."""
+    result = await call_next(ctx)
+    if ctx.method in _INSTRUCTED_METHODS and isinstance(result, dict):
+        named = gateway.named_servers.get(request_server(ctx.request))
+        if named is not None:
+            result = {**result, "instructions": named_server_instructions(named.description)}
+    return result
+
+
 class _Server(Server[Any]):
     """The SDK's server, promising 2025-11-25 sessions the list-changed notifications ``mcpserver.changes`` sends.
 
@@ -398,6 +416,8 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
     if fast:
         server.middleware.append(ModernToolCalls(_answer, server_info=SERVER_INFO))
+    # Innermost, so that the 2026-07-28 calls ``ModernToolCalls`` answers never pass through it.
+    server.middleware.append(_named_server_instructions)
     return server, reader
 
 
@@ -444,7 +464,7 @@ class McpApp:
             auth_required=mcp["AUTH"],
             max_body_bytes=mcp["MAX_BODY_BYTES"],
             security=security,
-            serves=gateway.connections.__contains__,  # an upstream's own path: while it is enabled here
+            serves=gateway.serves,  # an upstream's own path or a named server: while it is enabled here
         )
 
     @contextlib.asynccontextmanager
@@ -514,7 +534,8 @@ async def _load_catalog() -> CatalogSnapshot | None:
 
 
 def _tools_digest() -> str:
-    """Changes exactly when ``tools/list`` would answer differently (for some token)."""
+    """Changes exactly when ``tools/list`` would answer differently (for some token) at ``/mcp``, or a named server's
+    composition or description changes (an upstream's own path changes only with ``/mcp``)."""
     listed = [
         (
             name,
@@ -527,4 +548,8 @@ def _tools_digest() -> str:
         )
         for name, spec in sorted(_enabled_tools().items())
     ]
-    return hashlib.sha256(json.dumps(listed, sort_keys=True, default=str).encode()).hexdigest()
+    named = [
+        (config.name, config.description, sorted(config.tools), sorted(map(repr, config.upstreams.items())))
+        for _, config in sorted(gateway.named_servers.items())
+    ]
+    return hashlib.sha256(json.dumps([listed, named], sort_keys=True, default=str).encode()).hexdigest()
