@@ -34,6 +34,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from django.conf import settings
+
 from errcatalog.errors import ErrcatalogError
 from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
 
@@ -264,3 +266,10 @@ def autodiscover() -> None:
     import mcpserver.tools  # noqa: F401  (built-in toolsets register on import)
 
     autodiscover_modules("mcp_tools")
+
+
+def served_tool_names() -> frozenset[str]:
+    """Our tools this deployment serves at ``/mcp`` (``MCP["TOOLSETS"]``), their modules imported first: what a
+    named server may choose of ours (admin, ``manage.py catalog_import``)."""
+    autodiscover()  # the tool modules register on import; a process that has not served /mcp yet has not
+    return frozenset(registry.enabled_by_name(settings.MCP["TOOLSETS"]))

@@ -28,7 +28,14 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from errcatalog.caching import register_cache
 from errcatalog.catalog import models
-from errcatalog.gateway.models import Upstream, upstream_problems
+from errcatalog.gateway.models import (
+    NamedServer,
+    NamedServerUpstream,
+    Upstream,
+    named_server_problems,
+    named_server_upstream_problems,
+    upstream_problems,
+)
 from errcatalog.input_limits import json_depth_exceeds, long_strings
 from errcatalog.safety import template_errors
 
@@ -443,6 +450,7 @@ def _semantic_problems(doc: Any) -> list[Problem]:
             problems.append((("rules", i, "code"), f"{code} is not a code of this document."))
         problems.extend(_row_problems(models.classification_rule_problems(rule), ("rules", i)))
     problems.extend(_upstream_problems(doc))
+    problems.extend(_named_server_problems(doc))
     return problems
 
 
@@ -464,6 +472,42 @@ def _upstream_problems(doc: dict[str, Any]) -> list[Problem]:
                 seen[key, value] = i
         texts = upstream_problems(upstream, clear_values=True)
         problems.extend((("upstreams", i, name), text) for name, text in texts.items())
+    return problems
+
+
+def _named_server_problems(doc: dict[str, Any]) -> list[Problem]:
+    """A named server's own rules, its upstreams' tools, and its name never one of the document's upstreams' (the
+    services check the database's, and that each upstream it names exists, when the document is imported)."""
+    problems: list[Problem] = []
+    upstream_names = {u.get("name") for u in _list(doc, "upstreams") if isinstance(u, dict)}
+    seen: dict[Any, int] = {}
+    for i, server in enumerate(_list(doc, "named_servers")):
+        if not isinstance(server, dict):
+            continue
+        at: DocPath = ("named_servers", i)
+        name = server.get("name")
+        if isinstance(name, str):
+            if name in seen:
+                problems.append(((*at, "name"), f"duplicate name; named_servers[{seen[name]}] already uses it."))
+            else:
+                seen[name] = i
+        texts = named_server_problems(server)
+        problems.extend(((*at, key), text) for key, text in texts.items())
+        if "name" not in texts and name in upstream_names:
+            problems.append(((*at, "name"), f"{name} is an upstream's name in this document: it is that upstream's "
+                             "path, /mcp/<name>. Choose another."))  # fmt: skip
+        members: dict[Any, int] = {}
+        for j, member in enumerate(server.get("upstreams") if isinstance(server.get("upstreams"), list) else []):
+            if not isinstance(member, dict):
+                continue
+            upstream = member.get("name")
+            if isinstance(upstream, str) and upstream in members:
+                problems.append(((*at, "upstreams", j, "name"),
+                                 f"duplicate upstream; upstreams[{members[upstream]}] already names it."))  # fmt: skip
+            elif isinstance(upstream, str):
+                members[upstream] = j
+            texts = named_server_upstream_problems(member)
+            problems.extend(((*at, "upstreams", j, key), text) for key, text in texts.items())
     return problems
 
 
@@ -534,7 +578,7 @@ def _entry_label(section: Any, entry: Any) -> str:
         return f"{entry['tool']}.{entry['parameter']}"
     if section == "rules" and _is_int(entry.get("position")):
         return f"position {entry['position']}"
-    if section == "upstreams" and isinstance(entry.get("name"), str):
+    if section in ("upstreams", "named_servers") and isinstance(entry.get("name"), str):
         return entry["name"]
     return ""
 
@@ -605,12 +649,16 @@ def _sorted_document(doc: dict) -> dict:
         for upstream in doc["upstreams"]:
             upstream["timeout_seconds"] = float(upstream["timeout_seconds"])
         doc["upstreams"].sort(key=lambda u: u["name"])
+    if "named_servers" in doc:
+        for server in doc["named_servers"]:
+            server["upstreams"].sort(key=lambda m: m["name"])
+        doc["named_servers"].sort(key=lambda s: s["name"])
     return doc
 
 
 def entry_fields(definition: str) -> tuple[str, ...]:
-    """The keys of one kind of entry (``code``, ``variant``, ``hint``, ``rule``, ``upstream``), in the schema's
-    order."""
+    """The keys of one kind of entry (``code``, ``variant``, ``hint``, ``rule``, ``upstream``, ``named_server``,
+    ``named_server_upstream``), in the schema's order."""
     return tuple(catalog_schema()["$defs"][definition]["properties"])
 
 
@@ -622,7 +670,8 @@ def catalog_document_from_db(*, codes: Iterable[str] | None = None, upstreams: b
 
     ``codes`` limits the document's codes to those named (hints and rules are all kept: a preview of one code
     renders with them). ``upstreams`` adds the gateway's upstreams, their values as stored (``env:`` references and
-    sealed values, never a clear one): an export keeps them, a snapshot has no use for them. Four queries of plain
+    sealed values, never a clear one), and the named servers composed of them: an export keeps them, a snapshot has
+    no use for them. Four queries of plain
     values, whatever the catalog's size: this is how every process builds its snapshot, so it is kept to a few
     hundred milliseconds for ten thousand variants.
     """
@@ -655,7 +704,24 @@ def catalog_document_from_db(*, codes: Iterable[str] | None = None, upstreams: b
     }
     if upstreams:
         doc["upstreams"] = list(Upstream.objects.order_by("name").values(*entry_fields("upstream")))
+        doc["named_servers"] = _named_servers_from_db()
     return doc
+
+
+def _named_servers_from_db() -> list[dict[str, Any]]:
+    member_keys = entry_fields("named_server_upstream")
+    members: dict[int, list[dict[str, Any]]] = {}
+    rows = NamedServerUpstream.objects.order_by("upstream__name").values("server_id", "upstream__name", "tools")
+    for row in rows:
+        member = {"name": row["upstream__name"], "tools": row["tools"]}
+        members.setdefault(row["server_id"], []).append({key: member[key] for key in member_keys})
+    servers = []
+    own_keys = [key for key in entry_fields("named_server") if key != "upstreams"]
+    for row in NamedServer.objects.order_by("name").values("id", *own_keys):
+        server = {key: row[key] for key in own_keys}
+        servers.append({key: members.get(row["id"], []) if key == "upstreams" else server[key]
+                        for key in entry_fields("named_server")})  # fmt: skip
+    return servers
 
 
 def dump_catalog(doc: Mapping[str, Any], fmt: str = "yaml") -> str:

@@ -11,7 +11,7 @@ Every save names its changed fields, so history rows and ``updated_at`` move onl
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from errcatalog.catalog.document import (
 from errcatalog.catalog.lint import lint_catalog
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.signals import catalog_changed_on_commit
+from errcatalog.gateway.named_servers import named_servers_prune, named_servers_sync
 from errcatalog.gateway.services import upstreams_sync
 
 # --- Rows -------------------------------------------------------------------------------------------------
@@ -213,6 +214,7 @@ def catalog_import(
     only_missing: bool = False,
     reason: str = "catalog import",
     source: str = "<document>",
+    known_tools: Collection[str] | None = None,
 ) -> ImportSummary:
     """Write a catalog document to the database; raise ``CatalogFileError`` (nothing written) if it is invalid.
 
@@ -223,7 +225,9 @@ def catalog_import(
     existing ones alone, and does not recreate rows that history shows an editor deleted: that is how the defaults
     are loaded without undoing editors' work. ``reason`` is the history change reason; ``source`` names the document
     in problems. A document's ``upstreams`` go through the gateway's services (``upstreams_sync``) as the command
-    line's, which may write stdio upstreams; a document without the key leaves upstreams alone.
+    line's, which may write stdio upstreams; a document without the key leaves upstreams alone. Its
+    ``named_servers`` likewise go through theirs (``errcatalog.gateway.named_servers``), after the upstreams they
+    name, their own tools checked against ``known_tools`` when it is given (the tools this deployment serves).
     """
     if replace and only_missing:
         raise ValueError("replace and only_missing exclude each other")
@@ -245,8 +249,16 @@ def catalog_import(
         )
         writer.delete(h for h in ParameterHint.objects.all() if (h.tool, h.parameter) not in hints)
         writer.delete(c for c in ErrorCode.objects.all() if c.code not in codes)
+    if replace and "named_servers" in doc:
+        # Before the upstreams: an upstream of the document may take the name of a named server it drops.
+        deleted = named_servers_prune([s["name"] for s in doc["named_servers"]], actor=None, change_reason=reason)
+        writer.summary.deleted += len(deleted)
+        writer.summary.changes.extend(f"delete named server {name}" for name in deleted)
     if "upstreams" in doc:
         _import_upstreams(doc, writer.summary, replace=replace, only_missing=only_missing, reason=reason, source=source)
+    if "named_servers" in doc:
+        _import_named_servers(doc, writer.summary, only_missing=only_missing, known_tools=known_tools, reason=reason,
+                              source=source)  # fmt: skip
     if writer.summary.changed:
         catalog_changed_on_commit()
     writer.summary.warnings = lint_lines(doc)
@@ -267,21 +279,48 @@ def _import_upstreams(
             doc["upstreams"], actor=None, replace=replace, only_missing=only_missing, change_reason=reason
         )
     except ValidationError as exc:  # the command line may write stdio upstreams: no PermissionDenied here
-        index = {u["name"]: i for i, u in enumerate(doc["upstreams"])}
-        problems: list[tuple[DocPath, str]] = []
-        for key, texts in exc.message_dict.items():
-            name, _, field_name = key.partition(".")
-            at: DocPath = ("upstreams", index[name]) if name in index else ("upstreams",)
-            for text in texts:
-                problems.append(((*at, field_name) if field_name and field_name != NON_FIELD_ERRORS else at, text))
-        raise CatalogFileError(source, problem_lines(doc, problems)) from None
+        raise CatalogFileError(source, _entry_problems(doc, "upstreams", exc)) from None
+    _count(summary, "upstream", done)
+
+
+def _import_named_servers(
+    doc: Mapping[str, Any],
+    summary: ImportSummary,
+    *,
+    only_missing: bool,
+    known_tools: Collection[str] | None,
+    reason: str,
+    source: str,
+) -> None:
+    try:
+        done = named_servers_sync(
+            doc["named_servers"], actor=None, only_missing=only_missing, known_tools=known_tools, change_reason=reason
+        )
+    except ValidationError as exc:
+        raise CatalogFileError(source, _entry_problems(doc, "named_servers", exc)) from None
+    _count(summary, "named server", done)
+
+
+def _entry_problems(doc: Mapping[str, Any], section: str, exc: ValidationError) -> list[str]:
+    """A gateway service's problems (keyed ``<name>.<field>``) at their entries of ``section``."""
+    index = {entry["name"]: i for i, entry in enumerate(doc[section])}
+    problems: list[tuple[DocPath, str]] = []
+    for key, texts in exc.message_dict.items():
+        name, _, field_name = key.partition(".")
+        at: DocPath = (section, index[name]) if name in index else (section,)
+        for text in texts:
+            problems.append(((*at, field_name) if field_name and field_name != NON_FIELD_ERRORS else at, text))
+    return problem_lines(doc, problems)
+
+
+def _count(summary: ImportSummary, what: str, done: Any) -> None:
     summary.created += len(done.created)
     summary.updated += len(done.updated)
     summary.deleted += len(done.deleted)
     summary.unchanged += len(done.unchanged)
-    summary.changes.extend(f"create upstream {name}" for name in done.created)
-    summary.changes.extend(f"update upstream {name}" for name in done.updated)
-    summary.changes.extend(f"delete upstream {name}" for name in done.deleted)
+    summary.changes.extend(f"create {what} {name}" for name in done.created)
+    summary.changes.extend(f"update {what} {name}" for name in done.updated)
+    summary.changes.extend(f"delete {what} {name}" for name in done.deleted)
 
 
 # Rows per INSERT/UPDATE statement of an import: large enough to be few statements, small enough that the CASE

@@ -423,6 +423,11 @@ def named_server_problems(row: dict[str, Any]) -> dict[str, str]:
     return problems
 
 
+def named_server_upstream_problems(row: dict[str, Any]) -> dict[str, str]:
+    """What is wrong with one of a named server's upstreams, by field (the upstream's existence is the services')."""
+    return _tool_list_problems(row.get("tools"), "tools", "its tools served")
+
+
 def _tool_list_problems(tools: Any, field: str, what: str) -> dict[str, str]:
     if not isinstance(tools, list) or not all(is_tool_name(tool) for tool in tools):
         return {field: f"Give {what} as a list of tool names ({TOOL_NAME_RULE})."}
@@ -453,6 +458,6 @@ class NamedServerUpstream(models.Model):
         return f"{self.server_id}: {self.upstream_id}"
 
     def clean(self) -> None:
-        problems = _tool_list_problems(self.tools, "tools", "its tools served")
+        problems = named_server_upstream_problems(self.__dict__)
         if problems:
             raise ValidationError(problems)

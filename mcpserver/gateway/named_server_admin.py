@@ -3,8 +3,9 @@
 It lives with the MCP server because the tools to choose from are the registry's (``mcpserver.registry``), which
 ``errcatalog`` never imports. The upstreams are rows of the server (an inline), each with the tools it serves (all by
 default). Whoever may change a named server may change its upstreams: they are part of it, not a model of their own.
-The rules are the models' (``errcatalog.gateway.models``): a name in the server-name rule, never an upstream's or a
-reserved one.
+Everything is saved through the named servers' one write path (``errcatalog.gateway.named_servers``), whose rules
+(a name in the server-name rule, never an upstream's or a reserved one) the form shows at their fields; after a save
+the page warns about chosen upstream tools that will not be served as staff may expect.
 """
 
 from __future__ import annotations
@@ -13,14 +14,22 @@ import re
 from typing import Any
 
 from django import forms
-from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.gateway.models import NamedServer, NamedServerUpstream
+from errcatalog.gateway.named_servers import (
+    FIELDS,
+    named_server_create,
+    named_server_delete,
+    named_server_tool_warnings,
+    named_server_update,
+    named_server_upstreams,
+    named_server_validate,
+)
 from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
-from mcpserver.registry import autodiscover, registry
+from mcpserver.registry import served_tool_names
 
 # Tool names are entered on one line, separated by commas or spaces (neither occurs in a tool name).
 _SEPARATORS = re.compile(r"[\s,]+")
@@ -29,10 +38,9 @@ _MAX_TOOLS = 500
 
 
 def _own_tool_choices(chosen: list[str]) -> list[tuple[str, str]]:
-    """Our tools this deployment serves at ``/mcp`` (``MCP["TOOLSETS"]``), and any already chosen that it no longer
-    serves, marked, so that they can be unticked."""
-    autodiscover()  # the tool modules register on import; a process that has not served /mcp yet has not
-    served = registry.enabled_by_name(settings.MCP["TOOLSETS"])
+    """Our tools this deployment serves, and any already chosen that it no longer serves, marked, so that they can
+    be unticked."""
+    served = served_tool_names()
     choices = [(name, name) for name in sorted(served)]
     choices += [(name, f"{name} (not served here)") for name in chosen if name not in served and is_tool_name(name)]
     return choices
@@ -57,6 +65,26 @@ class NamedServerForm(forms.ModelForm):
         if isinstance(field, forms.MultipleChoiceField):
             chosen = self.instance.tools if isinstance(self.instance.tools, list) else []
             field.choices = _own_tool_choices(chosen)
+
+    def server_fields(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in FIELDS}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
+        if self.errors:
+            return data
+        # The services' own check, so that a problem shows at its field; they check again when saving.
+        try:
+            named_server_validate(server=self.instance if self.instance.pk else None, known_tools=served_tool_names(),
+                                  **self.server_fields())  # fmt: skip
+        except ValidationError as exc:
+            for name, errors in exc.message_dict.items():
+                self.add_error(name if name in self.fields else None, errors)
+        return data
+
+    def _post_clean(self) -> None:
+        # The model's rules run in ``clean`` through the services; the instance stays as stored until they save it.
+        pass
 
 
 class NamedServerUpstreamForm(forms.ModelForm):
@@ -124,6 +152,50 @@ class NamedServerAdmin(SimpleHistoryAdmin):
     def get_queryset(self, request: Any) -> Any:
         return super().get_queryset(request).prefetch_related("members__upstream")
 
+    # --- Saving through the services ------------------------------------------------------------------------------
+
+    def save_form(self, request: Any, form: NamedServerForm, change: bool) -> NamedServer:
+        return form.instance  # saved by save_model and save_related, through the services
+
+    def save_model(self, request: Any, obj: NamedServer, form: NamedServerForm, change: bool) -> None:
+        known = served_tool_names()
+        if change:
+            # The row as stored: ``obj`` may be a version from its history that staff revert to.
+            server = NamedServer.objects.get(pk=obj.pk)
+            named_server_update(actor=request.user, server=server, known_tools=known, change_reason="admin",
+                                **form.server_fields())  # fmt: skip
+        else:
+            server = named_server_create(actor=request.user, known_tools=known, change_reason="admin",
+                                         **form.server_fields())  # fmt: skip
+        obj.__dict__.update(server.__dict__)  # the admin goes on with obj (its messages, its redirect)
+
+    def save_related(self, request: Any, form: NamedServerForm, formsets: Any, change: bool) -> None:
+        server = form.instance
+        upstreams = _composed(formsets) if formsets else named_server_upstreams(server)
+        if formsets:
+            before = {m.upstream.name: m for m in server.members.select_related("upstream")}
+            named_server_update(actor=request.user, server=server, upstreams=upstreams, change_reason="admin")
+            after = {m.upstream.name: m for m in server.members.select_related("upstream")}
+            # What admin's change message and log entry say of the rows (a formset's save would have set these).
+            for formset in formsets:
+                formset.new_objects = [after[name] for name in sorted(after.keys() - before.keys())]
+                formset.deleted_objects = [before[name] for name in sorted(before.keys() - after.keys())]
+                formset.changed_objects = [
+                    (after[name], ["tools"]) for name in sorted(after.keys() & before.keys())
+                    if after[name].tools != before[name].tools
+                ]  # fmt: skip
+        for warning in named_server_tool_warnings(upstreams):
+            self.message_user(request, warning, messages.WARNING)
+
+    def delete_model(self, request: Any, obj: NamedServer) -> None:
+        named_server_delete(actor=request.user, server=obj, change_reason="admin")
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        for server in queryset:
+            named_server_delete(actor=request.user, server=server, change_reason="admin")
+
+    # --- The list ------------------------------------------------------------------------------------------------------
+
     @admin.display(description="Path")
     def path(self, obj: NamedServer) -> str:
         return f"/mcp/{obj.name}" if obj.name else ""
@@ -135,3 +207,16 @@ class NamedServerAdmin(SimpleHistoryAdmin):
     @admin.display(description="Upstreams")
     def upstream_names(self, obj: NamedServer) -> str:
         return ", ".join(member.upstream.name for member in obj.members.all())
+
+
+def _composed(formsets: Any) -> dict[str, list[str]]:
+    """The upstreams the inline's rows give, by upstream name, without the rows marked for deletion and the empty
+    extra ones."""
+    upstreams = {}
+    for formset in formsets:
+        for row in formset.forms:
+            data = getattr(row, "cleaned_data", None)
+            if not data or data.get("DELETE") or data.get("upstream") is None:
+                continue
+            upstreams[data["upstream"].name] = list(data.get("tools") or [])
+    return upstreams

@@ -17,7 +17,8 @@ from errcatalog.catalog import models
 from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
 from errcatalog.catalog.document import catalog_document_from_db, dump_catalog, read_catalog_file
 from errcatalog.catalog.snapshot import catalog_snapshot
-from errcatalog.gateway.models import Upstream
+from errcatalog.gateway.models import NamedServer, Upstream
+from errcatalog.gateway.named_servers import named_server_create, named_server_upstreams
 from errcatalog.gateway.secrets import resolve
 from errcatalog.gateway.services import upstream_create
 from errcatalog.render.entries import CatalogSnapshot
@@ -139,15 +140,20 @@ def test_snapshot_from_the_database_after_loading_defaults_equals_the_snapshot_f
 def test_export_writes_yaml_to_stdout_by_default(default_document):
     run("catalog_load_defaults")
     text = run("catalog_export")
-    # An export lists the upstreams too (none here); the shipped catalog has none and leaves them alone.
-    assert text == dump_catalog({**default_document, "upstreams": []}, "yaml")
+    # An export lists the upstreams and named servers too (none here); the shipped catalog has none and leaves them
+    # alone.
+    assert text == dump_catalog({**default_document, "upstreams": [], "named_servers": []}, "yaml")
     assert yaml.safe_load(text)["format"] == "errcatalog/v1"
 
 
 def test_export_takes_the_format_from_the_file_suffix(tmp_path, default_document):
     run("catalog_load_defaults")
     run("catalog_export", "-o", str(tmp_path / "catalog.json"))
-    assert json.loads((tmp_path / "catalog.json").read_text()) == {**default_document, "upstreams": []}
+    assert json.loads((tmp_path / "catalog.json").read_text()) == {
+        **default_document,
+        "upstreams": [],
+        "named_servers": [],
+    }
     with pytest.raises(CommandError, match="does not match the file suffix"):
         run("catalog_export", "-o", str(tmp_path / "catalog.json"), "--format", "yaml")
     with pytest.raises(CommandError, match="cannot tell the format"):
@@ -182,20 +188,32 @@ def test_export_import_export_is_byte_identical(tmp_path, suffix):
         tools=["git_status"],
     )
     upstream_create(actor=None, name="web", prefix="web", transport="http", url="https://mcp.example.com/mcp")
+    # Named servers travel with them, by the upstreams' names.
+    named_server_create(
+        actor=None,
+        name="support",
+        description="For the support agent: «explains» codes.\nSecond line.",
+        tools=["explain_error"],
+        upstreams={"web": ["echo", "add"], "git": []},
+    )
+    named_server_create(actor=None, name="paused", enabled=False, upstreams={"web": []})
     first = tmp_path / f"first{suffix}"
     second = tmp_path / f"second{suffix}"
     run("catalog_export", "-o", str(first))
 
     models.ErrorCode.objects.filter(code="TEAM_ERROR").delete()
     models.TemplateVariant.objects.filter(error_code__code="TIMEOUT").update(message="changed")
-    Upstream.objects.filter(name="web").delete()
+    Upstream.objects.filter(name="web").delete()  # out of both named servers with it
     Upstream.objects.filter(name="git").update(timeout_seconds=5)
+    NamedServer.objects.filter(name="paused").delete()
+    NamedServer.objects.filter(name="support").update(tools=[], description="")
     run("catalog_import", str(first))
     run("catalog_export", "-o", str(second))
 
     assert second.read_bytes() == first.read_bytes()
     assert "C.UTF-8" not in first.read_text()  # sealed, never exported in the clear
     assert " upstream " not in run("catalog_import", str(first), verbosity=2)  # a sealed value re-read: unchanged
+    assert named_server_upstreams(NamedServer.objects.get(name="support")) == {"git": [], "web": ["echo", "add"]}
 
 
 def _upstream_document(default_document: dict, *upstreams: dict) -> dict:
@@ -328,6 +346,90 @@ def test_import_of_a_stdio_upstream_where_stdio_is_off_is_refused_at_its_entry(t
     assert "upstreams[0] (git) → transport: stdio upstreams are turned off here" in str(raised.value)
     assert not Upstream.objects.exists()
     assert not models.ErrorCode.objects.filter(code="TEAM_ERROR").exists()  # the whole import rolled back
+
+
+# --- Named servers in the document ------------------------------------------------------------------------------
+
+WEB = {"name": "web", "prefix": "web", "transport": "http", "url": "https://mcp.example.com/mcp"}
+
+
+def _named_document(default_document: dict, *servers: dict, upstreams: tuple[dict, ...] = (WEB,)) -> dict:
+    return {**_upstream_document(default_document, *upstreams), "named_servers": list(servers)}
+
+
+def test_import_replace_deletes_named_servers_only_when_the_document_lists_them(tmp_path, default_document):
+    run("catalog_load_defaults")
+    support = {"name": "support", "tools": ["explain_error"], "upstreams": [{"name": "web", "tools": ["echo"]}]}
+    run("catalog_import", str(write(tmp_path / "first.yaml", _named_document(default_document, support))))
+    assert named_server_upstreams(NamedServer.objects.get(name="support")) == {"web": ["echo"]}
+
+    run("catalog_import", str(write(tmp_path / "without.yaml", _upstream_document(default_document, WEB))), "--replace")
+    assert NamedServer.objects.filter(name="support").exists()  # no named_servers key: they are left alone
+
+    # A document may drop a named server and give its name to an upstream in one import.
+    renamed = {**WEB, "name": "support", "prefix": "sup"}
+    team = {"name": "team", "upstreams": [{"name": "support"}]}
+    doc = _named_document(default_document, team, upstreams=(WEB, renamed))
+    out = run("catalog_import", str(write(tmp_path / "with.yaml", doc)), "--replace", verbosity=2)
+    assert "delete named server support" in out and "create named server team" in out
+    assert list(NamedServer.objects.values_list("name", flat=True)) == ["team"]
+    assert named_server_upstreams(NamedServer.objects.get()) == {"support": []}
+    # The history says who wrote it: the import, as the command line (no user).
+    record = NamedServer.history.filter(name="team").get()
+    assert (record.history_change_reason, record.history_user) == ("catalog import", None)
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        pytest.param({"name": "support", "upstreams": [{"name": "nowhere"}]},
+                     "named_servers[0] (support) → upstreams: No upstream named nowhere.", id="unknown upstream"),
+        pytest.param({"name": "support", "tools": ["explain_error", "no_such_tool"]},
+                     "named_servers[0] (support) → tools: Not a tool this deployment serves: no_such_tool.",
+                     id="unknown own tool"),
+        pytest.param({"name": "web"}, "named_servers[0] (web) → name: web is an upstream's name in this document",
+                     id="an upstream's name in the document"),
+        pytest.param({"name": "old"}, "named_servers[0] (old) → name: An upstream has this name",
+                     id="an upstream's name in the database"),
+        pytest.param({"name": "Support!"}, "named_servers[0] (Support!) → name: Use 1-64 lower-case letters",
+                     id="bad name"),
+        pytest.param({"name": "mcp"}, "named_servers[0] (mcp) → name: mcp is reserved", id="reserved name"),
+        pytest.param({"name": "support", "tools": ["<script>"]}, "named_servers[0] (support) → tools: Give our own",
+                     id="bad own tool name"),
+        pytest.param({"name": "support", "upstreams": [{"name": "web", "tools": ["a b"]}]},
+                     "named_servers[0] (support) → upstreams[0].tools: Give its tools served as a list of tool names",
+                     id="bad upstream tool name"),
+        pytest.param({"name": "support", "upstreams": [{"name": "web"}, {"name": "web", "tools": ["echo"]}]},
+                     "named_servers[0] (support) → upstreams[1].name: duplicate upstream", id="an upstream twice"),
+        pytest.param({"name": "support", "owner": "me"}, "named_servers[0] (support) → owner: unknown key",
+                     id="unknown key"),
+    ],
+)  # fmt: skip
+def test_import_names_a_bad_named_server_entry_and_changes_nothing(tmp_path, default_document, server, expected):
+    run("catalog_load_defaults")
+    upstream_create(actor=None, name="old", prefix="old", transport="http", url="https://old.example.com/mcp")
+    path = write(tmp_path / "c.yaml", _named_document(default_document, server))
+
+    with pytest.raises(CommandError) as raised:
+        run("catalog_import", str(path))
+
+    assert expected in str(raised.value)
+    assert not NamedServer.objects.exists()
+    assert list(Upstream.objects.values_list("name", flat=True)) == ["old"]  # the whole import rolled back
+
+
+def test_a_named_servers_tool_no_longer_served_here_is_kept_on_import(tmp_path, default_document):
+    run("catalog_load_defaults")
+    upstream_create(**{**WEB, "actor": None})
+    server = named_server_create(actor=None, name="support", tools=["retired_tool"])
+    run("catalog_export", "-o", str(tmp_path / "out.yaml"))
+    NamedServer.objects.filter(pk=server.pk).update(description="changed")
+    run("catalog_import", str(tmp_path / "out.yaml"))
+    assert NamedServer.objects.get().tools == ["retired_tool"]
+    # A new server may not choose it.
+    doc = _named_document(default_document, {"name": "other", "tools": ["retired_tool"]})
+    with pytest.raises(CommandError, match="Not a tool this deployment serves: retired_tool"):
+        run("catalog_import", str(write(tmp_path / "c.yaml", doc)))
 
 
 @pytest.mark.parametrize(

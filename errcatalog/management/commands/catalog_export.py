@@ -13,7 +13,7 @@ from errcatalog.catalog.document import FORMATS, SUFFIX_FORMATS, catalog_documen
 
 
 class Command(BaseCommand):
-    help = "Export the whole error catalog (codes, variants, hints, rules, upstreams) as YAML or JSON."
+    help = "Export the whole error catalog (codes, variants, hints, rules, upstreams, named servers) as YAML or JSON."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("-o", "--output", metavar="FILE", help="Write to FILE instead of stdout.")
@@ -44,5 +44,6 @@ class Command(BaseCommand):
             raise CommandError(f"{output}: cannot write the file ({exc.strerror or exc}).") from None
         self.stderr.write(
             f"Exported {len(doc['codes'])} codes, {sum(len(c['variants']) for c in doc['codes'])} variants, "
-            f"{len(doc['hints'])} hints, {len(doc['rules'])} rules and {len(doc['upstreams'])} upstreams to {output}."
+            f"{len(doc['hints'])} hints, {len(doc['rules'])} rules, {len(doc['upstreams'])} upstreams and "
+            f"{len(doc['named_servers'])} named servers to {output}."
         )

@@ -18,6 +18,7 @@ from errcatalog.catalog.document import CatalogFileError, read_catalog_file, rea
 from errcatalog.catalog.services import catalog_import
 from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
 from errcatalog.management.commands.upstream_import import import_upstreams
+from mcpserver.registry import served_tool_names
 
 
 class Command(BaseCommand):
@@ -28,7 +29,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--replace",
             action="store_true",
-            help="Also delete codes, variants, hints and rules the file lacks (and upstreams, if it lists them).",
+            help="Also delete codes, variants, hints and rules the file lacks (and upstreams and named servers, if it "
+            "lists them).",
         )
         parser.add_argument(
             "--dry-run", action="store_true", help="Validate and report what would change, then roll back."
@@ -42,7 +44,8 @@ class Command(BaseCommand):
         try:
             doc = read_catalog_file(file)
             with transaction.atomic():
-                summary = catalog_import(doc, replace=replace, source=file)
+                # A named server's own tools must be ones this deployment serves (the MCP server's registry).
+                summary = catalog_import(doc, replace=replace, source=file, known_tools=served_tool_names())
                 if dry_run:
                     transaction.set_rollback(True)
         except CatalogFileError as exc:
