@@ -99,14 +99,16 @@ def _write_members(server: NamedServer, members: Mapping[Upstream, list[str]], a
     stored = {m.upstream_id: m for m in server.members.all()}
     for upstream, tools in members.items():
         member = stored.pop(upstream.pk, None)
+        if member is not None and member.tools == tools:
+            continue
         if member is None:
             member = NamedServerUpstream(server=server, upstream=upstream, tools=tools)
-        elif member.tools == tools:
-            continue
+            _attributed(member, actor, reason)
+            member.save()
         else:
             member.tools = tools
-        _attributed(member, actor, reason)
-        member.save()
+            _attributed(member, actor, reason)
+            member.save(update_fields=["tools"])
         changed = True
     for member in stored.values():
         _attributed(member, actor, reason)

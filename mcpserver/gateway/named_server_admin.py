@@ -86,6 +86,11 @@ class NamedServerForm(forms.ModelForm):
         # The model's rules run in ``clean`` through the services; the instance stays as stored until they save it.
         pass
 
+    def save_m2m(self) -> None:
+        # A revert from the history calls it after save_model; a named server has no many-to-many field, and the
+        # services saved everything (a form's own save, which would set it, never runs).
+        pass
+
 
 class NamedServerUpstreamForm(forms.ModelForm):
     tools = forms.CharField(

@@ -48,14 +48,14 @@ SETUP = """
 import json
 from django.contrib.auth.models import User
 from errcatalog.access.tokens import client_token_create
-from errcatalog.gateway.models import NamedServer, NamedServerUpstream, Upstream
+from errcatalog.gateway.models import Upstream
+from errcatalog.gateway.named_servers import named_server_create
 from errcatalog.gateway.services import upstream_update
 
 upstream_update(actor=None, upstream=Upstream.objects.get(name="off"), enabled=False)
 for name, (description, tools, upstreams) in NAMED_SERVERS.items():
-    server = NamedServer.objects.create(name=name, description=description, tools=tools, enabled=name != "paused")
-    for upstream, chosen in upstreams.items():
-        NamedServerUpstream.objects.create(server=server, upstream=Upstream.objects.get(name=upstream), tools=chosen)
+    named_server_create(actor=None, name=name, description=description, tools=tools, enabled=name != "paused",
+                        upstreams=upstreams)
 user, _ = User.objects.get_or_create(username="agent-owner")
 keys = {
     name: client_token_create(user=user, name=name, servers=servers, tool_scope=scope, can_read_metrics=metrics)[1]

@@ -1,18 +1,25 @@
-"""Named servers in admin: what each staff role may do, the name rules (never an upstream's, never reserved, both
-ways), and every field's bad input refused at its field."""
+"""Named servers in admin and their write path: what each staff role may do, the name rules (never an upstream's,
+never reserved, both ways), every field's bad input refused at its field, admin writing through the services, the
+warnings about an upstream's chosen tools, and ``manage.py named_servers``."""
 
 from __future__ import annotations
+
+from io import StringIO
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
 from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import client_token_create
 from errcatalog.gateway.models import NAMED_SERVER_DESCRIPTION_MAX_CHARS, NamedServer, NamedServerUpstream, Upstream
+from errcatalog.gateway.named_servers import named_server_create, named_server_update
 from errcatalog.gateway.selectors import named_server_configs
-from errcatalog.gateway.services import upstream_create, upstreams_import
+from errcatalog.gateway.services import upstream_create, upstream_tools_record, upstream_update, upstreams_import
 
 pytestmark = pytest.mark.django_db
 
@@ -222,3 +229,111 @@ def test_a_tool_list_edited_by_hand_into_something_else_serves_no_tool(web):
     NamedServerUpstream.objects.create(server=server, upstream=web, tools="echo")
     config = named_server_configs()["support"]
     assert config.tools == frozenset() and dict(config.upstreams) == {"web": frozenset()}
+
+
+# --- One write path: admin saves through the services -------------------------------------------------------------
+
+
+def test_admin_writes_through_the_services_with_its_user_and_reason_in_the_history(superuser, staff_user, web):
+    superuser.post(ADD, _form(members=[(web, "echo")]))
+    server = NamedServer.objects.get()
+    records = [*server.history.all(), *NamedServerUpstream.history.all()]
+    assert {(r.history_user, r.history_change_reason) for r in records} == {(staff_user, "admin")}
+    # Reverting to a version from its history saves that version through the services too.
+    first = server.history.get()
+    data = _form(members=[(web, "echo")], initial=1, description="Changed.")
+    data["members-0-id"] = str(server.members.get().pk)
+    superuser.post(_change_url(server), data)
+    assert NamedServer.objects.get().description == "Changed."
+    revert = reverse("admin:errcatalog_namedserver_simple_history", args=[server.pk, first.history_id])
+    revert_data = {"name": "support", "enabled": "on", "description": "For the support agent.",
+                   "tools": ["explain_error"]}  # fmt: skip
+    assert superuser.post(revert, revert_data).status_code == 302
+    assert NamedServer.objects.get().description == "For the support agent."
+    assert server.history.first().history_change_reason == "admin"
+    # Deleting, one or several: through the services, with their rows.
+    delete = reverse("admin:errcatalog_namedserver_delete", args=[server.pk])
+    assert superuser.post(delete, {"post": "yes"}).status_code == 302
+    assert not NamedServer.objects.exists() and not NamedServerUpstream.objects.exists()
+    assert NamedServerUpstream.history.filter(history_type="-").get().history_change_reason == "admin"
+
+
+def test_the_services_refuse_what_admin_refuses(web):
+    with pytest.raises(ValidationError) as clash:
+        named_server_create(actor=None, name="web")
+    assert "An upstream has this name" in clash.value.message_dict["name"][0]
+    with pytest.raises(ValidationError) as unknown:
+        named_server_create(actor=None, name="support", upstreams={"nowhere": []})
+    assert unknown.value.message_dict["upstreams"] == ["No upstream named nowhere."]
+    with pytest.raises(ValidationError) as stranger:
+        named_server_create(actor=None, name="support", tools=["mine"], known_tools={"explain_error"})
+    assert "Not a tool this deployment serves: mine" in stranger.value.message_dict["tools"][0]
+    with pytest.raises(ValidationError) as bad:
+        named_server_create(actor=None, name="support", upstreams={"web": ["a b"]})
+    assert "web: Give its tools served as a list of tool names" in bad.value.message_dict["upstreams"][0]
+    assert not NamedServer.objects.exists()
+    server = named_server_create(actor=None, name="support", upstreams={"web": ["echo"]})
+    with pytest.raises(ValidationError, match="has this name already"):
+        named_server_create(actor=None, name="support")
+    assert named_server_update(actor=None, server=server, upstreams={"web": ["echo"]}) == []
+    assert named_server_update(actor=None, server=server, enabled=False, upstreams={}) == ["enabled", "upstreams"]
+
+
+# --- A subset of an upstream's tools: the tool-name rule, and a warning about what it does not list ---------------
+
+
+def test_admin_warns_about_chosen_tools_the_upstream_does_not_list_and_saves_them(superuser, web):
+    # No listing recorded yet: nothing to compare with, no warning.
+    response = superuser.post(ADD, _form(members=[(web, "echo, ecko")]), follow=True)
+    assert not [m for m in response.context["messages"] if m.level_tag == "warning"]
+    NamedServer.objects.all().delete()
+    # A serving process recorded web's listing (approved: the first), then a new tool waiting for review.
+    listing = [{"name": "echo", "inputSchema": {"type": "object"}}]
+    upstream_tools_record(upstream="web", listing=listing)
+    upstream_tools_record(upstream="web", listing=[*listing, {"name": "add", "inputSchema": {"type": "object"}}])
+    upstream_update(actor=None, upstream=web, tools=["echo", "add"])
+    response = superuser.post(ADD, _form(members=[(web, "echo, ecko, add, send_note")]), follow=True)
+    warnings = [str(m) for m in response.context["messages"] if m.level_tag == "warning"]
+    assert warnings == [
+        "web does not list ecko, send_note: not served until it does (a typing mistake?).",
+        "web's add: not served until staff approve its metadata.",
+        "web's exposed tools leave out ecko, send_note: /mcp does not serve it.",
+    ]
+    # Saved all the same: the listing may change, and a name it stops listing is simply not served.
+    assert NamedServerUpstream.objects.get().tools == ["echo", "ecko", "add", "send_note"]
+    out = StringIO()
+    call_command("named_servers", stdout=out)
+    assert "warning: web does not list ecko, send_note" in out.getvalue()
+
+
+# --- manage.py named_servers ------------------------------------------------------------------------------------
+
+
+def test_the_command_lists_each_named_server_its_tools_upstreams_and_tokens(web, staff_user):
+    named_server_create(actor=None, name="support", description="For the support agent.\nMore.",
+                        tools=["explain_error", "retired_tool"], upstreams={"web": ["echo"]})  # fmt: skip
+    named_server_create(actor=None, name="paused", enabled=False)
+    upstream_update(actor=None, upstream=web, enabled=False)
+    client_token_create(user=staff_user, name="agent", servers=["support"])
+    out = StringIO()
+    call_command("named_servers", stdout=out)
+    assert out.getvalue().splitlines() == [
+        "paused (disabled: its path answers 404): /mcp/paused",
+        "  our tools: none",
+        "  upstreams: none",
+        "  tokens limited to it: 0",
+        "support (enabled): /mcp/support",
+        "  For the support agent.",
+        "  our tools: explain_error, retired_tool (not served here)",
+        "  upstream web (disabled: none served): echo",
+        "  tokens limited to it: 1",
+    ]
+    only = StringIO()
+    call_command("named_servers", "paused", stdout=only)
+    assert only.getvalue().startswith("paused ") and "support" not in only.getvalue()
+    with pytest.raises(CommandError, match="No named server named nowhere"):
+        call_command("named_servers", "nowhere")
+    NamedServer.objects.all().delete()
+    empty = StringIO()
+    call_command("named_servers", stdout=empty)
+    assert empty.getvalue().startswith("No named servers.")

@@ -140,7 +140,7 @@ def test_an_upstreams_server_serves_its_own_resources_and_prompts_not_the_catalo
 
     resources, prompts, greeting, read_code, prompt_code = _run(_at(served, "web"), scenario, mode)
     assert {r.uri for r in resources} == {"note://greeting", "note://fail"}
-    assert {p.name for p in prompts} == {"fail_prompt"}
+    assert {p.name for p in prompts} == {"fail_prompt", "greet"}
     assert greeting.contents[0].text == "hello from the upstream"
     # The upstream's own answers, classified by the catalog's rules: the SDK's MCPServer says -32602 for an unknown
     # resource and -32603 for an unknown prompt.

@@ -20,9 +20,11 @@ from mcp.server.mcpserver.resolve import ListRoots, Sample
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp_types import (
     CallToolResult,
+    Completion,
     CreateMessageResult,
     ElicitRequestURLParams,
     ListRootsResult,
+    PromptReference,
     SamplingMessage,
     TextContent,
 )
@@ -214,6 +216,23 @@ def fail_resource() -> str:
 def fail_prompt() -> str:
     """A prompt whose get fails with hostile text."""
     raise MCPError(-32603, HOSTILE, {"leak": SECRET})
+
+
+TEAMS = ("Engineering", "Sales", "Support")
+
+
+@server.prompt()
+def greet(team: str) -> str:
+    """A prompt whose argument completes."""
+    return f"Say hello to the {team} team."
+
+
+@server.completion()
+async def complete(ref, argument, context) -> Completion | None:
+    """The teams that start with what was typed, for ``greet``'s ``team``."""
+    if isinstance(ref, PromptReference) and ref.name == "greet" and argument.name == "team":
+        return Completion(values=[team for team in TEAMS if team.startswith(argument.value)])
+    return None
 
 
 if __name__ == "__main__":
