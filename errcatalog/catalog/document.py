@@ -497,7 +497,7 @@ def _named_server_problems(doc: dict[str, Any]) -> list[Problem]:
             problems.append(((*at, "name"), f"{name} is an upstream's name in this document: it is that upstream's "
                              "path, /mcp/<name>. Choose another."))  # fmt: skip
         members: dict[Any, int] = {}
-        for j, member in enumerate(server.get("upstreams") if isinstance(server.get("upstreams"), list) else []):
+        for j, member in enumerate(_list(server, "upstreams")):
             if not isinstance(member, dict):
                 continue
             upstream = member.get("name")

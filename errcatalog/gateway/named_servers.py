@@ -171,7 +171,8 @@ def named_server_delete(*, actor: Any, server: NamedServer, change_reason: str =
 
 def named_server_upstreams(server: NamedServer) -> dict[str, list[str]]:
     """``server``'s upstreams as the services take them: upstream name → its tools (empty: all)."""
-    return {m.upstream.name: list(m.tools) for m in server.members.select_related("upstream").order_by("upstream__name")}
+    members = server.members.select_related("upstream").order_by("upstream__name")
+    return {member.upstream.name: list(member.tools) for member in members}
 
 
 # --- A catalog document's ``named_servers`` ------------------------------------------------------------------------
@@ -247,8 +248,8 @@ def named_server_tool_warnings(upstreams: Mapping[str, Sequence[str]]) -> list[s
     rows = {u.name: u for u in Upstream.objects.filter(name__in=list(upstreams))}
     pins: dict[str, dict[str, bool]] = {}
     listed = UpstreamTool.objects.filter(upstream__name__in=list(rows), kind=UpstreamTool.Kind.TOOL)
-    for upstream, name, approved in listed.values_list("upstream__name", "name", "approved"):
-        pins.setdefault(upstream, {})[name] = approved is not None
+    for listed_by, name, approved in listed.values_list("upstream__name", "name", "approved"):
+        pins.setdefault(listed_by, {})[name] = approved is not None
     warnings = []
     for upstream_name, tools in sorted(upstreams.items()):
         upstream = rows.get(upstream_name)

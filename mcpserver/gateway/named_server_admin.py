@@ -157,7 +157,7 @@ class NamedServerAdmin(SimpleHistoryAdmin):
     def get_queryset(self, request: Any) -> Any:
         return super().get_queryset(request).prefetch_related("members__upstream")
 
-    # --- Saving through the services ------------------------------------------------------------------------------
+    # --- Saving through the services -------------------------------------------------------------------------------
 
     def save_form(self, request: Any, form: NamedServerForm, change: bool) -> NamedServer:
         return form.instance  # saved by save_model and save_related, through the services
@@ -199,7 +199,7 @@ class NamedServerAdmin(SimpleHistoryAdmin):
         for server in queryset:
             named_server_delete(actor=request.user, server=server, change_reason="admin")
 
-    # --- The list ------------------------------------------------------------------------------------------------------
+    # --- The list ---------------------------------------------------------------------------------------------------
 
     @admin.display(description="Path")
     def path(self, obj: NamedServer) -> str:

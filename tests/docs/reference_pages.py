@@ -429,6 +429,16 @@ CATALOG_SECTIONS: dict[str, tuple[str, str]] = {
         "Each entry of `upstreams`. Upstream MCP servers served through the gateway: their tools appear on "
         "`/mcp` as `<prefix>__<tool>`, and their failures are classified by the rules and rendered from the catalog.",
     ),
+    "named_server": (
+        "Named servers",
+        "Each entry of `named_servers`. A server composed of some of our tools and some upstreams for one team or "
+        "agent, served at `/mcp/<name>` behind everything `/mcp` has. An import writes them after the upstreams, so "
+        "a file may add an upstream and a server composed of it at once.",
+    ),
+    "named_server_upstream": (
+        "Upstreams of a named server",
+        "Each entry of a named server's `upstreams`: one upstream it serves, with all its tools or some of them.",
+    ),
 }
 
 CATALOG_FIELDS: dict[tuple[str, str], str] = {
@@ -439,6 +449,10 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
     ("", "upstreams"): (
         "Upstream MCP servers of the gateway. A document without this key leaves the stored upstreams alone, even "
         "with `catalog_import --replace`."
+    ),
+    ("", "named_servers"): (
+        "Named servers. A document without this key leaves the stored named servers alone, even with "
+        "`catalog_import --replace`; with it, `--replace` deletes those it lacks."
     ),
     ("code", "code"): "The code's stable name, e.g. `NETWORK_ERROR`: in every envelope's `code` and in metrics.",
     ("code", "category"): "The broad class of failure the code belongs to.",
@@ -557,6 +571,24 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
         "`ERRCATALOG_GATEWAY_SESSIONS_PER_UPSTREAM` per web process). An `http` upstream gives each client session "
         "its own upstream session either way."
     ),
+    ("named_server", "name"): (
+        "Its path, `/mcp/<name>`: lower-case letters, digits, `-` and `_`; never an upstream's name (in the file or "
+        "the database), nor `mcp`, `sse` or `messages`."
+    ),
+    ("named_server", "description"): (
+        "Who it is for and what it does: served as the server's instructions to the client's model."
+    ),
+    ("named_server", "enabled"): "A disabled named server is kept, and its path answers as an unknown server's (404).",
+    ("named_server", "tools"): (
+        "Our own tools it serves, by the names `/mcp` serves them by; each must be one this installation serves "
+        "(or one the stored server already has)."
+    ),
+    ("named_server", "upstreams"): "The upstreams it serves, each by its name.",
+    ("named_server_upstream", "name"): "The upstream's name: one of the file's upstreams or one already stored.",
+    ("named_server_upstream", "tools"): (
+        "Its tools served, by their own names at the upstream (served as `<prefix>__<tool>`); empty serves every tool "
+        "`/mcp` serves of it. Checked against the tool-name rule only, not against what the upstream lists."
+    ),
 }
 
 
@@ -662,7 +694,8 @@ def catalog_file_page(schema: Mapping[str, Any]) -> str:
         "# Catalog file format",
         "",
         "A catalog file holds the whole catalog as one YAML or JSON document (format `errcatalog/v1`): codes with "
-        "their variants, parameter hints, classification rules and, optionally, upstream MCP servers. "
+        "their variants, parameter hints, classification rules and, optionally, upstream MCP servers and named "
+        "servers. "
         "`./dev manage catalog_export` writes one, `./dev manage catalog_import` loads one, and "
         "`./dev manage catalog_lint FILE` checks one against the writing rules. Export → import → export gives the "
         "identical file, so a catalog can live in git; the shipped default catalog is "

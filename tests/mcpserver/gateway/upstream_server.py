@@ -221,8 +221,8 @@ def fail_prompt() -> str:
 TEAMS = ("Engineering", "Sales", "Support")
 
 
-@server.prompt()
-def greet(team: str) -> str:
+@server.prompt(name="greet")
+def greet_prompt(team: str) -> str:
     """A prompt whose argument completes."""
     return f"Say hello to the {team} team."
 
