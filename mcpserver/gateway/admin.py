@@ -149,6 +149,11 @@ class UpstreamForm(forms.ModelForm):
         # The model's rules run in ``clean`` through the services, on the sealed values; the form only parses.
         pass
 
+    def save_m2m(self) -> None:
+        # A revert from the history calls it after save_model; an upstream has no many-to-many field, and the
+        # services saved everything (a form's own save, which would set it, never runs).
+        pass
+
 
 # Where a problem of a model field shows on the form.
 _FORM_FIELD = {"headers": "headers_entry", "env": "env_entry", "args": "args_entry", "tools": "tools_entry"}
@@ -208,8 +213,11 @@ class UpstreamAdmin(SimpleHistoryAdmin):
     def save_model(self, request: Any, obj: Upstream, form: UpstreamForm, change: bool) -> None:
         fields = form.upstream_fields()
         if change:
-            had = {name: bool(getattr(obj, name)) for name in ("headers", "env")}
-            changed = upstream_update(actor=request.user, upstream=obj, change_reason="admin", **fields)
+            # The row as stored: ``obj`` may be a version from its history that staff revert to.
+            stored = Upstream.objects.get(pk=obj.pk)
+            had = {name: bool(getattr(stored, name)) for name in ("headers", "env")}
+            changed = upstream_update(actor=request.user, upstream=stored, change_reason="admin", **fields)
+            obj.__dict__.update(stored.__dict__)
             for name, what in (("headers", "headers"), ("env", "variables")):
                 if had[name] and name in changed and name not in fields:
                     self.message_user(

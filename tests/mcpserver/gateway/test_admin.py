@@ -68,6 +68,18 @@ def test_a_header_entered_in_admin_is_sealed_and_never_shown_back(operator):
     assert upstream.timeout_seconds == 10 and upstream.headers["Authorization"].startswith("sealed:")
 
 
+def test_an_upstream_reverted_from_its_history_is_saved_through_the_services(operator):
+    operator.post(reverse("admin:errcatalog_upstream_add"), _form())
+    upstream = Upstream.objects.get(name="remote")
+    operator.post(reverse("admin:errcatalog_upstream_change", args=[upstream.pk]), _form(timeout_seconds="10"))
+    first = upstream.history.order_by("history_id").first()
+    revert = reverse("admin:errcatalog_upstream_simple_history", args=[upstream.pk, first.history_id])
+    assert operator.post(revert, _form(session_mode="shared")).status_code == 302
+    upstream.refresh_from_db()
+    assert upstream.timeout_seconds == 30
+    assert upstream.history.first().history_change_reason == "admin"
+
+
 def test_a_staff_user_who_is_not_a_superuser_cannot_add_a_stdio_upstream(operator):
     page = operator.post(
         reverse("admin:errcatalog_upstream_add"),
