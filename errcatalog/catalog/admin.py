@@ -23,6 +23,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
@@ -298,7 +300,25 @@ def _save_through(writes: CatalogWrites, obj: models.Model, form: forms.BaseForm
     obj._state.db = saved._state.db
 
 
-class CatalogRowAdmin(SimpleHistoryAdmin):
+class VersionedAdmin(SimpleHistoryAdmin):
+    """An admin page with a history whose revert needs the change permission, as the change page does.
+
+    django-simple-history's revert page (``<id>/history/<version>/``) asks only for the view permission and then
+    saves whatever is posted through ``save_model``: without this check a staff member who may only look at a row
+    (or nobody, where admin never changes a row by hand, like a pinned upstream tool) could change it there. Every
+    versioned page of ours uses it (the catalog's, the upstreams', their tools', the named servers').
+    """
+
+    def history_form_view(
+        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        row = self.get_object(request, unquote(object_id))
+        if request.method == "POST" and not self.has_change_permission(request, row):
+            raise PermissionDenied
+        return super().history_form_view(request, object_id, version_id, extra_context)
+
+
+class CatalogRowAdmin(VersionedAdmin):
     """An admin page whose saves, deletions, reverts and list edits go through the catalog's services."""
 
     writes: CatalogWrites

@@ -23,8 +23,8 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
-from simple_history.admin import SimpleHistoryAdmin
 
+from errcatalog.catalog.admin import VersionedAdmin
 from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
 from errcatalog.gateway.models import SessionMode, Transport, Upstream, UpstreamTool
 from errcatalog.gateway.secrets import describe
@@ -170,7 +170,7 @@ class ImportForm(forms.Form):
 
 
 @admin.register(Upstream)
-class UpstreamAdmin(SimpleHistoryAdmin):
+class UpstreamAdmin(VersionedAdmin):
     form = UpstreamForm
     change_list_template = "admin/errcatalog/upstream/change_list.html"
     list_display = ("name", "prefix", "transport", "enabled", "health", "last_failure")
@@ -377,7 +377,7 @@ def _described(values: dict[str, str], binding: str) -> Any:
 
 
 @admin.register(UpstreamTool)
-class UpstreamToolAdmin(SimpleHistoryAdmin):
+class UpstreamToolAdmin(VersionedAdmin):
     """Upstream tools' pinned metadata: what is served, what changed (a diff) and what the screen found.
 
     Read-only but for the approve and reject actions, which need the approve permission (``approve_upstreamtool``).

@@ -16,8 +16,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from simple_history.admin import SimpleHistoryAdmin
 
+from errcatalog.catalog.admin import VersionedAdmin
 from errcatalog.gateway.models import NamedServer, NamedServerUpstream
 from errcatalog.gateway.named_servers import (
     FIELDS,
@@ -145,7 +145,7 @@ class NamedServerUpstreamInline(admin.TabularInline):
 
 
 @admin.register(NamedServer)
-class NamedServerAdmin(SimpleHistoryAdmin):
+class NamedServerAdmin(VersionedAdmin):
     form = NamedServerForm
     inlines = (NamedServerUpstreamInline,)
     list_display = ("name", "path", "enabled", "own_tools", "upstream_names", "updated_at")

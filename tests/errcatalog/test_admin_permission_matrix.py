@@ -17,9 +17,11 @@ from django.contrib.auth.models import Group, Permission, User
 from django.core.management import call_command
 from django.test import RequestFactory
 from django.urls import reverse
+from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
+from errcatalog.catalog.admin import VersionedAdmin
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.gateway import inbox
 from errcatalog.gateway.models import NamedServer, NamedServerUpstream, Upstream, UpstreamFailureGroup, UpstreamTool
@@ -137,6 +139,36 @@ def test_each_page_opens_exactly_for_the_permission_that_gives_it(client, model,
     }
     got = {url: client.get(url).status_code for url in expected}
     assert got == {url: 200 if allowed else 403 for url, allowed in expected.items()}
+
+
+# The versioned pages (django-simple-history's): reverting to a version saves it, so it needs the change permission
+# (``errcatalog.catalog.admin.VersionedAdmin``), and none where admin never changes a row by hand.
+VERSIONED = [model for model in MATRIX if isinstance(admin.site._registry[model], VersionedAdmin)]
+REVERT_CASES = [(model, verb) for model in VERSIONED for verb in HOLDINGS]
+
+
+def test_every_versioned_page_checks_the_change_permission_on_revert():
+    assert {m for m, page in admin.site._registry.items() if isinstance(page, SimpleHistoryAdmin)} == set(VERSIONED)
+
+
+@pytest.mark.parametrize(
+    ("model", "verb"), REVERT_CASES, ids=[f"{m.__name__}-{v or 'nothing'}" for m, v in REVERT_CASES]
+)
+def test_reverting_to_a_version_needs_the_change_permission(client, model, verb):
+    make, _actions = MATRIX[model]
+    actor = _staff(verb, model)
+    row = make(actor)
+    client.force_login(actor)
+    version = row.history.order_by("history_id").first()
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_simple_history",
+                  args=[row.pk, version.history_id])  # fmt: skip
+    versions = row.history.count()
+    page = client.get(url)
+    posted = client.post(url, form_data(page) if page.status_code == 200 else {})
+    allowed = verb == "change" and model is not UpstreamTool
+    assert (posted.status_code == 403) == (not allowed), posted.status_code
+    if not allowed:
+        assert row.history.count() == versions
 
 
 LIST_CASES = [(model, verb) for model in MATRIX for verb in ("view", "change")]

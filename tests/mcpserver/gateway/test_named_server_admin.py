@@ -119,7 +119,10 @@ def test_a_viewer_sees_a_named_server_but_can_neither_add_change_nor_delete_one(
     assert viewer.post(_change_url(server), _form(name="renamed")).status_code == 403
     delete = reverse("admin:errcatalog_namedserver_delete", args=[server.pk])
     assert viewer.post(delete, {"post": "yes"}).status_code == 403
+    revert = reverse("admin:errcatalog_namedserver_simple_history", args=[server.pk, server.history.get().history_id])
+    assert viewer.post(revert, _form(description="reverted")).status_code == 403
     assert NamedServer.objects.get().name == "support" and NamedServer.objects.count() == 1
+    assert NamedServer.objects.get().description == "For the support agent."
 
 
 def test_staff_without_named_server_permissions_get_nothing(django_user_model, superuser, web):
