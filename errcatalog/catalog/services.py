@@ -31,7 +31,12 @@ from errcatalog.catalog.document import (
 from errcatalog.catalog.lint import lint_catalog
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.signals import catalog_changed_on_commit
-from errcatalog.gateway.named_servers import named_servers_prune, named_servers_sync
+from errcatalog.gateway.named_servers import (
+    entry_upstreams,
+    named_server_tool_warnings,
+    named_servers_prune,
+    named_servers_sync,
+)
 from errcatalog.gateway.services import upstreams_sync
 
 # --- Rows -------------------------------------------------------------------------------------------------
@@ -194,6 +199,8 @@ class ImportSummary:
     changes: list[str] = field(default_factory=list)
     # The template lint's warnings about the document (``errcatalog.catalog.lint``): imported all the same.
     warnings: list[str] = field(default_factory=list)
+    # Its named servers' chosen upstream tools that will not be served as written (``named_server_tool_warnings``).
+    named_server_warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -299,6 +306,9 @@ def _import_named_servers(
     except ValidationError as exc:
         raise CatalogFileError(source, _entry_problems(doc, "named_servers", exc)) from None
     _count(summary, "named server", done)
+    for i, entry in enumerate(doc["named_servers"]):
+        warnings = named_server_tool_warnings(entry_upstreams(entry))
+        summary.named_server_warnings += problem_lines(doc, [(("named_servers", i, "upstreams"), w) for w in warnings])
 
 
 def _entry_problems(doc: Mapping[str, Any], section: str, exc: ValidationError) -> list[str]:

@@ -20,7 +20,7 @@ from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.gateway.models import NamedServer, Upstream
 from errcatalog.gateway.named_servers import named_server_create, named_server_upstreams
 from errcatalog.gateway.secrets import resolve
-from errcatalog.gateway.services import upstream_create
+from errcatalog.gateway.services import upstream_create, upstream_tools_record
 from errcatalog.render.entries import CatalogSnapshot
 
 pytestmark = pytest.mark.django_db
@@ -416,6 +416,17 @@ def test_import_names_a_bad_named_server_entry_and_changes_nothing(tmp_path, def
     assert expected in str(raised.value)
     assert not NamedServer.objects.exists()
     assert list(Upstream.objects.values_list("name", flat=True)) == ["old"]  # the whole import rolled back
+
+
+def test_import_warns_about_a_named_servers_upstream_tool_the_upstream_does_not_list(tmp_path, default_document):
+    run("catalog_load_defaults")
+    upstream_create(**{**WEB, "actor": None})
+    upstream_tools_record(upstream="web", listing=[{"name": "echo", "inputSchema": {"type": "object"}}])
+    server = {"name": "support", "upstreams": [{"name": "web", "tools": ["echo", "ecko"]}]}
+    out = run("catalog_import", str(write(tmp_path / "c.yaml", _named_document(default_document, server))))
+    assert "Named servers' upstream tools not served as written: 1" in out
+    assert "named_servers[0] (support) → upstreams: web does not list ecko" in out
+    assert named_server_upstreams(NamedServer.objects.get()) == {"web": ["echo", "ecko"]}  # imported all the same
 
 
 def test_a_named_servers_tool_no_longer_served_here_is_kept_on_import(tmp_path, default_document):

@@ -4,7 +4,9 @@ A JSON file with an ``mcpServers`` (or ``servers``) object, as MCP clients keep 
 upstreams instead (``upstream_import``).
 
 An invalid file changes nothing: every problem is listed (file, entry, field) and the command exits non-zero. A
-valid one is imported, and the template lint's warnings about it are listed after (``manage.py catalog_lint``).
+valid one is imported, and the template lint's warnings about it are listed after (``manage.py catalog_lint``), then
+each named server's chosen upstream tools that will not be served as written (the upstream's recorded listing lacks
+them, they wait for approval, or its exposed tools leave them out), as admin warns of them.
 """
 
 from __future__ import annotations
@@ -64,6 +66,13 @@ class Command(BaseCommand):
                 self.style.WARNING(f"Template warnings (the rules for writing error text): {len(summary.warnings)}")
             )
             for line in summary.warnings:
+                self.stdout.write(f"  {line}")
+        if summary.named_server_warnings:
+            self.stdout.write(
+                self.style.WARNING(f"Named servers' upstream tools not served as written: "
+                                   f"{len(summary.named_server_warnings)}")
+            )  # fmt: skip
+            for line in summary.named_server_warnings:
                 self.stdout.write(f"  {line}")
 
 
