@@ -330,3 +330,57 @@ def test_a_made_up_or_another_sessions_event_id_replays_nothing(conformance_url)
         assert _resume(http, conformance_url, alice, alices[0])[-1]["result"]["content"][0]["text"].startswith(
             "This is a simple text"
         )
+
+
+class _CutAfterFirstEvent(httpx2.AsyncBaseTransport):
+    """HTTP as usual, except that the SSE answer to a ``tools/call`` POST is cut after its first event, as a proxy or
+    a network change cuts a connection."""
+
+    def __init__(self) -> None:
+        self._http = httpx2.AsyncHTTPTransport()
+        self.cut = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._http.handle_async_request(request)
+        cut = request.method == "POST" and b'"tools/call"' in request.content
+        if not cut or not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response
+        self.cut += 1
+
+        class FirstEvent(httpx2.AsyncByteStream):
+            async def __aiter__(self):
+                seen = b""
+                async for chunk in response.stream:
+                    seen += chunk
+                    if b"\n\n" in seen or b"\r\n\r\n" in seen:
+                        yield seen
+                        break
+                await response.aclose()  # the connection is gone: the client sees the stream end
+
+            async def aclose(self) -> None:
+                await response.aclose()
+
+        return httpx2.Response(response.status_code, headers=response.headers, stream=FirstEvent())
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def test_the_sdks_client_resumes_a_call_whose_stream_was_cut(conformance_url):
+    transport = _CutAfterFirstEvent()
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append(value)
+
+    async def go():
+        async with (
+            httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(20)) as http,
+            Client(streamable_http_client(conformance_url, http_client=http), mode="legacy") as client,
+        ):
+            return await client.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+
+    result = asyncio.run(go())
+    assert transport.cut == 1  # the call's own stream ended after its priming event
+    assert result.content[0].text == "Tool with progress executed successfully"
+    assert progress == [0, 50, 100]  # each sent while the client was away, replayed when it came back
