@@ -354,7 +354,8 @@ MCP: dict[str, Any] = {
     ),
     # The places that rely on the MCP SDK beyond its public API for speed (mcpserver.sdk_internals): 2026-07-28 calls
     # answered by our own middleware, the gateway's own poster, the SDK's span middleware behind a check. Off, each
-    # takes the SDK's plain path: the escape hatch when an SDK upgrade breaks one.
+    # takes the SDK's plain path: the escape hatch when an SDK upgrade breaks one (2025-11-25 sessions then hear of no
+    # list changes, and their streams are not resumable).
     "SDK_FAST_PATHS": env_bool("ERRCATALOG_MCP_SDK_FAST_PATHS", True),
 }
 
