@@ -15,7 +15,8 @@ Which calls get one (``UpstreamConnection.call`` asks ``own_session_key``):
 
 ``OwnSessions`` holds them for one upstream in one process, at most ``GATEWAY["SESSIONS_PER_UPSTREAM"]``: each in a
 task of its own (a client's transport is entered and left in one task), closed after
-``GATEWAY["SESSION_IDLE_SECONDS"]`` without a call, when our session ends (``close``), when a call finds it broken
+``GATEWAY["SESSION_IDLE_SECONDS"]`` without a call (one that holds resource subscriptions is not idle: its client
+waits for their updates on it), when our session ends (``close``), when a call finds it broken
 (the next call opens another), or when the connection stops. Past the bound the least recently used idle one is
 closed for the new one; when every one is busy the call is refused with ``UpstreamSessionsBusy``, which the
 catalog's rules classify like an open circuit (SERVICE_UNAVAILABLE, retryable, with a Retry-After), and never falls
@@ -67,6 +68,8 @@ class OwnSession:
     log: LogSink | None = None
     # The level last forwarded to a 2025-11-25 upstream with ``logging/setLevel``.
     level_sent: str | None = None
+    # Resource subscriptions held on it (``mcpserver.offerings``): while any is, it is not idle.
+    holds: int = 0
     opened: anyio.Event = field(default_factory=anyio.Event)
     closing: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)
@@ -152,7 +155,7 @@ class OwnSessions:
         if self._tasks is None:
             raise UpstreamConnectionError(self.upstream, "not connected")
         if len(self._sessions) >= self.limit:
-            idle = [own for own in self._sessions.values() if own.in_flight == 0]
+            idle = [own for own in self._sessions.values() if own.in_flight == 0 and not own.holds]
             if not idle:
                 raise UpstreamSessionsBusy(self.upstream, "every session is busy", retry_after=BUSY_RETRY_AFTER_SECONDS)
             oldest = min(idle, key=lambda own: own.last_used)
@@ -171,9 +174,10 @@ class OwnSessions:
                 own.opened.set()
                 while not own.closing.is_set():
                     idle_for = time.monotonic() - own.last_used
-                    if own.in_flight == 0 and idle_for >= self.idle_seconds:
+                    busy = own.in_flight or own.holds
+                    if not busy and idle_for >= self.idle_seconds:
                         break
-                    with anyio.move_on_after(max(0.0, self.idle_seconds - idle_for) if not own.in_flight else 3600):
+                    with anyio.move_on_after(max(0.0, self.idle_seconds - idle_for) if not busy else 3600):
                         await own.wake.wait()
                     own.wake = anyio.Event()
                 own.client = None

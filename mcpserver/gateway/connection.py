@@ -10,12 +10,16 @@ and turns every way it can fail into an ``UpstreamError`` (``failures``); ``_for
 to the upstream, where relays of one call plug in (its elicitations: ``elicitation``; its log messages:
 ``log_relay``). A call of a client session (or of a 2026-07-28 request to a stateful upstream) goes over an upstream
 session of that client's own instead (``client_sessions``), within the same limits. What a result says is read by
-``results``; ``probe`` connects once for a check.
+``results``; ``probe`` connects once for a check. What an upstream tells about its resources and prompts (updates of
+subscribed resources, list changes) goes to ``notices``, with the channel it came on: the shared session, or a
+client's own (``own_channel``); a 2026-07-28 upstream tells it on the supervisor's ``subscriptions/listen`` stream,
+which also holds the resource subscriptions of the shared channel (``listen_to``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -34,7 +38,13 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp.client import Client
-from mcp.client.subscriptions import SubscriptionLost
+from mcp.client.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    SubscriptionLost,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -84,12 +94,20 @@ logger = logging.getLogger("mcpserver.gateway")
 
 # How long a call waits for a first connection that is under way (at start, or after a drop) before it fails.
 CONNECT_WAIT_SECONDS = 5.0
+# The resources one listen stream to a 2026-07-28 upstream asks about (the rest are heard of only if the upstream
+# reports them anyway): a bound on what one stream's request carries.
+MAX_LISTENED_URIS = 256
 # ``logging/setLevel`` is how a 2025-11-25 upstream session is given its client's level; the SDK marks the feature
 # deprecated for 2026-07-28 and would warn at every forwarded level.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
 # The own session (``client_sessions``) the call in this task uses, so that a failure that loses the connection
 # closes that session rather than the shared one.
 _own_session: ContextVar[OwnSession | None] = ContextVar("upstream_own_session", default=None)
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 @contextlib.contextmanager
@@ -147,6 +165,13 @@ class UpstreamConnection:
         self._wake = anyio.Event()
         self._lost = False
         self._refresh = False
+        # The resources a 2026-07-28 upstream is asked to report on the supervisor's listen stream (``listen_to``),
+        # and the event that reopens the stream when they change.
+        self._listened: frozenset[str] = frozenset()
+        self._relisten = anyio.Event()
+        # Which of resources and prompts the upstream offers, as of its last handshake (its clients are told of
+        # their lists when it connects or goes away).
+        self.offers: frozenset[str] = frozenset()
 
     # --- Supervisor ---------------------------------------------------------------------------------------
 
@@ -167,6 +192,7 @@ class UpstreamConnection:
                     await self._list_tools(client)
                     self._client, self._lost = client, False
                     self.protocol_version = client.protocol_version
+                    self._announce_offerings(client)
                     self.state = "connected"
                     self.connected_at = time.monotonic()
                     # A handshake and a tool listing went through: the transport works again, so the circuit closes
@@ -212,7 +238,7 @@ class UpstreamConnection:
         """Serve the session until it ends; a 2026-07-28 upstream's tool changes are followed meanwhile."""
         async with anyio.create_task_group() as tasks:
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                tasks.start_soon(self._follow_tool_changes, client)
+                tasks.start_soon(self._follow_changes, client)
             try:
                 await self._watch(client)
             finally:
@@ -289,7 +315,7 @@ class UpstreamConnection:
         client = Client(
             transport,
             cache=None,
-            message_handler=self._on_message if own is None else None,
+            message_handler=self._on_message if own is None else functools.partial(self._on_message, channel=own.key),
             elicitation_callback=self._on_elicitation if own is None else on_elicitation,
             logging_callback=self._on_log if own is None else on_log,
             # Declared to the upstream only where its record relays them (``sampling``, ``roots``).
@@ -336,39 +362,84 @@ class UpstreamConnection:
         sink = self._log_sinks[0] if len(self._log_sinks) == 1 else None
         await relay_log(params, sink, upstream=self.config.name, secrets=self._secrets)
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: Any, *, channel: str = notices.SHARED) -> None:
+        """A notification of the shared session (``channel`` ``SHARED``) or of a client's own (its key)."""
         if isinstance(message, types.ToolListChangedNotification):  # a 2025-11-25 session's
             self._tools_changed()
         elif isinstance(message, notices.HEARD):  # its resources' and prompts' changes, for our clients
-            notices.heard(self.config.name, message)
+            notices.heard(self.config.name, message, channel=channel)
+
+    def _announce_offerings(self, client: Client) -> None:
+        """A session opened: what it offers of resources and prompts is kept, and our clients are told that those
+        lists changed (they may have: it was away, or new)."""
+        capabilities = client.server_capabilities
+        offers = set()
+        if capabilities.resources is not None:
+            offers.add("resources")
+        if capabilities.prompts is not None:
+            offers.add("prompts")
+        self.offers = frozenset(offers)
+        notices.offerings_changed(self.config.name, self.offers, connected=True)
+
+    def own_channel(self, session_id: str | None) -> str:
+        """The channel a request of our 2025-11-25 session ``session_id`` goes over: that session's own upstream
+        session where it gets one (``client_sessions``), else the shared session (``notices.SHARED``). A 2026-07-28
+        upstream has no session state: everything goes over the shared session and its listen stream."""
+        own = self._own_key(session_id)
+        if own is None or own[1] or self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return notices.SHARED
+        return own[0]
+
+    def listen_to(self, uris: frozenset[str]) -> None:
+        """The resources a 2026-07-28 upstream is to report on the supervisor's listen stream from now on (reopened
+        with them)."""
+        if uris != self._listened:
+            self._listened = uris
+            self._relisten.set()
 
     def _tools_changed(self) -> None:
         self._refresh = True
         self._wake.set()
 
-    async def _follow_tool_changes(self, client: Client) -> None:
-        """A 2026-07-28 upstream's ``subscriptions/listen`` stream of tool changes, each one a new listing.
+    async def _follow_changes(self, client: Client) -> None:
+        """A 2026-07-28 upstream's ``subscriptions/listen`` stream: its tool changes, each one a new listing; its
+        resource and prompt list changes and the updates of the resources ``listen_to`` names, for our clients
+        (``notices``).
 
         Every time the stream is acknowledged the tools are listed again (a change between the listing and the
         stream would be missed otherwise). When it drops they are listed at once, which also finds an upstream
         that went away (the listing fails, the supervisor reconnects), and it is opened again after a growing
-        pause. An upstream that refuses the stream, or tool changes on it, has its tools re-read on the timer.
+        pause. It is reopened at once when the resources to hear of change (a listen filter is fixed for the
+        stream's life). An upstream that refuses the stream, or tool changes on it, has its tools re-read on the
+        timer; its resources and prompts are then followed by no notice.
         """
         name, pause = self.config.name, self.settings["RECONNECT_MIN_SECONDS"]
         followed = False
         while True:
+            relisten = self._relisten = anyio.Event()
+            uris = sorted(self._listened)[:MAX_LISTENED_URIS]
+            reopen = False
             try:
-                async with client.listen(tools_list_changed=True) as subscription:
+                async with client.listen(
+                    tools_list_changed=True,
+                    prompts_list_changed="prompts" in self.offers,
+                    resources_list_changed="resources" in self.offers,
+                    resource_subscriptions=uris,
+                ) as subscription:
                     if not subscription.honored.tools_list_changed:
                         logger.info("Upstream %s does not report its tool changes; re-read on the timer", name)
                         return
                     followed = True
                     self._tools_changed()
                     pause = self.settings["RECONNECT_MIN_SECONDS"]
-                    async for _event in subscription:
-                        self._tools_changed()
+                    async with anyio.create_task_group() as watch:
+                        watch.start_soon(_cancel_when, relisten, watch.cancel_scope)
+                        async for event in subscription:
+                            self._heard_event(event)
+                        watch.cancel_scope.cancel()
+                    reopen = relisten.is_set()
             except (SubscriptionLost, TimeoutError, OSError, httpx2.HTTPError) as exc:
-                logger.debug("Upstream %s: its stream of tool changes ended (%s)", name, type(exc).__name__)
+                logger.debug("Upstream %s: its stream of changes ended (%s)", name, type(exc).__name__)
             except Exception as exc:  # refused (ListenNotSupportedError, MCPError), or an answer the SDK rejects
                 # Never the session's end: whatever an upstream sends here, the timer still re-reads its tools. The
                 # class only: the upstream's own words are logged redacted, where its failures are (``note_failure``).
@@ -377,10 +448,24 @@ class UpstreamConnection:
                         "Upstream %s: no stream of tool changes (%s); re-read on the timer", name, type(exc).__name__
                     )
                     return
-                logger.debug("Upstream %s: its stream of tool changes failed (%s)", name, type(exc).__name__)
+                logger.debug("Upstream %s: its stream of changes failed (%s)", name, type(exc).__name__)
+            if reopen:
+                continue
             self._tools_changed()
             await anyio.sleep(pause)
             pause = min(pause * 2, self.settings["RECONNECT_MAX_SECONDS"])
+
+    def _heard_event(self, event: object) -> None:
+        """One event of the supervisor's listen stream, as the notification a 2025-11-25 session would have sent."""
+        if isinstance(event, ToolsListChanged):
+            self._tools_changed()
+        elif isinstance(event, ResourceUpdated):
+            params = types.ResourceUpdatedNotificationParams(uri=event.uri)
+            notices.heard(self.config.name, types.ResourceUpdatedNotification(params=params))
+        elif isinstance(event, ResourcesListChanged):
+            notices.heard(self.config.name, types.ResourceListChangedNotification())
+        elif isinstance(event, PromptsListChanged):
+            notices.heard(self.config.name, types.PromptListChangedNotification())
 
     async def _list_tools(self, client: Client) -> None:
         tools: dict[str, types.Tool] = {}
@@ -506,22 +591,37 @@ class UpstreamConnection:
             )
         return without_protocol_meta(result)
 
-    async def request[T](self, what: str, send: Callable[[Client], Awaitable[T]]) -> T:
-        """One request other than a tool call (a resource read, a prompt, a completion: ``offerings``), sent by ``send``
-        over the session ``client_for`` gives, within the upstream's circuit breaker, concurrency limit and timeout;
-        every way it fails is an ``UpstreamError``, classified exactly as a call's failure is."""
+    async def request[T](
+        self, what: str, send: Callable[[Client], Awaitable[T]], *, channel: str = notices.SHARED, hold: int = 0
+    ) -> T:
+        """One request other than a tool call (a resource read, a prompt, a completion, a subscription: ``offerings``),
+        sent by ``send`` over the shared session or, for ``channel`` a client's own (``own_channel``), that one
+        (opened on first use), within the upstream's circuit breaker, concurrency limit and timeout; every way it
+        fails is an ``UpstreamError``, classified exactly as a call's failure is. ``hold`` counts the subscriptions
+        the request adds to (or, negative, takes from) the own session: one that holds any is not closed as idle."""
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(self.config.name, "circuit open", retry_after=max(1, round(wait)))
-        with self._classified(what):
+        with _own_session_scope(), self._classified(what):
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
-                    client = await self.client_for()
-                    self.in_flight += 1
-                    try:
-                        result = await send(client)
-                    finally:
-                        self.in_flight -= 1
+                    if channel == notices.SHARED:
+                        client = await self.client_for()
+                        self.in_flight += 1
+                        try:
+                            result = await send(client)
+                        finally:
+                            self.in_flight -= 1
+                    else:
+                        async with self.own_sessions.use(channel) as own:
+                            _own_session.set(own)
+                            assert own.client is not None
+                            self.in_flight += 1
+                            try:
+                                result = await send(own.client)
+                            finally:
+                                self.in_flight -= 1
+                            own.holds = max(0, own.holds + hold)
         self.breaker.succeeded()
         return result
 
