@@ -148,11 +148,14 @@ def _forgetting_deleted(app: Any) -> Any:
 
 if __name__ == "__main__":
     if MODE == "stdio":
+        from mcp.server.runner import serve_loop
         from mcp.server.stdio import stdio_server
 
         async def main() -> None:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            # The handshake-only loop: a 2025-11-25 server, as the HTTP one is.
+            async with stdio_server() as (read, write), server.lifespan(server) as state:
+                options = server.create_initialization_options()
+                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
         anyio.run(main)
     else:
