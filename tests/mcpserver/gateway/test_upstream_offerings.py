@@ -312,6 +312,24 @@ def test_a_token_limited_to_one_server_reads_there_only(served):
     assert refused.status_code == 404
 
 
+# --- The screen -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("server", ["", "web"])
+def test_resources_and_prompts_whose_metadata_the_screen_flags_are_not_served(served, mode, server):
+    resources, _, prompts = _run(_at(served, server), _lists, mode)
+    uris, names = {r.uri for r in resources}, {p.name for p in prompts}
+    prefix, scheme = ("web__", f"{SCHEME}web/") if not server else ("", "")
+    assert f"{scheme}note://greeting" in uris and f"{prefix}fail_prompt" in names  # the clean ones are
+    assert f"{scheme}note://poisoned" not in uris  # a poisoned description
+    assert f"{prefix}poisoned_prompt" not in names  # a poisoned argument description
+    assert f"{prefix}hidden_title_prompt" not in names  # a right-to-left override in its title
+    for poisoned in ("poisoned_prompt", "hidden_title_prompt"):  # and they are not served by name either
+        error = _error(_at(served, server), lambda client, p=f"{prefix}{poisoned}": client.get_prompt(p, {}), mode)
+        assert error.code == -32602 and "IMPORTANT" not in error.model_dump_json()
+
+
 # --- Capabilities ------------------------------------------------------------------------------------------------
 
 
