@@ -23,7 +23,12 @@ Successful payloads pass unchanged, as tool results do: they are what the client
 ours: each is the ``UpstreamError`` the connection raises for a tool call that fails the same way (JSON-RPC error,
 timeout, connection, an answer that is not MCP, HTTP status, open circuit), classified by the catalog's rules and
 rendered as a JSON-RPC error from the catalog; the upstream's text chooses and never appears. A URI, prompt or
-upstream that is not served here is answered as an unknown one is at ``/mcp``.
+upstream that is not served here is answered as an unknown one is at ``/mcp``. Each relayed request is counted in
+Prometheus (``errcatalog_upstream_requests_total``, with the catalog code of a failure), not recorded as an outcome
+event: those are tool calls, which a model makes and retries, and every figure of the dashboard is theirs.
+
+What an upstream lists passes the screen its tools' metadata does (``mcpserver.gateway.offerings``): what it flags is
+not listed, and a flagged prompt is not served.
 
 Who sees them: a token that may read the catalog's resources and prompts (``can_read_catalog``) sees an upstream's
 too, unless its tool scope names none of that upstream's tools; the servers it may use are the guard's
@@ -51,6 +56,7 @@ from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import bounded_retry_after, http_status, parse_retry_after
 from errcatalog.gateway import inbox
 from errcatalog.gateway.models import TOOL_SEPARATOR
+from errcatalog.outcomes import prometheus
 from errcatalog.render import Failure, render
 from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.vocabulary import ROOT_SERVER, UNCLASSIFIED_UPSTREAM_CODES
@@ -467,15 +473,22 @@ async def _listed(connection: UpstreamConnection, kind: str) -> tuple[Any, ...]:
 
 
 async def _relayed[T](ctx: Ctx, connection: UpstreamConnection, request: Awaitable[T]) -> T:
-    """``request``'s answer; its ``UpstreamError`` as the catalog's JSON-RPC error."""
+    """``request``'s answer; its ``UpstreamError`` as the catalog's JSON-RPC error. Counted either way
+    (``prometheus.observe_upstream_request``)."""
+    upstream = connection.config.name
     try:
-        return await request
+        answer = await request
     except UpstreamError as exc:
-        raise await _failed(ctx, connection, exc) from None
+        error, code = await _failed(ctx, connection, exc)
+        prometheus.observe_upstream_request(upstream, ctx.method, code=code)
+        raise error from None
+    prometheus.observe_upstream_request(upstream, ctx.method, code=None)
+    return answer
 
 
-async def _failed(ctx: Ctx, connection: UpstreamConnection, exc: UpstreamError) -> MCPError:
-    """The catalog's error for an upstream's failed request, classified by the rules a failed tool call's is."""
+async def _failed(ctx: Ctx, connection: UpstreamConnection, exc: UpstreamError) -> tuple[MCPError, str]:
+    """The catalog's error for an upstream's failed request, classified by the rules a failed tool call's is, and
+    its code."""
     snapshot = await acatalog_snapshot()
     upstream = connection.config.name
     facts = facts_from_exception(exc, upstream=upstream)
@@ -501,7 +514,7 @@ async def _failed(ctx: Ctx, connection: UpstreamConnection, exc: UpstreamError) 
         service=upstream,
         network_failure=facts.transport,
     )
-    return await _rendered(ctx, failure, snapshot)
+    return await _rendered(ctx, failure, snapshot), entry.code
 
 
 async def _refused(ctx: Ctx, code: str) -> MCPError:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.config.served_app import ServedApp, embedded_environment, manage
+from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, WATCHED_SERVER, UpstreamProcess, everything_server
@@ -92,7 +92,8 @@ def offerings_app(tmp_path_factory) -> Iterator[dict]:
         "watched_modern__touch",
     }
     wait_until(lambda: wanted <= target.tool_names(), seconds=90, what="the upstreams' tools")
-    yield {"app": app, "env": env, "hostile": hostile, **tokens}
+    metrics = new_token(env, "prometheus", metrics=True)
+    yield {"app": app, "env": env, "hostile": hostile, "metrics": metrics, **tokens}
     app.stop()
     for process in processes:
         process.kill()

@@ -21,6 +21,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from tests.errcatalog.outcomes.test_prometheus import value
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.test_gateway_calls import HOSTILE_MARKERS
 from tests.mcpserver.gateway.upstreams import everything_server
@@ -310,6 +311,24 @@ def test_a_token_limited_to_one_server_reads_there_only(served):
                  "Mcp-Method": "resources/list"},
     )  # fmt: skip
     assert refused.status_code == 404
+
+
+# --- Counted, not recorded ------------------------------------------------------------------------------------
+
+
+def test_relayed_requests_are_counted_by_upstream_method_and_code(served):
+    def counted() -> tuple[float, float]:
+        text = served["app"].get("/metrics", key=served["metrics"]).text
+        metric = "errcatalog_upstream_requests_total"
+        failed = value(text, metric, upstream="web", method="prompts/get", outcome="error", code="INTERNAL_ERROR")
+        read = value(text, metric, upstream="web", method="resources/read", outcome="ok", code="")
+        return failed, read
+
+    failed, read = counted()
+    _error(_at(served, "web"), lambda client: client.get_prompt("fail_prompt"))
+    _error(_at(served), lambda client: client.get_prompt("web__fail_prompt"))  # /mcp counts under the same upstream
+    assert _run(_at(served, "web"), lambda client: client.read_resource("note://greeting")).contents
+    assert counted() == (failed + 2, read + 1)
 
 
 # --- The screen -------------------------------------------------------------------------------------------------
