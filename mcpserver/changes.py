@@ -173,10 +173,13 @@ class ChangeFeed:
         """Run ``source`` after this process swaps in a new catalog snapshot (it publishes what changed)."""
         self._catalog_sources.append(source)
 
-    def soon(self, source: Callable[[], Awaitable[None]]) -> None:
-        """Run ``source`` on the feed's task group (from the event loop; a no-op when the feed is not running)."""
-        if self._task_group is not None:
-            self._task_group.start_soon(self._run_source, source)
+    def soon(self, source: Callable[[], Awaitable[None]]) -> bool:
+        """Run ``source`` on the feed's task group (from the event loop); False, and nothing done, when the feed is not
+        running."""
+        if self._task_group is None:
+            return False
+        self._task_group.start_soon(self._run_source, source)
+        return True
 
     def _caches_invalidated(self, sender: Any, *, scope: str, **kwargs: Any) -> None:
         # Sent by whichever thread swapped the snapshot (the watcher, a writer's), or by the loop itself.

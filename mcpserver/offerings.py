@@ -93,6 +93,7 @@ class UpstreamOfferings:
         self.subscriptions = relay.Subscriptions()
         self._stop_following = follow(self._heard)
         self._stop_ending = gateway.on_client_session_ended(self._session_ended)
+        self._due: set[tuple[str, type]] = set()  # list changes about to be published
 
     def at_root(self) -> dict[str, Handler]:
         """The handlers of ``/mcp`` (behind the catalog's, in front of the extensions')."""
@@ -306,10 +307,18 @@ class UpstreamOfferings:
             relay.forget_listings(upstream, "prompts")
             event = PromptsListChanged()
 
+        # A burst of the same notice (an upstream may send many) goes out once: those that come before the publish
+        # runs join it.
+        due = (upstream, type(event))
+        if due in self._due:
+            return
+
         async def publish() -> None:
+            self._due.discard(due)
             await self.feed.publish(event, server=upstream)
 
-        self.feed.soon(publish)
+        if self.feed.soon(publish):
+            self._due.add(due)
 
     def _session_ended(self, session_id: str) -> None:
         """Our 2025-11-25 session ended: what it held is let go (upstream too, where nobody else holds it)."""
