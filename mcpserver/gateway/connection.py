@@ -13,7 +13,7 @@ session of that client's own instead (``client_sessions``), within the same limi
 ``results``; ``probe`` connects once for a check. What an upstream tells about its resources and prompts (updates of
 subscribed resources, list changes) goes to ``notices``, with the channel it came on: the shared session, or a
 client's own (``own_channel``); a 2026-07-28 upstream tells it on the supervisor's ``subscriptions/listen`` stream,
-which also holds the resource subscriptions of the shared channel (``listen_to``).
+which also holds the resource subscriptions of the shared channel (``listen_to``, ``listening``).
 """
 
 from __future__ import annotations
@@ -38,13 +38,6 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp.client import Client
-from mcp.client.subscriptions import (
-    PromptsListChanged,
-    ResourcesListChanged,
-    ResourceUpdated,
-    SubscriptionLost,
-    ToolsListChanged,
-)
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -79,6 +72,7 @@ from mcpserver.gateway.failures import (
     failure_for_staff,
     known_kind,
 )
+from mcpserver.gateway.listening import ChangesFollowed
 from mcpserver.gateway.log_relay import LogSink, relay_log
 from mcpserver.gateway.progress import Progress, relaying_progress
 from mcpserver.gateway.results import envelope_code, result_text, without_protocol_meta
@@ -94,20 +88,12 @@ logger = logging.getLogger("mcpserver.gateway")
 
 # How long a call waits for a first connection that is under way (at start, or after a drop) before it fails.
 CONNECT_WAIT_SECONDS = 5.0
-# The resources one listen stream to a 2026-07-28 upstream asks about (the rest are heard of only if the upstream
-# reports them anyway): a bound on what one stream's request carries.
-MAX_LISTENED_URIS = 256
 # ``logging/setLevel`` is how a 2025-11-25 upstream session is given its client's level; the SDK marks the feature
 # deprecated for 2026-07-28 and would warn at every forwarded level.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
 # The own session (``client_sessions``) the call in this task uses, so that a failure that loses the connection
 # closes that session rather than the shared one.
 _own_session: ContextVar[OwnSession | None] = ContextVar("upstream_own_session", default=None)
-
-
-async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
 
 
 @contextlib.contextmanager
@@ -165,10 +151,8 @@ class UpstreamConnection:
         self._wake = anyio.Event()
         self._lost = False
         self._refresh = False
-        # The resources a 2026-07-28 upstream is asked to report on the supervisor's listen stream (``listen_to``),
-        # and the event that reopens the stream when they change.
-        self._listened: frozenset[str] = frozenset()
-        self._relisten = anyio.Event()
+        # A 2026-07-28 upstream's changes, followed on a listen stream while its session serves (``listening``).
+        self._changes = ChangesFollowed(config.name, settings, self._tools_changed)
         # Which of resources and prompts the upstream offers, as of its last handshake (its clients are told of
         # their lists when it connects or goes away).
         self.offers: frozenset[str] = frozenset()
@@ -235,10 +219,10 @@ class UpstreamConnection:
         self._wake.set()
 
     async def _serve(self, client: Client) -> None:
-        """Serve the session until it ends; a 2026-07-28 upstream's tool changes are followed meanwhile."""
+        """Serve the session until it ends; a 2026-07-28 upstream's changes are followed meanwhile (``listening``)."""
         async with anyio.create_task_group() as tasks:
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                tasks.start_soon(self._follow_changes, client)
+                tasks.start_soon(self._changes.follow, client, self.offers)
             try:
                 await self._watch(client)
             finally:
@@ -392,80 +376,12 @@ class UpstreamConnection:
 
     def listen_to(self, uris: frozenset[str]) -> None:
         """The resources a 2026-07-28 upstream is to report on the supervisor's listen stream from now on (reopened
-        with them)."""
-        if uris != self._listened:
-            self._listened = uris
-            self._relisten.set()
+        with them: ``listening``)."""
+        self._changes.listen_to(uris)
 
     def _tools_changed(self) -> None:
         self._refresh = True
         self._wake.set()
-
-    async def _follow_changes(self, client: Client) -> None:
-        """A 2026-07-28 upstream's ``subscriptions/listen`` stream: its tool changes, each one a new listing; its
-        resource and prompt list changes and the updates of the resources ``listen_to`` names, for our clients
-        (``notices``).
-
-        Every time the stream is acknowledged the tools are listed again (a change between the listing and the
-        stream would be missed otherwise). When it drops they are listed at once, which also finds an upstream
-        that went away (the listing fails, the supervisor reconnects), and it is opened again after a growing
-        pause. It is reopened at once when the resources to hear of change (a listen filter is fixed for the
-        stream's life). An upstream that refuses the stream, or tool changes on it, has its tools re-read on the
-        timer; its resources and prompts are then followed by no notice.
-        """
-        name, pause = self.config.name, self.settings["RECONNECT_MIN_SECONDS"]
-        followed = False
-        while True:
-            relisten = self._relisten = anyio.Event()
-            uris = sorted(self._listened)[:MAX_LISTENED_URIS]
-            reopen = False
-            try:
-                async with client.listen(
-                    tools_list_changed=True,
-                    prompts_list_changed="prompts" in self.offers,
-                    resources_list_changed="resources" in self.offers,
-                    resource_subscriptions=uris,
-                ) as subscription:
-                    if not subscription.honored.tools_list_changed:
-                        logger.info("Upstream %s does not report its tool changes; re-read on the timer", name)
-                        return
-                    followed = True
-                    self._tools_changed()
-                    pause = self.settings["RECONNECT_MIN_SECONDS"]
-                    async with anyio.create_task_group() as watch:
-                        watch.start_soon(_cancel_when, relisten, watch.cancel_scope)
-                        async for event in subscription:
-                            self._heard_event(event)
-                        watch.cancel_scope.cancel()
-                    reopen = relisten.is_set()
-            except (SubscriptionLost, TimeoutError, OSError, httpx2.HTTPError) as exc:
-                logger.debug("Upstream %s: its stream of changes ended (%s)", name, type(exc).__name__)
-            except Exception as exc:  # refused (ListenNotSupportedError, MCPError), or an answer the SDK rejects
-                # Never the session's end: whatever an upstream sends here, the timer still re-reads its tools. The
-                # class only: the upstream's own words are logged redacted, where its failures are (``note_failure``).
-                if not followed:
-                    logger.info(
-                        "Upstream %s: no stream of tool changes (%s); re-read on the timer", name, type(exc).__name__
-                    )
-                    return
-                logger.debug("Upstream %s: its stream of changes failed (%s)", name, type(exc).__name__)
-            if reopen:
-                continue
-            self._tools_changed()
-            await anyio.sleep(pause)
-            pause = min(pause * 2, self.settings["RECONNECT_MAX_SECONDS"])
-
-    def _heard_event(self, event: object) -> None:
-        """One event of the supervisor's listen stream, as the notification a 2025-11-25 session would have sent."""
-        if isinstance(event, ToolsListChanged):
-            self._tools_changed()
-        elif isinstance(event, ResourceUpdated):
-            params = types.ResourceUpdatedNotificationParams(uri=event.uri)
-            notices.heard(self.config.name, types.ResourceUpdatedNotification(params=params))
-        elif isinstance(event, ResourcesListChanged):
-            notices.heard(self.config.name, types.ResourceListChangedNotification())
-        elif isinstance(event, PromptsListChanged):
-            notices.heard(self.config.name, types.PromptListChangedNotification())
 
     async def _list_tools(self, client: Client) -> None:
         tools: dict[str, types.Tool] = {}
