@@ -285,7 +285,7 @@ class UpstreamOfferings:
         if isinstance(notice, Connected):
             connection = gateway.connections.get(upstream)
             if connection is not None:
-                self.feed.soon(functools.partial(self.subscriptions.renew, connection))
+                self.feed.soon(functools.partial(self.subscriptions.renew, connection, channel))
             return
         if isinstance(notice, types.ResourceUpdatedNotification):
             uri = notice.params.uri

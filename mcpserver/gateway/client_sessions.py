@@ -17,7 +17,8 @@ Which calls get one (``UpstreamConnection.call`` asks ``own_session_key``):
 task of its own (a client's transport is entered and left in one task), closed after
 ``GATEWAY["SESSION_IDLE_SECONDS"]`` without a call (one that holds resource subscriptions is not idle: its client
 waits for their updates on it), when our session ends (``close``), when a call finds it broken
-(the next call opens another), or when the connection stops. Past the bound the least recently used idle one is
+(the next call opens another; one that held resource subscriptions has them held again when it opens:
+``on_reopened``), or when the connection stops. Past the bound the least recently used idle one is
 closed for the new one; when every one is busy the call is refused with ``UpstreamSessionsBusy``, which the
 catalog's rules classify like an open circuit (SERVICE_UNAVAILABLE, retryable, with a Retry-After), and never falls
 back to the shared session.
@@ -95,12 +96,17 @@ class OwnSessions:
         *,
         limit: int,
         idle_seconds: float,
+        on_reopened: Callable[[str], None] | None = None,
     ) -> None:
         self.upstream = upstream
         self._open_client = open_client
         self.limit = limit
         self.idle_seconds = idle_seconds
+        # Told the key of a session opened again after one of the same key that held subscriptions broke (the
+        # upstream lost them with it: they are to be held again).
+        self._on_reopened = on_reopened
         self._sessions: dict[str, OwnSession] = {}
+        self._lost: set[str] = set()
         self._tasks: anyio.abc.TaskGroup | None = None
         self.opened = 0  # sessions opened since the start, for tests and health
         self.closed = 0
@@ -127,6 +133,8 @@ class OwnSessions:
         """The session of ``key`` (opened when there is none), counted in use inside the block."""
         own = self._sessions.get(key)
         if own is None or own.closing.is_set():
+            if own is not None and own.holds:  # it broke holding subscriptions, and is not gone yet
+                self._lost.add(key)
             own = self._start(key)
         own.in_flight += 1
         try:
@@ -144,6 +152,7 @@ class OwnSessions:
     def close(self, key: str) -> None:
         """Our session ``key`` ended: its upstream session is closed (in the background)."""
         own = self._sessions.pop(key, None)
+        self._lost.discard(key)
         if own is not None:
             own.close()
 
@@ -172,6 +181,10 @@ class OwnSessions:
                 own.client = await self._open_client(stack, own)
                 self.opened += 1
                 own.opened.set()
+                if own.key in self._lost:
+                    self._lost.discard(own.key)
+                    if self._on_reopened is not None:
+                        self._on_reopened(own.key)
                 while not own.closing.is_set():
                     idle_for = time.monotonic() - own.last_used
                     busy = own.in_flight or own.holds
@@ -188,6 +201,8 @@ class OwnSessions:
             own.client = None
             own.closing.set()
             own.opened.set()
-            if self._sessions.get(own.key) is own:
+            if self._sessions.get(own.key) is own:  # it ended by itself (broken), not with our session
                 del self._sessions[own.key]
+                if own.holds and len(self._lost) < self.limit:
+                    self._lost.add(own.key)
             self.closed += 1

@@ -81,7 +81,7 @@ from mcpserver.gateway.round_trip import RoundTrip, round_trip_call
 from mcpserver.gateway.sampling import relay_sampling
 from mcpserver.gateway.stderr import ChildStderr
 from mcpserver.gateway.transport import http_transport, proxied, stdio_transport
-from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER
+from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER, SESSION_GONE
 from mcpserver.sdk_internals.poster import STATUS_KEY, TRANSPORT_KEY, open_poster, post_tool_call
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -138,6 +138,7 @@ class UpstreamConnection:
             self._open_own,
             limit=settings["SESSIONS_PER_UPSTREAM"],
             idle_seconds=settings["SESSION_IDLE_SECONDS"],
+            on_reopened=lambda key: notices.heard(config.name, notices.Connected(), channel=key),
         )
         self._client: Client | None = None
         # Posts a Streamable HTTP session's 2026-07-28 calls (``mcpserver.sdk_internals.poster``).
@@ -730,6 +731,9 @@ class UpstreamConnection:
         if exc.code in CONNECTION_CODES:
             self._connection_lost()
             return UpstreamConnectionError(name, exc.message, secrets=self._secrets)
+        if exc.message in SESSION_GONE:  # the upstream forgot our session (it restarted): connect again
+            self._connection_lost()
+            return UpstreamConnectionError(name, "session gone")
         self.breaker.succeeded()
         if exc.message.startswith(SDK_CLIENT_UNREADABLE_ANSWER):
             # The SDK's client stands in for an answer it could not read: not the upstream's JSON-RPC error (whose

@@ -6,7 +6,8 @@ same events on a ``subscriptions/listen`` stream. ``UpstreamConnection`` hands e
 name and the channel it came on: ``SHARED`` (the connection's shared session, or its listen stream) or the key of a
 client's own upstream session (``client_sessions``), whose updates belong to that client alone. When an upstream
 connects or goes away, ``offerings_changed`` tells the followers that its lists changed as a whole, and when it
-connects, ``Connected`` says that what was held on its shared session (subscriptions) is to be held again.
+connects, ``Connected`` says that what was held on its shared session (subscriptions) is to be held again; the same
+on a client's own channel when that session is opened again after it broke.
 ``mcpserver.offerings`` follows them (``follow``) and tells our clients in the names they know
 (``mcpserver.changes``). A notification carries no upstream text but a URI, which the follower only compares with the
 URIs its clients subscribed to.
@@ -25,7 +26,7 @@ logger = logging.getLogger("mcpserver.gateway")
 
 @dataclass(frozen=True, slots=True)
 class Connected:
-    """The upstream's shared session is new (a first connection, or again after a drop)."""
+    """The channel's session is new (a first connection, or again after a drop)."""
 
 
 Notice = (

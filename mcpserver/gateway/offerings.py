@@ -27,7 +27,8 @@ Subscriptions (``Subscriptions``) are held on the upstream session a client's re
 has one, so that the upstream's updates on it are that client's alone, else the shared one, where our subscribers
 are counted per URI (subscribed upstream on the first, unsubscribed on the last) and each update reaches those
 holding that URI of that upstream. What a session or listen stream of ours held when it ended is let go
-(``Subscriptions.release``); what the shared session held is subscribed again when it is new (``renew``).
+(``Subscriptions.release``); what a session held is subscribed again when it is new (``renew``: the shared one
+after a reconnection, a client's own when it opens again after it broke).
 """
 
 from __future__ import annotations
@@ -386,14 +387,14 @@ class Subscriptions:
                     await _let_go(connection, uri, channel)
         return released
 
-    async def renew(self, connection: UpstreamConnection) -> None:
-        """``connection``'s shared session is new: what its holders hold there is subscribed again (the old session's
-        subscriptions ended with it). A URI the upstream refuses now is dropped with its holders."""
+    async def renew(self, connection: UpstreamConnection, channel: str = SHARED) -> None:
+        """``connection``'s session of ``channel`` is new: what its holders hold there is subscribed again (the old
+        session's subscriptions ended with it). A URI the upstream refuses now is dropped with its holders."""
         name = connection.config.name
         async with self._lock:
-            for key in [key for key in self._holders if key[0] == name and key[1] == SHARED]:
+            for key in [key for key in self._holders if key[0] == name and key[1] == channel]:
                 try:
-                    await _relay_subscription(connection, key[2], subscribe=True, channel=SHARED)
+                    await _relay_subscription(connection, key[2], subscribe=True, channel=channel)
                 except Exception as exc:
                     logger.info("Upstream %s: a subscription was not renewed (%s)", name, type(exc).__name__)
                     del self._holders[key]

@@ -93,7 +93,7 @@ def offerings_app(tmp_path_factory) -> Iterator[dict]:
     }
     wait_until(lambda: wanted <= target.tool_names(), seconds=90, what="the upstreams' tools")
     metrics = new_token(env, "prometheus", metrics=True)
-    yield {"app": app, "env": env, "hostile": hostile, "metrics": metrics, **tokens}
+    yield {"app": app, "env": env, "hostile": hostile, "watched": watched, "metrics": metrics, **tokens}
     app.stop()
     for process in processes:
         process.kill()

@@ -254,3 +254,38 @@ def test_disabling_and_enabling_an_upstream_tells_clients_its_lists_changed(serv
     gone, back = asyncio.run(scenario())
     assert f"{SCHEME}watched-stdio/{ONE}" not in gone
     assert f"{SCHEME}watched-stdio/{ONE}" in back
+
+
+# --- A session that comes back ------------------------------------------------------------------------------------
+
+
+# Last: it restarts the watched upstream.
+def test_a_clients_subscriptions_are_held_again_when_its_upstream_session_comes_back(served):
+    heard = Heard()
+    namespaced = f"{SCHEME}watched/{ONE}"
+
+    async def held(client) -> dict[str, int] | None:
+        result = await client.call_tool("watched__held", {})
+        return None if result.is_error else _held(result)  # the catalog's error while its session is broken
+
+    async def scenario() -> list[dict[str, int] | None]:
+        async with _at(served).client(mode="legacy", message_handler=heard) as client:
+            await client.subscribe_resource(namespaced)
+            before = await held(client)
+            served["watched"].kill()
+            served["watched"].start()  # a new process: every session and subscription it had is gone
+            seen: list[dict[str, int] | None] = []
+            try:
+                async with asyncio.timeout(WAIT):
+                    while not seen or seen[-1] != {ONE: 1}:
+                        seen.append(await held(client))
+            except TimeoutError:
+                raise AssertionError(f"held again never: {seen[:3]} … {seen[-3:]}") from None
+            await client.call_tool("watched__touch", {"uri": ONE})
+            await _until(lambda: heard.updates, "the update after the upstream came back")
+            return [before, *seen]
+
+    seen = asyncio.run(scenario())
+    assert seen[0] == {ONE: 1} and seen[-1] == {ONE: 1}
+    assert None in seen  # its upstream session broke in between
+    assert heard.updates == [namespaced]
