@@ -11,11 +11,17 @@ generator share the other (CPU 0) in both cases, so each request costs CPU 0 the
 target: requests/s and p50/p99 at ``--concurrency`` open connections, and p50 with one; then the throughput ratio
 gateway/direct (goal >= 0.7x), the p50 the gateway adds to a lone call (goal <= 1 ms) and the gateway's CPU time
 per forwarded call.
+
+Then the progress relay: ``bench.bare_server:progress_app`` (the same, over SSE) reports progress ``n`` times per
+call; the SDK's client calls it with a progress callback, directly and through the gateway (``prog__count``), with
+``n`` = 0 and ``n`` = ``--notices``. What one relayed notification adds is the gateway's extra time for the
+notices, per notice: ((gateway n - gateway 0) - (direct n - direct 0)) / n, from median call times (goal < 1 ms).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -29,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.mcp_bench import free_port, manage, percentile, prepare_data_dir, server_env, start_server, wait_ready
 
 UPSTREAM_TOOL = "up__echo"
+PROGRESS_TOOL = "prog__count"
 
 
 # The upstream and the load generator share one core; the gateway has the other.
@@ -50,11 +57,57 @@ def _cpu_seconds(pid: int) -> float:
     return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+async def _progress_calls(url: str, token: str, tool: str, n: int, calls: int) -> list[float]:
+    """Seconds per call of ``tool(n)``, each call's progress notifications all received (one client, in turn)."""
+    import httpx2
+    from mcp.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    times = []
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30)) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        seen: list[float] = []
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            seen.append(value)
+
+        for _ in range(calls):
+            seen.clear()
+            started = time.perf_counter()
+            result = await client.call_tool(tool, {"n": n}, progress_callback=progress)
+            times.append(time.perf_counter() - started)
+            if result.is_error or len(seen) != n:
+                raise SystemExit(f"{tool}(n={n}) at {url}: {len(seen)} notices, error={result.is_error}")
+    return times
+
+
+def _progress_relay(urls: dict[str, str], token: str, notices: int, calls: int) -> None:
+    tools = {"direct": "count", "gateway": PROGRESS_TOOL}
+    median: dict[tuple[str, int], float] = {}
+    for n in (0, notices, 0, notices):  # interleaved: drift over the run falls on both sides
+        for target in tools:
+            times = asyncio.run(_progress_calls(urls[target], token, tools[target], n, calls))
+            median.setdefault((target, n), percentile(sorted(times), 0.5))
+            median[(target, n)] = min(median[(target, n)], percentile(sorted(times), 0.5))
+    for target in tools:
+        print(
+            f"{target:8} progress: p50 {median[(target, 0)] * 1000:6.2f} ms with no notice, "
+            f"{median[(target, notices)] * 1000:6.2f} ms with {notices}"
+        )
+    direct = median[("direct", notices)] - median[("direct", 0)]
+    gateway = median[("gateway", notices)] - median[("gateway", 0)]
+    print(f"progress relay: {(gateway - direct) / notices * 1000:.3f} ms added per relayed notification (goal < 1 ms)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="length of one measured round")
     parser.add_argument("--rounds", type=int, default=4, help="rounds per target (alternating)")
     parser.add_argument("--concurrency", type=int, default=16, help="open connections of the load generator")
+    parser.add_argument("--notices", type=int, default=50, help="progress notifications per call in the relay phase")
+    parser.add_argument("--progress-calls", type=int, default=20, help="calls per target and n in the relay phase")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="errcatalog-gateway-bench-"))
@@ -62,13 +115,18 @@ def main() -> int:
     servers = []
     try:
         token = prepare_data_dir(env, "gateway-bench")
-        ports = {"direct": free_port(), "gateway": free_port()}
+        ports = {"direct": free_port(), "gateway": free_port(), "progress": free_port()}
         upstream_log = folder / "upstream.log"
         servers.append(start_server("bench.bare_server:app", ports["direct"], env, upstream_log, True, SHARED_CPU))
         wait_ready(ports["direct"], token, "bare", servers[0], upstream_log)
+        progress_log = folder / "progress.log"
+        servers.append(
+            start_server("bench.bare_server:progress_app", ports["progress"], env, progress_log, True, SHARED_CPU)
+        )
         servers_file = folder / "servers.json"
         upstream = {"type": "http", "url": f"http://127.0.0.1:{ports['direct']}/mcp"}
-        servers_file.write_text(json.dumps({"mcpServers": {"up": upstream}}))
+        progress = {"type": "http", "url": f"http://127.0.0.1:{ports['progress']}/mcp"}
+        servers_file.write_text(json.dumps({"mcpServers": {"up": upstream, "prog": progress}}))
         manage(env, "upstream_import", str(servers_file))
         ours = start_server("config.asgi:application", ports["gateway"], env, folder / "ours.log", True, GATEWAY_CPU)
         servers.append(ours)
@@ -119,6 +177,15 @@ def main() -> int:
         print(
             f"gateway/direct: throughput {ratio:.2f}x (goal >= 0.7x), p50 added {added:.2f} ms (goal <= 1 ms), "
             f"gateway CPU {gateway_cpu / max(gateway_calls, 1) * 1000:.2f} ms per forwarded call"
+        )
+        _progress_relay(
+            {
+                "direct": f"http://127.0.0.1:{ports['progress']}/mcp",
+                "gateway": f"http://127.0.0.1:{ports['gateway']}/mcp",
+            },
+            token,
+            args.notices,
+            args.progress_calls,
         )
     finally:
         for server in reversed(servers):  # the gateway first: it holds connections open to the upstream

@@ -328,6 +328,13 @@ MCP: dict[str, Any] = {
     # A 2025 session with no request in flight (no call being served, no open GET stream) for this long is closed
     # and frees its place; its Mcp-Session-Id then answers 404 and the client initializes again (30 minutes).
     "SESSION_IDLE_SECONDS": env_int("ERRCATALOG_MCP_SESSION_IDLE_SECONDS", 1800, minimum=1),
+    # 2025-11-25 SSE streams are resumable: each starts with a priming event and a retry interval (milliseconds), and
+    # a client that lost its stream reconnects with Last-Event-ID and gets what it missed. The events are kept in the
+    # web process that serves the session (mcpserver.streams): at most this many per process, none longer than this.
+    # 0 events: streams are not resumable.
+    "STREAM_REPLAY_EVENTS": env_int("ERRCATALOG_MCP_STREAM_REPLAY_EVENTS", 10000, minimum=0),
+    "STREAM_REPLAY_SECONDS": env_int("ERRCATALOG_MCP_STREAM_REPLAY_SECONDS", 300, minimum=1),
+    "STREAM_RETRY_MS": env_int("ERRCATALOG_MCP_STREAM_RETRY_MS", 1000, minimum=0),
     # While the database is unreachable, a token accepted within this many seconds before the outage is still
     # accepted (from this process's memory; nobody can revoke a token without the database). 0: never.
     "AUTH_OUTAGE_GRACE_SECONDS": env_int("ERRCATALOG_MCP_AUTH_OUTAGE_GRACE_SECONDS", 3600, minimum=0),
@@ -347,7 +354,8 @@ MCP: dict[str, Any] = {
     ),
     # The places that rely on the MCP SDK beyond its public API for speed (mcpserver.sdk_internals): 2026-07-28 calls
     # answered by our own middleware, the gateway's own poster, the SDK's span middleware behind a check. Off, each
-    # takes the SDK's plain path: the escape hatch when an SDK upgrade breaks one.
+    # takes the SDK's plain path: the escape hatch when an SDK upgrade breaks one (2025-11-25 sessions then hear of no
+    # list changes, and their streams are not resumable).
     "SDK_FAST_PATHS": env_bool("ERRCATALOG_MCP_SDK_FAST_PATHS", True),
 }
 

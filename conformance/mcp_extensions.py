@@ -1,28 +1,21 @@
-"""The protocol beyond tools that the official conformance suite checks: resources, prompts, completion, the log
-level, and resumable SSE streams. Contributed to ``mcpserver.server`` through its extension point, only where the
+"""The protocol beyond tools that the official conformance suite checks: resources, prompts, completion and the log
+level. Contributed to ``mcpserver.server`` through its extension point, only where the
 conformance app is installed (``./dev conformance``). errcatalog's own resources and prompts (``mcpserver.reference``)
-are served beside these; completion, the log level and resumption are the fixtures' alone.
+are served beside these; completion and the log level are the fixtures' alone. Resumable SSE streams, which the suite
+checks too, are the product's own (``mcpserver.streams``).
 """
 
 from __future__ import annotations
 
-import secrets
-from collections import deque
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import INVALID_PARAMS
 
 from conformance import mcp_tools as conformance
 from mcpserver.extensions import ServerExtension, extend_server
 from mcpserver.jsonrpc_errors import sanctioned_error
-
-# The SSE events kept for resumption, and the reconnection delay suggested to clients, shorter than
-# test_reconnection's wait so the client is back before its result.
-REPLAY_BUFFER_EVENTS = 1000
-RETRY_MS = 100
 
 
 async def list_resources(
@@ -110,41 +103,4 @@ HANDLERS: dict[str, Any] = {
 }
 
 
-class ReplayBuffer(EventStore):
-    """The last SSE events of this process in memory, so a client that reconnects with Last-Event-ID resumes.
-
-    Only with the conformance fixtures (``test_reconnection``, SEP-1699), never in production: the buffer lives
-    in one process (a reconnection that lands on another worker finds nothing), and the SDK's ``EventStore``
-    interface names a stream by its JSON-RPC request id only, so two sessions whose requests share an id share a
-    stream here. Event ids are random, so a client can only resume from an event it was sent.
-    """
-
-    def __init__(self, size: int = REPLAY_BUFFER_EVENTS) -> None:
-        self._events: deque[tuple[str, str, types.JSONRPCMessage | None]] = deque(maxlen=size)
-
-    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
-        event_id = secrets.token_urlsafe(12)
-        self._events.append((stream_id, event_id, message))
-        return event_id
-
-    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
-        events = list(self._events)
-        start = next((i for i, (_, event_id, _) in enumerate(events) if event_id == last_event_id), None)
-        if start is None:
-            return None
-        stream = events[start][0]
-        for stream_id, event_id, message in events[start + 1 :]:
-            # Priming events (no message) only mark a position; they are not replayed.
-            if stream_id == stream and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream
-
-
-extend_server(
-    ServerExtension(
-        name="conformance",
-        handlers=HANDLERS,
-        event_store=ReplayBuffer,
-        retry_interval_ms=RETRY_MS,
-    )
-)
+extend_server(ServerExtension(name="conformance", handlers=HANDLERS))

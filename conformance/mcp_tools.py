@@ -28,8 +28,8 @@ IMAGE_PNG_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8
 AUDIO_WAV_BASE64 = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 # The scenarios expect a few notifications "~50 ms" apart, so that a client sees them arrive during the call.
 STEP_SECONDS = 0.05
-# test_reconnection waits this long after closing its stream, so the result arrives after the client's
-# reconnection (the retry interval announced by mcpserver.server is shorter).
+# test_reconnection waits this long after closing its stream, so that its last log message and its result are sent
+# while the client is away: they reach it when it reconnects, replayed (mcpserver.streams).
 RECONNECT_WAIT_SECONDS = 0.2
 
 

@@ -27,11 +27,19 @@ INVALID_TOOL_NAME = "(invalid-name)"
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 # An upstream's name, as operators register it (``errcatalog.gateway.models.Upstream.name``), is also the path of
-# the server that serves it alone: ``/mcp/<name>``. The endpoint at ``/mcp`` itself is the server named ``ROOT_SERVER``,
-# which no upstream can be named, so a token's list of servers names both kinds without ambiguity.
+# the server that serves it alone: ``/mcp/<name>``; so is a named server's (``NamedServer.name``), which staff compose
+# of our tools and upstreams, and which no upstream may share. The endpoint at ``/mcp`` itself is the server named
+# ``ROOT_SERVER``, which nothing else can be named, so a token's list of servers names every kind without ambiguity.
 SERVER_NAME_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}"
 ROOT_SERVER = ""
-SERVER_NAME_RULE = "'' for /mcp itself, or an upstream's name (lower-case letters, digits, '-' and '_', at most 64)"
+SERVER_NAME_RULE = (
+    "'' for /mcp itself, or an upstream's or a named server's name (lower-case letters, digits, '-' and '_', "
+    "at most 64)"
+)
+# Names a named server may not take: the paths clients and SDKs append to an MCP endpoint by convention (``/mcp/mcp``
+# from a mount inside a mount, ``/sse`` and ``/messages`` of the older HTTP+SSE transport), where a server would be
+# reached by mistake.
+RESERVED_SERVER_NAMES = frozenset({"mcp", "sse", "messages"})
 _SERVER_NAME = re.compile(SERVER_NAME_PATTERN)
 
 # Catalog codes are UPPER_SNAKE_CASE, as Sentry's error-handling conventions name them; the catalog document's JSON

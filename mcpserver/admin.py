@@ -1,6 +1,6 @@
-"""The MCP server's admin pages (Django looks here): the gateway's upstreams and its inbox of unclassified failures,
-and the tools the catalog's previews call (``served_sample_tools``, handed to ``errcatalog.catalog.admin``, which
-cannot import the server)."""
+"""The MCP server's admin pages (Django looks here): the gateway's upstreams, the named servers composed of our tools
+and upstreams, the inbox of unclassified upstream failures, and the tools the catalog's previews call
+(``served_sample_tools``, handed to ``errcatalog.catalog.admin``, which cannot import the server)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 from django.conf import settings
 
 import mcpserver.gateway.admin
-import mcpserver.gateway.inbox_admin  # noqa: F401  (each registers its models with the admin site)
+import mcpserver.gateway.inbox_admin
+import mcpserver.gateway.named_server_admin  # noqa: F401  (each registers its models with the admin site)
 from errcatalog.catalog import admin as catalog_admin
 from errcatalog.catalog.preview_samples import SampleTool
 from errcatalog.gateway.models import TOOL_SEPARATOR

@@ -6,8 +6,8 @@ requests are refused. Every refusal is a small JSON body with a clear HTTP statu
 401 for a missing or wrong token, 503 when the database that holds the tokens cannot be reached (a token this
 process accepted shortly before is still accepted then), 404 for a server path that serves nothing to this caller.
 The 401 says the same thing whether the token was missing, malformed, unknown or revoked, so it tells a prober
-nothing; the 404 says the same thing whether the path names no server, a disabled upstream or a server the token
-may not use, and comes only after the token was accepted, so it tells a prober nothing either.
+nothing; the 404 says the same thing whether the path names no server, a disabled upstream or named server or a
+server the token may not use, and comes only after the token was accepted, so it tells a prober nothing either.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class ClientIdentity:
     tool_scope: tuple[str, ...] = ()
     # May read the catalog's MCP resources and prompts (mcpserver.reference).
     can_read_catalog: bool = True
-    # The servers (``ROOT_SERVER`` or an upstream's name) this caller may use; empty allows every one.
+    # The servers (``ROOT_SERVER``, an upstream's or a named server's name) this caller may use; empty allows every one.
     servers: tuple[str, ...] = ()
 
     def allows_tool(self, tool_name: str) -> bool:
@@ -282,7 +282,8 @@ class McpHttpGuard:
         serves: Callable[[str], bool] = lambda server: server == ROOT_SERVER,
     ) -> None:
         self.app = app
-        # Whether a server name (never ``ROOT_SERVER``, always served) is served now: an enabled upstream's.
+        # Whether a server name (never ``ROOT_SERVER``, always served) is served now: an enabled upstream's or named
+        # server's.
         self.serves = serves
         self.auth_required = auth_required
         self.max_body_bytes = max_body_bytes

@@ -91,12 +91,18 @@ class _Session:
 _opening_stream: ContextVar[tuple[object, str] | None] = ContextVar("opening_listen_stream", default=None)
 
 
+# Whether a client at server ``at`` hears of list changes of server ``server`` (``ChangeFeed.hears``).
+Hears = Callable[[str, str], bool]
+
+
 class RoutedBus(InMemorySubscriptionBus):
     """The SDK's in-process bus, whose listeners also know the listen stream they serve and its server, so that an
-    event can go to one stream (``publish_to``) or to the streams of one server (``publish(..., server=)``)."""
+    event can go to one stream (``publish_to``) or to the streams that hear of one server (``publish(...,
+    server=)``, by ``hears``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hears: Callable[[], Hears]) -> None:
         super().__init__()
+        self._hears = hears
         self._routes: dict[object, tuple[Callable[[ServerEvent], None], object | None, str]] = {}
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
@@ -112,7 +118,8 @@ class RoutedBus(InMemorySubscriptionBus):
 
     async def publish(self, event: ServerEvent, *, server: str | None = None) -> None:
         """Deliver ``event`` to every stream, or with ``server`` to those that hear of that server's lists."""
-        await self._deliver(event, lambda stream, at: server is None or _hears(at, server))
+        hears = self._hears()
+        await self._deliver(event, lambda stream, at: server is None or hears(at, server))
 
     async def publish_to(self, stream: object, event: ServerEvent) -> None:
         """Deliver ``event`` to ``stream`` alone (it still filters by what the stream asked for)."""
@@ -129,8 +136,9 @@ class RoutedBus(InMemorySubscriptionBus):
         await anyio.lowlevel.checkpoint()
 
 
-def _hears(at: str, server: str) -> bool:
-    """Whether a client at server ``at`` hears of list changes of ``server`` (``/mcp`` hears of every upstream's)."""
+def hears_own_and_roots(at: str, server: str) -> bool:
+    """A client at server ``at`` hears of list changes of ``server`` when it is that server or ``/mcp`` (which serves
+    every upstream's offerings): the default of ``ChangeFeed.hears``."""
     return at in (server, ROOT_SERVER)
 
 
@@ -138,7 +146,9 @@ class ChangeFeed:
     """One per MCP app: its listen handler, its 2025 sessions, and the sources that publish changes to them."""
 
     def __init__(self) -> None:
-        self.bus = RoutedBus()
+        # Who hears of which server's list changes: replaced by whoever knows more servers (``mcpserver.offerings``).
+        self.hears: Hears = hears_own_and_roots
+        self.bus = RoutedBus(lambda: self.hears)
         self._listen = ListenHandler(
             self.bus, max_subscriptions=MAX_LISTEN_STREAMS, max_buffered_events=MAX_BUFFERED_EVENTS
         )
@@ -219,7 +229,7 @@ class ChangeFeed:
         for event in events:
             await self.bus.publish(event, server=server)
             for known in list(self._sessions.values()):
-                if server is not None and not _hears(known.server, server):
+                if server is not None and not self.hears(known.server, server):
                     continue
                 if _wants(known, event) and self._task_group is not None:
                     self._task_group.start_soon(_tell, known.session, _notification(event))

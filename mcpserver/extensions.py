@@ -1,4 +1,4 @@
-"""Extensions of the MCP server beyond tools: request handlers and stream resumption an installed app contributes.
+"""Extensions of the MCP server beyond tools: request handlers an installed app contributes.
 
 errcatalog serves tools, and the catalog as resources and prompts (``mcpserver.reference``). An app that needs more
 of the protocol (the conformance fixtures' resources, prompts, completions and log level) declares a
@@ -15,20 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.module_loading import autodiscover_modules
-from mcp.server.streamable_http import EventStore
 
 _extensions: list[ServerExtension] = []
 
 
 @dataclass(frozen=True, slots=True)
 class ServerExtension:
-    """What one app adds: ``handlers`` are keyword arguments of the SDK's ``Server`` (``on_list_resources``...);
-    ``event_store`` and ``retry_interval_ms`` make 2025-11-25 SSE streams resumable."""
+    """What one app adds: ``handlers`` are keyword arguments of the SDK's ``Server`` (``on_list_resources``...)."""
 
     name: str
     handlers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
-    event_store: Callable[[], EventStore] | None = None
-    retry_interval_ms: int | None = None
 
 
 def extend_server(extension: ServerExtension) -> None:

@@ -65,10 +65,11 @@ _ENVELOPE_ERROR_PREFIX = "Validation error:"
 # caller's value, kept only when it has the shape of a protocol version.
 _VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
-# Errors raised on purpose in this process: (code, message) -> their data as canonical JSON ("" for none). A
+# Errors raised on purpose in this process, keyed by code, message and data as canonical JSON ("" for none): two
+# errors in flight with the same message and different data (two URL elicitations, say) both go out as raised. A
 # catalog has a few hundred texts; the bound only guards memory (a cleared entry is then sent as a fixed string).
 SANCTIONED_MAX = 4096
-_sanctioned: BoundedCache[tuple[int, str], str] = process_cache(
+_sanctioned: BoundedCache[tuple[int, str, str], bool] = process_cache(
     "mcpserver.jsonrpc_errors.sanctioned", scope="process", max_entries=SANCTIONED_MAX
 )
 _NO_DATA = ""
@@ -84,7 +85,7 @@ def sanction(code: int, message: str, data: Any = None) -> None:
     For an error this process writes itself, as an ``MCPError`` (see ``sanctioned_error``) or as a JSON-RPC body
     built at the ASGI level behind the guard (a limit of the endpoint's own, say).
     """
-    _sanctioned.set((code, message), _canonical(data))
+    _sanctioned.set((code, message, _canonical(data)), True)
 
 
 def sanctioned_error(code: int, message: str, data: Any = None) -> MCPError:
@@ -112,8 +113,7 @@ def screen_error(error: Any) -> dict[str, Any] | None:
     if not isinstance(message, str):
         message = ""
     has_data = "data" in error
-    allowed = _sanctioned.get((code, message))
-    if allowed is not None and allowed == (_canonical(error["data"]) if has_data else _NO_DATA):
+    if _sanctioned.get((code, message, _canonical(error["data"]) if has_data else _NO_DATA)):
         return None
     if code == UNSUPPORTED_PROTOCOL_VERSION:
         return _unsupported_version(error)

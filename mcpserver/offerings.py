@@ -3,7 +3,8 @@ own path.
 
 - At ``/mcp/<upstream>`` (``at_upstream``): the upstream's own, unchanged and by their own names and URIs; a listing
   is every page the upstream gives (``mcpserver.gateway.offerings.MAX_PAGES`` at most), in one page.
-- At ``/mcp`` (``at_root``): every upstream's beside the catalog's (``mcpserver.reference``, in front) and an
+- At ``/mcp`` (``at_root``), and at a named server for the upstreams it is composed of: every upstream's beside the
+  catalog's (``mcpserver.reference``, in front) and an
   extension's (behind): prompts as ``<prefix>__<name>``, URIs and templates as
   ``errcatalog-upstream://<upstream>/<its URI>`` (``mcpserver.gateway.offerings`` says why). A URI in the upstream's
   own form (a tool result's ``resource_link``, which passes unchanged) is read at the upstream whose result carried
@@ -14,8 +15,9 @@ own path.
   upstream, once per URI it subscribed with, as it named it (namespaced at ``/mcp``, raw at ``/mcp/<upstream>``);
   a 2026-07-28 listen stream's resource subscriptions hold their URIs while it is open (``listening``). What a
   2025-11-25 session or a listen stream still holds when it ends is let go upstream.
-- An upstream's list changes (its own notices, and its connecting or going away) reach the clients of ``/mcp`` and of
-  its own path, through ``mcpserver.changes``, in both generations.
+- An upstream's list changes (its own notices, and its connecting or going away) reach the clients of ``/mcp``, of
+  its own path and of the named servers composed of it (``_hears``), through ``mcpserver.changes``, in both
+  generations.
 - Reads, prompts and completions of a 2025-11-25 session go over its own upstream session where it has one, as its
   tool calls do (``mcpserver.gateway.client_sessions``).
 
@@ -63,7 +65,7 @@ from errcatalog.vocabulary import ROOT_SERVER, UNCLASSIFIED_UPSTREAM_CODES
 from mcpserver import reference
 from mcpserver.auth import ClientIdentity, request_client, request_server, request_session_id
 from mcpserver.changes import ChangeFeed, admit
-from mcpserver.gateway import gateway
+from mcpserver.gateway import gateway, upstream_alone
 from mcpserver.gateway import offerings as relay
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.failures import UpstreamError
@@ -94,6 +96,7 @@ class UpstreamOfferings:
         self._stop_following = follow(self._heard)
         self._stop_ending = gateway.on_client_session_ended(self._session_ended)
         self._due: set[tuple[str, type]] = set()  # list changes about to be published
+        feed.hears = _hears
 
     def at_root(self) -> dict[str, Handler]:
         """The handlers of ``/mcp`` (behind the catalog's, in front of the extensions')."""
@@ -271,7 +274,7 @@ class UpstreamOfferings:
         return handle
 
     async def _target(self, ctx: Ctx, uri: str) -> tuple[UpstreamConnection, str] | None:
-        if request_server(ctx.request) != ROOT_SERVER:
+        if upstream_alone(request_server(ctx.request)):
             connection = self._own(ctx)
             return (connection, uri) if connection is not None else None
         try:
@@ -350,9 +353,15 @@ class UpstreamOfferings:
     # --- Finding the upstream --------------------------------------------------------------------------------------
 
     def _offered(self, ctx: Ctx) -> list[UpstreamConnection]:
-        """The upstreams whose offerings this request's caller sees at /mcp."""
+        """The upstreams whose offerings this request's caller sees at /mcp, or at the named server it was sent to
+        (those it is composed of)."""
         client = request_client(ctx.request)
-        return [c for c in gateway.connections.values() if _sees(client, c.config.prefix)]
+        named = gateway.named_servers.get(request_server(ctx.request))
+        return [
+            c
+            for c in gateway.connections.values()
+            if _sees(client, c.config.prefix) and (named is None or c.config.name in named.upstreams)
+        ]
 
     def _own(self, ctx: Ctx) -> UpstreamConnection | None:
         """The upstream of this request's path, when its caller sees its offerings."""
@@ -422,6 +431,15 @@ class UpstreamOfferings:
 
 
 _NO_COMPLETION = types.CompleteResult(completion=types.Completion(values=[]))
+
+
+def _hears(at: str, server: str) -> bool:
+    """Whether a client at server ``at`` hears of the list changes of server ``server``: at that server, at ``/mcp``,
+    and at a named server composed of that upstream (a named server serves the catalog's too, as ``/mcp`` does)."""
+    if at in (server, ROOT_SERVER):
+        return True
+    named = gateway.named_servers.get(at)
+    return named is not None and (server == ROOT_SERVER or server in named.upstreams)
 
 
 def _sees(client: ClientIdentity | None, prefix: str) -> bool:

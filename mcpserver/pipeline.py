@@ -40,6 +40,7 @@ from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
 from mcpserver.sdk_internals import wire
+from mcpserver.tool_rounds import InputNeeded
 from mcpserver.tool_threads import run_in_thread
 from mcpserver.validation import parameter_fault, validate_arguments
 
@@ -127,7 +128,7 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
 
     try:
         output = await _run(spec, arguments, call)
-        if isinstance(output, types.InputRequiredResult):  # an upstream asks our 2026-07-28 client for input
+        if isinstance(output, types.InputRequiredResult):  # our tool or an upstream asks a 2026-07-28 client
             _record(call, None, elicited="requested", outcome="input_required")
             return elicitation.carrying(output, added) if added else output
         result = _success(output)
@@ -211,7 +212,10 @@ async def _run(spec: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> Any
         finally:
             current_tool_call.reset(token)
     if spec.is_async:
-        return await spec.function(**kwargs)
+        try:
+            return await spec.function(**kwargs)
+        except InputNeeded as needed:  # the tool asked its 2026-07-28 client for input (``tool_rounds``)
+            return needed.result
     return await run_in_thread(_call_in_thread, spec.function, kwargs)
 
 

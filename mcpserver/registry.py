@@ -70,9 +70,11 @@ class ClientCannotAnswer(ErrcatalogError):
 class ToolContext(Protocol):
     """What a running tool may ask of the call it serves.
 
-    ``sample`` and ``elicit`` send a request to the client and wait for its answer, so they need a client that
-    declared the capability and a connection that can carry the request (a 2025-11-25 session); otherwise they
-    raise ``ClientCannotAnswer``.
+    ``sample`` and ``elicit`` ask the client and return its answer; they need a client that declared the capability,
+    and raise ``ClientCannotAnswer`` otherwise. On a 2025-11-25 session they ask in mid-call. On 2026-07-28 the call
+    answers with the request instead, and the tool runs again from its start when the client calls again with the
+    answer (``mcpserver.tool_rounds``): its side effects belong after its requests, and ``InputNeeded``, which a
+    request raises meanwhile, must not be caught.
     """
 
     client: str | None  # the name of the client token, when auth is on

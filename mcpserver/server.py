@@ -25,7 +25,7 @@ import sentry_sdk
 from django.conf import settings
 from django.db import DatabaseError
 from mcp.server import NotificationOptions, Server
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -53,8 +53,11 @@ from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sdk_internals import fast_paths, wire
 from mcpserver.sdk_internals.otel import spans_only_when
+from mcpserver.sdk_internals.streams import PerSessionEventStores
 from mcpserver.sdk_internals.tool_calls import ModernToolCalls
 from mcpserver.sessions import SessionAdmission
+from mcpserver.streams import ReplayStore
+from mcpserver.tool_rounds import ToolRounds
 from mcpserver.tracing import tracing_on
 from mcpserver.virtual_servers import server_of_path, view_handlers
 
@@ -70,6 +73,8 @@ INSTRUCTIONS = (
     "errcatalog's tools. Failed calls return structured errors (toolError:v1 / needsInput:v1) that say what "
     "happened, why and what to do next; a needsInput result carries a question to put to the user."
 )
+# The results that carry a server's instructions: 2025-11-25's handshake and 2026-07-28's discovery.
+_INSTRUCTED_METHODS = frozenset({"initialize", "server/discover"})
 # ToolContext.log is logging on 2025-11-25 sessions (and opted-in 2026 requests); the SDK marks the feature
 # deprecated for 2026-07-28 and would warn on every call.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
@@ -137,9 +142,13 @@ def tool_input_schema(name: str) -> Mapping[str, Any] | None:
 
 
 class _ToolContext:
-    """What a running tool may ask of its call (``mcpserver.registry.ToolContext``)."""
+    """What a running tool may ask of its call (``mcpserver.registry.ToolContext``).
 
-    __slots__ = ("_back_channel", "_ctx", "client", "session_id")
+    A tool's own requests (``sample``, ``elicit``) go to the client mid-call on a 2025-11-25 session's stream, and as
+    input round trips on 2026-07-28 (``mcpserver.tool_rounds``: the call answers with an ``InputRequiredResult``, and
+    the tool runs again with the answer when the client calls again)."""
+
+    __slots__ = ("_back_channel", "_ctx", "_rounds", "call", "client", "session_id")
 
     def __init__(
         self,
@@ -151,8 +160,21 @@ class _ToolContext:
     ):
         self._ctx = ctx
         self._back_channel = back_channel
+        self._rounds: ToolRounds | None = None
+        self.call: ToolCall | None = None  # the call it serves, once built (its round trip's state and answers)
         self.client = client.name if client else None
         self.session_id = session_id
+
+    def _round_trip(self) -> ToolRounds | None:
+        """The call's input round trips when its client speaks 2026-07-28; None on a 2025-11-25 session."""
+        call = self.call
+        if call is None or not call.modern:
+            return None
+        if self._rounds is None:
+            # Read at the tool's first request: by then the pipeline has taken its own elicitation's part of the
+            # state (``mcpserver.elicitation.carried_arguments``).
+            self._rounds = ToolRounds.of(call.request_state, call.input_responses)
+        return self._rounds
 
     async def log(self, level: str, data: Any, *, logger: str | None = None, related: bool = True) -> None:
         """A log message on the call's request (``related``), or on its 2025-11-25 session's own stream, which
@@ -166,20 +188,37 @@ class _ToolContext:
     async def sample(self, prompt: str, *, max_tokens: int) -> str:
         session = self._ctx.session
         capabilities = session.client_capabilities
-        if not (self._back_channel and capabilities is not None and capabilities.sampling is not None):
+        rounds = self._round_trip()
+        if not (
+            (self._back_channel or rounds is not None)
+            and capabilities is not None
+            and capabilities.sampling is not None
+        ):
             raise ClientCannotAnswer("the client cannot answer sampling/createMessage on this call")
-        result = await session.create_message(
-            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-            max_tokens=max_tokens,
-            related_request_id=self._ctx.request_id,
-        )
+        messages = [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))]
+        if rounds is not None:
+            request = types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(messages=messages, max_tokens=max_tokens)
+            )
+            result = rounds.answer(request, types.CreateMessageResult)
+        else:
+            result = await session.create_message(
+                messages, max_tokens=max_tokens, related_request_id=self._ctx.request_id
+            )
         return result.content.text if isinstance(result.content, types.TextContent) else ""
 
     async def elicit(self, message: str, schema: Mapping[str, Any]) -> UserAnswer:
         session = self._ctx.session
-        if not (self._back_channel and _can_elicit_form(session.client_capabilities)):
+        rounds = self._round_trip()
+        if not ((self._back_channel or rounds is not None) and _can_elicit_form(session.client_capabilities)):
             raise ClientCannotAnswer("the client cannot answer elicitation/create on this call")
-        result = await session.elicit_form(message, dict(schema), related_request_id=self._ctx.request_id)
+        if rounds is not None:
+            request = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+            )
+            result = rounds.answer(request, types.ElicitResult)
+        else:
+            result = await session.elicit_form(message, dict(schema), related_request_id=self._ctx.request_id)
         return UserAnswer(result.action, dict(result.content or {}))
 
     # What the gateway relays to the call's client (``mcpserver.gateway.elicitation.CallersClient``): on the call's
@@ -219,7 +258,8 @@ class _ToolContext:
         return self._ctx.session.client_capabilities
 
     async def close_stream(self) -> None:
-        # The SDK offers the callback only when an event store can replay what the client misses meanwhile.
+        # The SDK offers the callback only when an event store can replay what the client misses meanwhile
+        # (``mcpserver.streams``; a 2025-11-25 session's call).
         if self._ctx.close_sse_stream is not None:
             await self._ctx.close_sse_stream()
 
@@ -250,6 +290,7 @@ async def _answer(
         session_id = None  # a 2026-07-28 request belongs to no session, whatever it sends
     client = _client(ctx)
     back_channel = not modern and session.can_send_request
+    context = _ToolContext(ctx, client, session_id, back_channel=back_channel)
     call = ToolCall(
         name=params.name,
         arguments=dict(params.arguments or {}),
@@ -261,12 +302,13 @@ async def _answer(
         modern=modern,
         input_responses=params.input_responses,
         request_state=params.request_state,
-        context=_ToolContext(ctx, client, session_id, back_channel=back_channel),
+        context=context,
         wants_progress=_progress_requested(params),
         log_level=_log_level_requested(params) if modern else None,
         locales=requested_locales(accept_language),
         server=request_server(ctx.request),
     )
+    context.call = call
     try:
         return await call_tool(call)
     except MCPError:
@@ -343,6 +385,22 @@ def _request_state_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return client.key if server == ROOT_SERVER else f"{client.key} /mcp/{server}"
 
 
+def named_server_instructions(description: str) -> str:
+    """A named server's instructions: its description, for the model to know what the server is for, then ours."""
+    return f"{description}\n\n{INSTRUCTIONS}" if description.strip() else INSTRUCTIONS
+
+
+async def _named_server_instructions(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: at a named server, the instructions of ``initialize`` and ``server/discover`` results are
+    its own (``named_server_instructions``); every other message passes untouched."""
+    result = await call_next(ctx)
+    if ctx.method in _INSTRUCTED_METHODS and isinstance(result, dict):
+        named = gateway.named_servers.get(request_server(ctx.request))
+        if named is not None:
+            result = {**result, "instructions": named_server_instructions(named.description)}
+    return result
+
+
 class _Server(Server[Any]):
     """The SDK's server, promising 2025-11-25 sessions the list-changed notifications ``mcpserver.changes`` sends.
 
@@ -398,6 +456,8 @@ def build_server(feed: ChangeFeed) -> tuple[Server[Any], CatalogReader]:
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
     if fast:
         server.middleware.append(ModernToolCalls(_answer, server_info=SERVER_INFO))
+    # Innermost, so that the 2026-07-28 calls ``ModernToolCalls`` answers never pass through it.
+    server.middleware.append(_named_server_instructions)
     return server, reader
 
 
@@ -423,16 +483,21 @@ class McpApp:
         # client-to-server notifications: closing the stream is how a client cancels). A quick call is still
         # answered as JSON.
         self.streaming = StreamableHTTPSessionManager(self.server, json_response=False, stateless=True, **common)
-        # 2025-11-25 streams are resumable only where an extension brings an event store (the conformance fixtures).
-        resumable = next((e for e in autodiscover_extensions() if e.event_store is not None), None)
+        # 2025-11-25 streams are resumable: each session's events are kept a while, in this process, and replayed to
+        # a client that reconnects with Last-Event-ID (``mcpserver.streams``).
+        self.replay = (
+            ReplayStore(mcp["STREAM_REPLAY_EVENTS"], mcp["STREAM_REPLAY_SECONDS"])
+            if mcp["STREAM_REPLAY_EVENTS"]
+            else None
+        )
         # The SDK closes a 2025 session after this long without a request in flight; SessionAdmission applies the
         # same rule to its per-token account of open sessions.
         idle = mcp["SESSION_IDLE_SECONDS"]
-        self.legacy = StreamableHTTPSessionManager(
+        self.legacy = PerSessionEventStores(
             self.server,
+            session_store=self.replay.session_view if self.replay is not None else None,
             session_idle_timeout=idle,
-            event_store=resumable.event_store() if resumable and resumable.event_store else None,
-            retry_interval=resumable.retry_interval_ms if resumable else None,
+            retry_interval=mcp["STREAM_RETRY_MS"] if self.replay is not None else None,
             **common,
         )
         # A session that ends closes its own upstream sessions and forgets its log level (``mcpserver.gateway``).
@@ -444,7 +509,7 @@ class McpApp:
             auth_required=mcp["AUTH"],
             max_body_bytes=mcp["MAX_BODY_BYTES"],
             security=security,
-            serves=gateway.connections.__contains__,  # an upstream's own path: while it is enabled here
+            serves=gateway.serves,  # an upstream's own path or a named server: while it is enabled here
         )
 
     @contextlib.asynccontextmanager
@@ -517,7 +582,8 @@ async def _load_catalog() -> CatalogSnapshot | None:
 
 
 def _tools_digest() -> str:
-    """Changes exactly when ``tools/list`` would answer differently (for some token)."""
+    """Changes exactly when ``tools/list`` would answer differently (for some token) at ``/mcp``, or a named server's
+    composition or description changes (an upstream's own path changes only with ``/mcp``)."""
     listed = [
         (
             name,
@@ -530,4 +596,8 @@ def _tools_digest() -> str:
         )
         for name, spec in sorted(_enabled_tools().items())
     ]
-    return hashlib.sha256(json.dumps(listed, sort_keys=True, default=str).encode()).hexdigest()
+    named = [
+        (config.name, config.description, sorted(config.tools), sorted(map(repr, config.upstreams.items())))
+        for _, config in sorted(gateway.named_servers.items())
+    ]
+    return hashlib.sha256(json.dumps([listed, named], sort_keys=True, default=str).encode()).hexdigest()

@@ -23,8 +23,8 @@ class ClientToken(models.Model):
     servers = models.JSONField(
         default=list,
         blank=True,
-        help_text='MCP servers this key may use, by name: "" for /mcp itself, an upstream\'s name for /mcp/<name>; '
-        "empty allows every server.",
+        help_text="MCP servers this key may use, by name: \"\" for /mcp itself, an upstream's or a named server's name "
+        "for /mcp/<name>; empty allows every server.",
     )
     can_write_catalog = models.BooleanField(default=False, help_text="May create, change and delete catalog rows.")
     can_read_metrics = models.BooleanField(

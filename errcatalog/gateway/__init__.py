@@ -4,6 +4,7 @@ Owns the ``Upstream`` model (one upstream server: its transport, where it runs, 
 are exposed), the one write path for it (``services``, used by admin and ``catalog_import``), its secrets (header
 and environment values read from our environment or kept encrypted, never in the clear: ``secrets``), the
 ``mcpServers`` block MCP clients use (``client_config``) and the plain configuration each serving process runs
-(``selectors.upstream_configs``). Connecting, listing and forwarding are the MCP server's (``mcpserver.gateway``):
-this package imports no SDK. May import the kernel; no other domain.
+(``selectors.upstream_configs``); and the named servers staff compose of our tools and upstreams (``NamedServer``,
+served at ``/mcp/<name>``; ``selectors.named_server_configs``). Connecting, listing and forwarding are the MCP
+server's (``mcpserver.gateway``): this package imports no SDK. May import the kernel; no other domain.
 """

@@ -12,7 +12,7 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from errcatalog.gateway.secrets import is_secret_reference, upstream_binding
-from errcatalog.vocabulary import SERVER_NAME_PATTERN, is_tool_name
+from errcatalog.vocabulary import RESERVED_SERVER_NAMES, SERVER_NAME_PATTERN, TOOL_NAME_RULE, is_tool_name
 
 # A tool of upstream `git` named `status` is served as `git__status`: both parts stay within MCP's tool-name
 # characters, and two underscores rarely occur inside a tool's own name.
@@ -162,8 +162,15 @@ class Upstream(models.Model):
 
     def clean(self) -> None:
         problems = upstream_problems(self.__dict__)
+        if "name" not in problems and NamedServer.objects.filter(name=self.name).exists():
+            problems["name"] = NAME_TAKEN_BY_NAMED_SERVER
         if problems:
             raise ValidationError(problems)
+
+
+# A server's path is its name (``/mcp/<name>``): an upstream and a named server never share one.
+NAME_TAKEN_BY_NAMED_SERVER = "A named server has this name: it is the path /mcp/<name> of that server. Choose another."
+NAME_TAKEN_BY_UPSTREAM = "An upstream has this name: it is the path /mcp/<name> of that upstream. Choose another."
 
 
 def upstream_problems(row: dict[str, Any], *, clear_values: bool = False) -> dict[str, str]:
@@ -352,3 +359,100 @@ class UpstreamFailureTally(models.Model):
         return (
             f"{self.upstream} at {self.hour:%Y-%m-%d %H:00}: {self.count} {'' if self.classified else 'un'}classified"
         )
+
+
+# What a named server's description may hold: it is served as the server's instructions to the client's model.
+NAMED_SERVER_DESCRIPTION_MAX_CHARS = 2000
+
+
+class NamedServer(models.Model):
+    """A server staff compose for one team or agent, served at ``/mcp/<name>``: some of our own tools and some
+    upstreams (``NamedServerUpstream``), behind the same guard, pipeline and outcomes as ``/mcp``.
+
+    Its name follows the server-name rule, is never an upstream's (each side's ``clean`` refuses the other's) and
+    never a reserved one. Its rows raise the catalog revision, so every serving process follows a change within a
+    poll (``mcpserver.gateway``).
+    """
+
+    name = models.CharField(
+        max_length=64,
+        unique=True,
+        help_text="Its path, /mcp/<name>: lower-case letters, digits, '-' and '_'. Never an upstream's name.",
+    )
+    description = models.TextField(
+        blank=True,
+        max_length=NAMED_SERVER_DESCRIPTION_MAX_CHARS,
+        help_text="Who it is for and what it does: served as the server's instructions to the client's model.",
+    )
+    enabled = models.BooleanField(default=True, help_text="Off, its path answers as an unknown server's (404).")
+    tools = models.JSONField(
+        default=list, blank=True, help_text="Our own tools it serves, by name (as /mcp serves them)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        problems = named_server_problems(self.__dict__)
+        if "name" not in problems and Upstream.objects.filter(name=self.name).exists():
+            problems["name"] = NAME_TAKEN_BY_UPSTREAM
+        if problems:
+            raise ValidationError(problems)
+
+
+def named_server_problems(row: dict[str, Any]) -> dict[str, str]:
+    """What is wrong with a named server's own fields, by field (its upstreams are checked as its rows)."""
+    problems: dict[str, str] = {}
+    name = str(row.get("name") or "")
+    if not _NAME.fullmatch(name):
+        problems["name"] = "Use 1-64 lower-case letters, digits, '-' or '_', starting with a letter or digit."
+    elif name in RESERVED_SERVER_NAMES:
+        problems["name"] = f"{name} is reserved: clients reach /mcp/{name} by mistake. Choose another."
+    description = row.get("description")
+    if not isinstance(description, str) or len(description) > NAMED_SERVER_DESCRIPTION_MAX_CHARS:
+        problems["description"] = f"Use at most {NAMED_SERVER_DESCRIPTION_MAX_CHARS} characters."
+    elif "\0" in description:
+        problems["description"] = "Remove the NUL character."
+    problems.update(_tool_list_problems(row.get("tools"), "tools", "our own tools it serves"))
+    return problems
+
+
+def _tool_list_problems(tools: Any, field: str, what: str) -> dict[str, str]:
+    if not isinstance(tools, list) or not all(is_tool_name(tool) for tool in tools):
+        return {field: f"Give {what} as a list of tool names ({TOOL_NAME_RULE})."}
+    if len(set(tools)) != len(tools):
+        return {field: "Name each tool once."}
+    return {}
+
+
+class NamedServerUpstream(models.Model):
+    """One upstream a named server serves: all the tools it publishes, or those ``tools`` names (by their own names
+    at the upstream), under the names ``/mcp`` serves them by (``<prefix>__<tool>``)."""
+
+    server = models.ForeignKey(NamedServer, on_delete=models.CASCADE, related_name="members")
+    upstream = models.ForeignKey(Upstream, on_delete=models.CASCADE, related_name="named_servers")
+    tools = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Its tools served, by their own names at the upstream; empty serves every tool /mcp serves of it.",
+    )
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["server", "upstream"]
+        verbose_name = "upstream of a named server"
+        constraints = [models.UniqueConstraint(fields=["server", "upstream"], name="named_server_upstream_once")]
+
+    def __str__(self) -> str:
+        return f"{self.server_id}: {self.upstream_id}"
+
+    def clean(self) -> None:
+        problems = _tool_list_problems(self.tools, "tools", "its tools served")
+        if problems:
+            raise ValidationError(problems)

@@ -1,5 +1,5 @@
-"""What a serving process runs (the enabled upstreams as plain, immutable configurations), and what every serving
-process reported of their health."""
+"""What a serving process runs (the enabled upstreams and named servers as plain, immutable configurations), and
+what every serving process reported of their health."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from errcatalog.gateway.models import (
+    NamedServer,
     Transport,
     Upstream,
     UpstreamFailureGroup,
@@ -78,6 +79,36 @@ def upstream_configs() -> list[UpstreamConfig]:
     if not settings.GATEWAY["STDIO"]:
         rows = rows.exclude(transport=Transport.STDIO)
     return [upstream_config(u) for u in rows]
+
+
+@dataclass(frozen=True)
+class NamedServerConfig:
+    """One enabled named server as the MCP endpoint serves it at ``/mcp/<name>``."""
+
+    name: str
+    description: str
+    tools: frozenset[str]  # our own tools, by name
+    # Upstream name → its tools served, by their own names at the upstream (None: every tool /mcp serves of it).
+    upstreams: Mapping[str, frozenset[str] | None]
+
+
+def named_server_configs() -> dict[str, NamedServerConfig]:
+    """The enabled named servers, by name. A tool list edited by hand into something else serves no tool (a list of
+    upstream tools, none of them), rather than stop the gateway reading its configuration."""
+    configs = {}
+    for server in NamedServer.objects.filter(enabled=True).prefetch_related("members__upstream"):
+        upstreams = {m.upstream.name: _names(m.tools) if m.tools else None for m in server.members.all()}
+        configs[server.name] = NamedServerConfig(
+            name=server.name,
+            description=server.description,
+            tools=_names(server.tools),
+            upstreams=MappingProxyType(upstreams),
+        )
+    return configs
+
+
+def _names(tools: Any) -> frozenset[str]:
+    return frozenset(tool for tool in tools if isinstance(tool, str)) if isinstance(tools, list) else frozenset()
 
 
 def screen_limits() -> ScreenLimits:

@@ -658,12 +658,12 @@ class UpstreamConnection:
         """
         modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
         relay = relaying_progress(progress, upstream=self.config.name, secrets=self._secrets) if progress else None
+        meta = {types.LOG_LEVEL_META_KEY: log.level} if log is not None and modern else None
         if round_trip is not None and modern:
             return await round_trip_call(
-                client, self.config.name, tool, arguments, round_trip, self._secrets, progress=relay
+                client, self.config.name, tool, arguments, round_trip, self._secrets, progress=relay, meta=meta
             )
-        if log is not None and modern:
-            meta = {types.LOG_LEVEL_META_KEY: log.level}
+        if meta is not None:
             return await client.call_tool(tool, arguments, progress_callback=relay, meta=meta)  # type: ignore[arg-type]
         if relay is not None:
             return await client.call_tool(tool, arguments, progress_callback=relay)

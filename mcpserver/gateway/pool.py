@@ -3,8 +3,9 @@
 ``Gateway.run`` (entered once per process by ``mcpserver.server.McpApp.run``) starts a supervisor per upstream and
 follows the configuration: upstream rows raise the catalog revision like catalog rows do, so when the snapshot this
 process holds moves to a new revision the gateway reads the enabled upstreams again and starts, restarts (a changed
-configuration) or stops connections. ``Gateway.tools`` is what calls and ``tools/list`` read: a mapping rebuilt
-only when an upstream's tool list or the set of upstreams changes.
+configuration) or stops connections; it reads the enabled named servers with them (``Gateway.named_servers``).
+``Gateway.tools`` is what calls and ``tools/list`` read: a mapping rebuilt only when an upstream's tool list or the set
+of upstreams changes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from mcp_types import URL_ELICITATION_REQUIRED
 
 from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
-from errcatalog.gateway.selectors import UpstreamConfig, upstream_configs, upstream_tool_approvals
+from errcatalog.gateway.selectors import (
+    NamedServerConfig,
+    UpstreamConfig,
+    named_server_configs,
+    upstream_configs,
+    upstream_tool_approvals,
+)
 from errcatalog.gateway.services import (
     HealthReport,
     upstream_health_forget,
@@ -89,6 +96,8 @@ class Gateway:
         # configuration, and from the answer to each listing this process records; never per call.
         self._approved: Mapping[str, Mapping[str, Mapping[str, Any]]] = {}
         self._recording: anyio.Lock | None = None  # made in ``run``, on the loop that uses it
+        # The enabled named servers (``/mcp/<name>``), by name: read with the configuration, replaced whole.
+        self.named_servers: Mapping[str, NamedServerConfig] = MappingProxyType({})
 
     # --- What calls read ------------------------------------------------------------------------------------
 
@@ -98,6 +107,11 @@ class Gateway:
         if tools is None:
             tools = self._tools = MappingProxyType(self._build_tools())
         return tools
+
+    def serves(self, server: str) -> bool:
+        """Whether ``server`` (never ``ROOT_SERVER``) is served here now: an enabled upstream's own path or an enabled
+        named server."""
+        return server in self.connections or server in self.named_servers
 
     def client_session_ended(self, session_id: str) -> None:
         """Our 2025-11-25 session ``session_id`` ended: its upstream sessions close, its log level is forgotten."""
@@ -224,7 +238,7 @@ class Gateway:
     async def _reload(self) -> None:
         revision = catalog_snapshot_status()["revision"]
         try:
-            configs, approved = await anyio.to_thread.run_sync(_with_own_connection, _records)
+            configs, approved, named = await anyio.to_thread.run_sync(_with_own_connection, _records)
         except Exception as exc:  # the database, above all: the gateway must outlive whatever failed
             # Tried again at every watch until it works; said once.
             log = logger.debug if self._reload_failing else logger.warning
@@ -234,7 +248,8 @@ class Gateway:
         self._reload_failing = False
         self._revision = revision
         self._approved = approved
-        self.apply(configs)
+        self.named_servers = MappingProxyType(named)
+        self.apply(configs)  # tells the listeners, who compare what each server lists
 
     def apply(self, configs: list[UpstreamConfig]) -> None:
         """Start, restart or stop connections so that they match ``configs``."""
@@ -257,9 +272,9 @@ class Gateway:
         self._tools_changed()
 
 
-def _records() -> tuple[list[UpstreamConfig], dict[str, dict[str, dict[str, Any]]]]:
-    """The upstreams this process serves and their tools' approved metadata, read together."""
-    return upstream_configs(), upstream_tool_approvals()
+def _records() -> tuple[list[UpstreamConfig], dict[str, dict[str, dict[str, Any]]], dict[str, NamedServerConfig]]:
+    """The upstreams this process serves, their tools' approved metadata and the named servers, read together."""
+    return upstream_configs(), upstream_tool_approvals(), named_server_configs()
 
 
 def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> ToolSpec:

@@ -108,9 +108,11 @@ async def round_trip_call(
     secrets: Sequence[str],
     *,
     progress: Progress | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """One round of a 2026-07-28 call whose input requests our client answers (``UpstreamConnection.call``);
-    ``progress`` relays the upstream's progress on it (``mcpserver.gateway.progress``)."""
+    ``progress`` relays the upstream's progress on it (``mcpserver.gateway.progress``), ``meta`` asks the upstream for
+    log messages at the client's level (``log_relay``)."""
     upstream_state, responses = round_trip.answers_for(upstream, tool)
     result = await client.session.call_tool(
         tool,
@@ -118,13 +120,14 @@ async def round_trip_call(
         progress_callback=progress,
         input_responses=responses,
         request_state=upstream_state,
+        meta=meta,  # type: ignore[arg-type]
         allow_input_required=True,
     )
     if not isinstance(result, types.InputRequiredResult):
         return result  # a claimed result shape raises (allow_claimed is off)
     ours = relayed(upstream, tool, result, secrets, accepts=round_trip.accepts)
     if ours is None:  # a request the client cannot take: the SDK's driver answers them (declines) as without
-        return await client.call_tool(tool, arguments, progress_callback=progress)
+        return await client.call_tool(tool, arguments, progress_callback=progress, meta=meta)  # type: ignore[arg-type]
     return ours
 
 

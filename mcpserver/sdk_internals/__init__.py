@@ -24,6 +24,10 @@ Reaches, each with why and its plain path:
 - ``sessions.session_connection``: the ``Connection`` behind a 2025-11-25 ``ServerSession`` (its private
   ``_connection``), whose exit stack tells ``mcpserver.changes`` when the session ends. Plain path: none in the public
   API; 2025-11-25 sessions are then not told of list changes (2026-07-28 listen streams still are).
+- ``streams.PerSessionEventStores``: the 2025-11-25 session manager's ``event_store`` made a property that gives each
+  session it opens a store of its own (``mcpserver.streams``), since the SDK hands one store to every session and
+  names streams by request id alone. Relies on the manager reading the attribute once per session it opens. Plain
+  path: no event store; 2025-11-25 streams are not resumable.
 - ``messages``: sentences the SDK writes, read in its source: the fixed ones the JSON-RPC screen lets through
   (``mcpserver.jsonrpc_errors``), and those its client makes up for an answer it cannot read (the gateway's
   failures). No path to choose: a sentence the SDK rewords is screened to our fixed text, or classified as the

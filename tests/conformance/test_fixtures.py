@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
-import subprocess
-import sys
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import httpx2
 import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from conformance import mcp_tools as conformance
+from tests.conformance.conftest import serve
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_TOOLS = {
     "test_simple_text",
     "test_image_content",
@@ -44,72 +41,9 @@ FIXTURE_TOOLS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-# One process for both commands: each Django start-up costs seconds.
-PREPARE_DATABASE = (
-    "import django; django.setup(); from django.core.management import call_command; "
-    "call_command('migrate', interactive=False, verbosity=0); call_command('catalog_load_defaults', verbosity=0)"
-)
-
-
-def _environ(data_dir: Path, **env: str) -> dict[str, str]:
-    # Only the settings given here: no toolsets, database or auth choice leaks in from the caller's environment.
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ERRCATALOG_") and k != "DATABASE_URL"}
-    return environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "ERRCATALOG_DATA_DIR": str(data_dir)} | env
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
-    """A migrated SQLite database with the default catalog, shared by this module's servers."""
-    path = tmp_path_factory.mktemp("conformance-data")
-    subprocess.run(  # noqa: S603 (our own interpreter and a fixed script)
-        [sys.executable, "-c", PREPARE_DATABASE], cwd=ROOT, env=_environ(path), check=True, capture_output=True
-    )
-    return path
-
-
-def _serve(data_dir: Path, **env: str) -> Iterator[str]:
-    """Run the app on a free port against ``data_dir``; yield its /mcp URL."""
-    environ = _environ(data_dir, ERRCATALOG_MCP_AUTH="0", **env)
-    port = _free_port()
-    uvicorn = Path(sys.executable).with_name("uvicorn")
-    log_path = data_dir / f"server-{port}.log"
-    log = log_path.open("w")
-    server = subprocess.Popen(  # noqa: S603 (the venv's uvicorn, as ./dev up runs it)
-        [str(uvicorn), "config.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        env=environ,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"The app did not start: {log_path.read_text()}")
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
-
-
 @pytest.fixture(scope="module")
 def default_url(data_dir) -> Iterator[str]:
-    yield from _serve(data_dir)
-
-
-@pytest.fixture(scope="module")
-def conformance_url(data_dir) -> Iterator[str]:
-    yield from _serve(data_dir, ERRCATALOG_MCP_TOOLSETS="catalog,conformance")
+    yield from serve(data_dir)
 
 
 @contextlib.asynccontextmanager
@@ -239,3 +173,214 @@ def test_reconnection_fixture_answers_after_closing_its_stream(conformance_url):
     assert not result.is_error
     assert result.content[0].text == "Reconnection test completed"
     assert logs == ["Before disconnect", "After reconnect"]
+
+
+def test_sampling_and_elicitation_reach_a_2026_client_in_round_trips(conformance_url):
+    # 2026-07-28 has no back channel: each request comes back as an InputRequiredResult, which the SDK's client
+    # answers, calling again with the answer; the tool then runs again and goes on past its request.
+    prompts, forms = [], []
+
+    async def sample(context, params: types.CreateMessageRequestParams):
+        prompts.append((params.messages[0].content.text, params.max_tokens))
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="a reply"), model="test-model"
+        )
+
+    async def answer(context, params):
+        forms.append(params.requested_schema)
+        return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
+
+    async def go():
+        async with Client(conformance_url, sampling_callback=sample, elicitation_callback=answer) as client:
+            assert client.protocol_version == "2026-07-28"
+            sampled = await client.call_tool("test_sampling", {"prompt": "Say something"})
+            elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+            # Driven by hand: the first answer is the request, with our state sealed.
+            first = await client.session.call_tool("test_elicitation", {"message": "Who?"}, allow_input_required=True)
+            return sampled, elicited, first
+
+    sampled, elicited, first = asyncio.run(go())
+    assert sampled.content[0].text == "LLM response: a reply"
+    assert prompts == [("Say something", 100)]
+    assert elicited.content[0].text == (
+        'User response: action=accept, content={"username": "ada", "email": "ada@example.com"}'
+    )
+    assert forms[0]["required"] == ["username", "email"]
+    assert isinstance(first, types.InputRequiredResult)
+    (request,) = first.input_requests.values()
+    assert request.params.message == "Who?"
+    assert "tool_rounds" not in first.request_state  # sealed: the client cannot read or change it
+
+
+def test_a_2026_round_trip_with_state_changed_by_the_client_is_refused(conformance_url):
+    async def go():
+        async with Client(conformance_url) as client:
+            try:
+                await client.session.call_tool(
+                    "test_elicitation",
+                    {"message": "Who?"},
+                    input_responses={"errcatalog_tool_request": {"action": "accept", "content": {"username": "x"}}},
+                    request_state='{"tool_rounds": {"v": 1, "answered": [], "asked": "forged"}}',
+                    allow_input_required=True,
+                )
+            except MCPError as exc:
+                return exc
+        return None
+
+    refused = asyncio.run(go())
+    assert refused is not None and refused.code == types.INVALID_PARAMS
+
+
+def test_sampling_without_the_capability_is_a_catalog_error_for_a_2026_client(conformance_url):
+    async def go():
+        async with Client(conformance_url) as client:
+            return await client.call_tool("test_sampling", {"prompt": "Say something"})
+
+    result = asyncio.run(go())
+    assert result.is_error
+    assert result.structured_content["code"] == "CLIENT_ERROR"
+
+
+# --- Resumable streams (mcpserver.streams), by hand over HTTP as a 2025-11-25 client ---------------------------
+
+PROTOCOL = {"MCP-Protocol-Version": "2025-11-25"}
+SSE = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _events(lines) -> Iterator[dict[str, str]]:
+    """The SSE events of a stream of lines, each as its fields."""
+    event: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            if event:
+                yield event
+            event = {}
+            continue
+        name, _, value = line.partition(":")
+        event[name] = event.get(name, "") + value.removeprefix(" ")
+    if event:
+        yield event
+
+
+def _session(http: httpx2.Client, url: str) -> dict[str, str]:
+    """A 2025-11-25 session opened by hand: its headers for the next requests."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "by-hand", "version": "1"},
+        },
+    }
+    opened = http.post(url, json=initialize, headers=SSE)
+    headers = {**SSE, **PROTOCOL, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+    http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    return headers
+
+
+def _resume(http: httpx2.Client, url: str, headers: dict[str, str], last_event_id: str) -> list[dict]:
+    """The messages a GET with ``Last-Event-ID`` is sent, up to the first response."""
+    messages = []
+    resume = {**headers, "Accept": "text/event-stream", "Last-Event-ID": last_event_id}
+    with http.stream("GET", url, headers=resume) as response:
+        assert response.status_code == 200
+        for event in _events(response.iter_lines()):
+            if event.get("data"):
+                messages.append(json.loads(event["data"]))
+                if "result" in messages[-1]:
+                    break
+    return messages
+
+
+def test_a_stream_the_client_lost_mid_call_resumes_from_its_last_event(conformance_url):
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p"}},
+    }
+    with httpx2.Client(timeout=10) as http:
+        headers = _session(http, conformance_url)
+        with http.stream("POST", conformance_url, json=call, headers=headers) as response:
+            first = next(_events(response.iter_lines()))
+        # The client went away after the priming event: an id, no data, and how long to wait before reconnecting.
+        assert first["id"] and not first.get("data")
+        assert first["retry"] == "1000"
+        time.sleep(conformance.STEP_SECONDS * 4)  # the call goes on and finishes meanwhile
+        messages = _resume(http, conformance_url, headers, first["id"])
+    progress = [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"]
+    assert progress == [0, 50, 100]
+    assert messages[-1]["id"] == 1
+    assert messages[-1]["result"]["content"][0]["text"] == "Tool with progress executed successfully"
+
+
+def test_a_made_up_or_another_sessions_event_id_replays_nothing(conformance_url):
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "test_simple_text", "arguments": {}}}
+    with httpx2.Client(timeout=10) as http:
+        alice = _session(http, conformance_url)
+        with http.stream("POST", conformance_url, json=call, headers=alice) as response:
+            alices = [event["id"] for event in _events(response.iter_lines()) if event.get("id")]
+        bob = _session(http, conformance_url)
+        # Each replay stream ends at once, empty: nothing of alice's reaches bob, whose request ids are hers too.
+        assert _resume(http, conformance_url, bob, alices[0]) == []
+        assert _resume(http, conformance_url, bob, "made-up") == []
+        assert _resume(http, conformance_url, alice, "x" * 5000) == []
+        assert _resume(http, conformance_url, alice, alices[0])[-1]["result"]["content"][0]["text"].startswith(
+            "This is a simple text"
+        )
+
+
+class _CutAfterFirstEvent(httpx2.AsyncBaseTransport):
+    """HTTP as usual, except that the SSE answer to a ``tools/call`` POST is cut after its first event, as a proxy or
+    a network change cuts a connection."""
+
+    def __init__(self) -> None:
+        self._http = httpx2.AsyncHTTPTransport()
+        self.cut = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._http.handle_async_request(request)
+        cut = request.method == "POST" and b'"tools/call"' in request.content
+        if not cut or not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response
+        self.cut += 1
+
+        class FirstEvent(httpx2.AsyncByteStream):
+            async def __aiter__(self):
+                seen = b""
+                async for chunk in response.stream:
+                    seen += chunk
+                    if b"\n\n" in seen or b"\r\n\r\n" in seen:
+                        yield seen
+                        break
+                await response.aclose()  # the connection is gone: the client sees the stream end
+
+            async def aclose(self) -> None:
+                await response.aclose()
+
+        return httpx2.Response(response.status_code, headers=response.headers, stream=FirstEvent())
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def test_the_sdks_client_resumes_a_call_whose_stream_was_cut(conformance_url):
+    transport = _CutAfterFirstEvent()
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append(value)
+
+    async def go():
+        async with (
+            httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(20)) as http,
+            Client(streamable_http_client(conformance_url, http_client=http), mode="legacy") as client,
+        ):
+            return await client.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+
+    result = asyncio.run(go())
+    assert transport.cut == 1  # the call's own stream ended after its priming event
+    assert result.content[0].text == "Tool with progress executed successfully"
+    assert progress == [0, 50, 100]  # each sent while the client was away, replayed when it came back

@@ -552,6 +552,11 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
         "Relay its requests for the client's roots to the clients that declared roots. Off (the default): not "
         "declared to it; while one upstream session serves every client, another client's call could see them."
     ),
+    ("upstream", "session_mode"): (
+        "For `stdio`: `shared` (one child process for every client session) or `per_client` (one each, at most "
+        "`ERRCATALOG_GATEWAY_SESSIONS_PER_UPSTREAM` per web process). An `http` upstream gives each client session "
+        "its own upstream session either way."
+    ),
 }
 
 

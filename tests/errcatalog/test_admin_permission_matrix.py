@@ -22,7 +22,7 @@ from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.gateway import inbox
-from errcatalog.gateway.models import Upstream, UpstreamFailureGroup, UpstreamTool
+from errcatalog.gateway.models import NamedServer, NamedServerUpstream, Upstream, UpstreamFailureGroup, UpstreamTool
 from errcatalog.gateway.services import upstream_create, upstream_tools_record
 from tests.errcatalog.catalog.admin_pages import form_data
 
@@ -65,6 +65,12 @@ def _pin(actor: User) -> UpstreamTool:
     return upstream.pins.get()
 
 
+def _named_server(actor: User) -> NamedServer:
+    server = NamedServer.objects.create(name="support", tools=["explain_error"])
+    NamedServerUpstream.objects.create(server=server, upstream=_upstream(actor))
+    return server
+
+
 def _failure_group(actor: User) -> UpstreamFailureGroup:
     inbox.reset()
     inbox.note("remote", "remote__search", "tool_error", "Widget 3 exploded", classified=False)
@@ -84,6 +90,8 @@ MATRIX: dict[Any, tuple[Callable[[User], Any], dict[str, set[str]]]] = {
     # Pins are written by the gateway and decided by the approve permission only (tested per role in
     # tests/mcpserver/gateway/test_tool_review.py): nobody adds, edits or deletes one by hand.
     UpstreamTool: (_pin, {}),
+    # Its upstreams are an inline of the server, under the server's own permissions.
+    NamedServer: (_named_server, {}),
     # The serving processes write the inbox; staff read it, delete (dismiss) a group, and make rules from one
     # (which needs the rule's add permission too: tests/mcpserver/gateway/test_inbox_admin.py).
     UpstreamFailureGroup: (_failure_group, {}),

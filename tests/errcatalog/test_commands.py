@@ -241,6 +241,28 @@ def test_a_relay_switch_that_is_not_a_boolean_is_refused(tmp_path, default_docum
     assert not Upstream.objects.exists()
 
 
+def test_a_documents_stdio_upstream_keeps_its_session_mode_through_import_and_export(tmp_path, default_document):
+    run("catalog_load_defaults")
+    own = {"name": "own", "prefix": "own", "transport": "stdio", "command": "uvx", "args": ["mcp-server-time"],
+           "session_mode": "per_client"}  # fmt: skip
+    shared = {"name": "shared", "prefix": "shared", "transport": "stdio", "command": "uvx", "args": ["x"]}
+    run("catalog_import", str(write(tmp_path / "c.yaml", _upstream_document(default_document, own, shared))))
+
+    assert Upstream.objects.get(name="own").session_mode == "per_client"
+    assert Upstream.objects.get(name="shared").session_mode == "shared"  # the default
+    run("catalog_export", "-o", str(tmp_path / "out.json"))
+    exported = {u["name"]: u for u in json.loads((tmp_path / "out.json").read_text())["upstreams"]}
+    assert (exported["own"]["session_mode"], exported["shared"]["session_mode"]) == ("per_client", "shared")
+
+
+def test_an_unknown_session_mode_is_refused_naming_the_key(tmp_path, default_document):
+    run("catalog_load_defaults")
+    entry = {"name": "x", "prefix": "x", "transport": "stdio", "command": "uvx", "session_mode": "per_call"}
+    with pytest.raises(CommandError, match="session_mode"):
+        run("catalog_import", str(write(tmp_path / "c.json", _upstream_document(default_document, entry))))
+    assert not Upstream.objects.exists()
+
+
 def test_import_replace_deletes_upstreams_only_when_the_document_lists_upstreams(tmp_path, default_document):
     run("catalog_load_defaults")
     upstream_create(actor=None, name="old", prefix="old", transport="http", url="https://old.example.com/mcp")

@@ -72,6 +72,20 @@ def book_table(guest: str, email: str, people: int) -> dict:
 
 @tool(
     toolset="test",
+    description="Greet a guest in words the client's model chooses; asks for the guest's name when it is missing.",
+    input_schema={
+        "type": "object",
+        "properties": {"guest": {"type": "string", "description": "The guest's name"}},
+        "required": ["guest"],
+    },
+    elicit=True,
+)
+async def greet_guest(guest: str, context) -> str:
+    return await context.sample(f"Greet {guest}", max_tokens=20)
+
+
+@tool(
+    toolset="test",
     description="Log in to a service; the password is never asked for in a form.",
     input_schema={
         "type": "object",

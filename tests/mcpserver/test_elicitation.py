@@ -101,3 +101,27 @@ def test_2026_round_trip_state_is_sealed(mcp):
     import asyncio
 
     asyncio.run(only_modern())
+
+
+# Sampling on a 2025-11-25 session: the SDK warns that the feature is deprecated as of 2026-07-28.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_missing_input_then_the_tools_own_sampling_in_one_call(mcp):
+    # On 2026-07-28 both are round trips of the one call: the question's answer is carried while the tool asks its
+    # client's model in the next round (mcpserver.elicitation.carrying, mcpserver.tool_rounds).
+    prompts = []
+
+    async def sample(context, params: types.CreateMessageRequestParams):
+        prompts.append(params.messages[0].content.text)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Welcome, Ada!"), model="m"
+        )
+
+    answers = Answers("accept", {"guest": "Ada"})
+    results = mcp.run(
+        lambda client: client.call_tool("greet_guest", {}), elicitation_callback=answers, sampling_callback=sample
+    )
+    for result in results.values():
+        assert not result.is_error, result
+        assert result.content[0].text == "Welcome, Ada!"
+    assert prompts == ["Greet Ada", "Greet Ada"]  # once per generation
+    assert len(answers.asked) == 2

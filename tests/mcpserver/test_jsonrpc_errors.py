@@ -175,6 +175,19 @@ def test_a_sanctioned_error_goes_out_as_raised_but_not_with_other_data():
     assert screen_error(forged) == {"code": -32602, "message": "Invalid params"}
 
 
+def test_two_errors_in_flight_with_one_message_and_different_data_both_go_out_as_raised():
+    # Two URL elicitations raised before either is sent: the second must not make the first a fixed string.
+    message = "This request requires more information."
+    first = {"elicitations": [{"mode": "url", "url": "https://auth.example/one", "elicitationId": "1"}]}
+    second = {"elicitations": [{"mode": "url", "url": "https://auth.example/two", "elicitationId": "2"}]}
+    sanctioned_error(-32042, message, first)
+    sanctioned_error(-32042, message, second)
+
+    assert screen_error({"code": -32042, "message": message, "data": first}) is None
+    assert screen_error({"code": -32042, "message": message, "data": second}) is None
+    assert screen_error({"code": -32042, "message": message}) == {"code": -32042, "message": "URL elicitation required"}
+
+
 def test_success_bodies_are_passed_on_untouched():
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"text": 'an "error" in quotes', "error": 1}}).encode()
 

@@ -115,11 +115,15 @@ def test_the_server_wraps_the_sdks_span_middleware_and_leaves_the_others(setting
     assert OpenTelemetryMiddleware not in kinds
     assert kinds[0] is OnlyWhenTracing
     assert isinstance(server.middleware[0]._middleware, OpenTelemetryMiddleware)
-    # Then the request-state boundary, as it was, and innermost our own that serves 2026-07-28 calls, so the span
-    # of each message (outermost) sees their answers and the boundary seals a question's state.
+    # Then the request-state boundary, as it was, and our own that serves 2026-07-28 calls, so the span of each
+    # message (outermost) sees their answers and the boundary seals a question's state; innermost a named server's
+    # instructions, which those calls never reach.
     from mcp.server.request_state import RequestStateBoundary
 
-    assert kinds[1:] == [RequestStateBoundary, ModernToolCalls]
+    from mcpserver.server import _named_server_instructions
+
+    assert kinds[1:3] == [RequestStateBoundary, ModernToolCalls] and len(kinds) == 4
+    assert server.middleware[3] is _named_server_instructions
 
 
 @pytest.mark.django_db(transaction=True)

@@ -59,8 +59,8 @@ class Command(BaseCommand):
             action="append",
             default=[],
             metavar="SERVER",
-            help="Limit the token to this MCP server: an upstream's name (/mcp/<name>), or '' for /mcp itself; "
-            "repeat for several. Without --server every server is allowed.",
+            help="Limit the token to this MCP server: an upstream's or a named server's name (/mcp/<name>), or '' for "
+            "/mcp itself; repeat for several. Without --server every server is allowed.",
         )
 
     def handle(

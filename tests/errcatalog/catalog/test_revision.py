@@ -9,6 +9,7 @@ from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.revision import CATALOG_TABLES, NO_REVISION, catalog_revision
 from errcatalog.catalog.services import error_code_update
+from errcatalog.gateway.models import NamedServer, NamedServerUpstream, Upstream
 from errcatalog.gateway.services import upstream_create, upstream_tools_record
 
 # Committed transactions: PostgreSQL raises the revision at commit (deferred triggers).
@@ -64,12 +65,18 @@ def test_every_kind_of_write_raises_it(loaded):
     assert _moves(raw_sql)
 
 
-@pytest.mark.parametrize("table", [*CATALOG_TABLES, "errcatalog_upstream", "errcatalog_upstreamtool"])
+GATEWAY_TABLES = ("errcatalog_upstream", "errcatalog_upstreamtool", "errcatalog_namedserver",
+                  "errcatalog_namedserverupstream")  # fmt: skip
+
+
+@pytest.mark.parametrize("table", [*CATALOG_TABLES, *GATEWAY_TABLES])
 def test_a_write_to_each_table_after_every_migration_raises_it(loaded, table):
     # SQLite rebuilds a table for many schema changes and drops its triggers with it: a migration that does so must
     # install them again (0011 does, for the rules' tool column).
     upstream_create(actor=None, name="web", prefix="web", transport="http", url="https://mcp.example.com/mcp")
     upstream_tools_record(upstream="web", listing=[{"name": "echo", "inputSchema": {"type": "object"}}])
+    server = NamedServer.objects.create(name="support")
+    NamedServerUpstream.objects.create(server=server, upstream=Upstream.objects.get(name="web"))
 
     def touch():
         with connection.cursor() as cursor:

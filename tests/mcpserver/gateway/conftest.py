@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -18,9 +19,86 @@ from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, WATCHED_SERVER, U
 def everything_http(tmp_path_factory) -> Iterator[UpstreamProcess]:
     """npm's server-everything over Streamable HTTP, in a process of its own for the module that asks for it."""
     log = tmp_path_factory.mktemp("everything") / "log"
-    upstream = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=log)
-    upstream.start()
+    upstream = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=log).start()
     yield upstream
+    upstream.kill()
+
+
+# The tokens the served app's tests use, by name: (servers, tool scope, metrics), made in one process (a Django start
+# each costs).
+TOKENS = {
+    "all": ([], [], False),
+    "metrics": ([], [], True),
+    "web_only": (["web"], [], False),
+    "root_only": ([""], [], False),
+    "echo_only": ([], ["web__echo"], False),
+    "support_only": (["support"], [], False),
+}
+# The named servers (``NamedServer``), as staff would compose them: (description, our tools, {upstream: its tools}).
+NAMED_SERVERS = {
+    # Both upstreams serve the same tools (one server over HTTP and over stdio): at a named server they keep /mcp's
+    # prefixed names, or two would be called "echo".
+    "support": ("For the support team's agent: explains error codes and reaches the note service.",
+                ["explain_error"], {"web": [], "local": ["echo"]}),
+    "notes": ("", [], {"web": ["echo"]}),
+    "live": ("", [], {"web": ["echo"]}),  # changed by a test
+    "paused": ("Switched off.", ["explain_error"], {"web": []}),
+}  # fmt: skip
+SETUP = """
+import json
+from django.contrib.auth.models import User
+from errcatalog.access.tokens import client_token_create
+from errcatalog.gateway.models import NamedServer, NamedServerUpstream, Upstream
+from errcatalog.gateway.services import upstream_update
+
+upstream_update(actor=None, upstream=Upstream.objects.get(name="off"), enabled=False)
+for name, (description, tools, upstreams) in NAMED_SERVERS.items():
+    server = NamedServer.objects.create(name=name, description=description, tools=tools, enabled=name != "paused")
+    for upstream, chosen in upstreams.items():
+        NamedServerUpstream.objects.create(server=server, upstream=Upstream.objects.get(name=upstream), tools=chosen)
+user, _ = User.objects.get_or_create(username="agent-owner")
+keys = {
+    name: client_token_create(user=user, name=name, servers=servers, tool_scope=scope, can_read_metrics=metrics)[1]
+    for name, (servers, scope, metrics) in TOKENS.items()
+}
+print(json.dumps(keys))
+"""
+
+
+@pytest.fixture(scope="package")
+def virtual_served(tmp_path_factory) -> Iterator[dict]:
+    """Production's app (``uvicorn config.asgi:application`` in a subprocess, the embedded SQLite default) with
+    upstreams imported as an operator imports them: ``upstream_server.py`` over Streamable HTTP (``web``) and over
+    stdio (``local``), and ``off``, imported and then disabled; the named servers of ``NAMED_SERVERS``; the tokens of
+    ``TOKENS`` (their keys by name). Shared by the modules of virtual and named servers (a start costs seconds), which
+    run one after the other, and stopped with this package's tests; they change nothing in it but what a test makes
+    for itself."""
+    folder = tmp_path_factory.mktemp("virtual")
+    upstream = UpstreamProcess(UPSTREAM_SERVER, "http", log=folder / "upstream.log").start()
+    env = embedded_environment(folder / "data", ERRCATALOG_MCP_TOOLSETS="catalog", ERRCATALOG_MCP_RATE_LIMIT="1000000")
+    servers = {
+        "mcpServers": {
+            "web": {"type": "http", "url": upstream.url},
+            "local": {"command": sys.executable, "args": [UPSTREAM_SERVER, "stdio"]},
+            "off": {"type": "http", "url": upstream.url},
+        }
+    }
+    servers_file = folder / "mcp.json"
+    servers_file.write_text(json.dumps(servers))
+    manage(env, "upstream_import", str(servers_file))
+    # "off" is imported, then disabled as staff would.
+    setup = f"TOKENS = {TOKENS!r}\nNAMED_SERVERS = {NAMED_SERVERS!r}\n{SETUP}"
+    tokens = json.loads(manage(env, "shell", "--no-imports", "-c", setup).strip().splitlines()[-1])
+    key = tokens["all"]
+    app = ServedApp(env, folder).start()
+
+    async def listed() -> set[str]:
+        async with McpTarget(app.mcp_url, key).client() as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    wait_until(lambda: {"web__echo", "local__echo"} <= asyncio.run(listed()), seconds=60, what="their tools")
+    yield {"app": app, "upstream": upstream, "env": env, **tokens}
+    app.stop()
     upstream.kill()
 
 
@@ -45,13 +123,14 @@ print(json.dumps(keys))
 """
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def offerings_app(tmp_path_factory) -> Iterator[dict]:
     """Production's served app in front of upstreams with resources and prompts, for the offerings' test modules:
     npm's server-everything over stdio (``everything``) and Streamable HTTP (``everything-http``); our SDK test
     upstream over HTTP (``web``: hostile failures, metadata the screen flags); ``watched_server.py`` over HTTP
     (``watched``: 2025-11-25, a session of its own per client), over stdio (``watched-stdio``: one shared child) and
-    over HTTP in 2026-07-28 (``watched-modern``). Yields the app, the upstream processes and a key per token."""
+    over HTTP in 2026-07-28 (``watched-modern``). Shared by the offerings' and the subscriptions' modules, and
+    stopped with this package's tests. Yields the app, the upstream processes and a key per token."""
     folder = tmp_path_factory.mktemp("offerings")
     everything = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=folder / "ev.log")
     hostile = UpstreamProcess(UPSTREAM_SERVER, "http", log=folder / "upstream.log")

@@ -143,6 +143,26 @@ def test_sampling_is_relayed_and_roots_are_not_for_an_upstream_made_without_the_
     assert (upstream.relay_sampling, upstream.relay_roots) == (True, False)
 
 
+def test_only_a_superuser_chooses_a_stdio_upstreams_session_mode(superuser, editor, viewer):
+    # One child process per client session multiplies the commands run on this server: it is the stdio section's.
+    stdio = {"transport": "stdio", "url": "", "command": sys.executable, "args_entry": UPSTREAM_SERVER}
+    refused = _add(editor, **stdio, session_mode="per_client")
+    assert "Only a superuser may add or change a stdio upstream" in refused.content.decode()
+    assert not Upstream.objects.exists()
+    assert _add(superuser, **stdio, session_mode="per_client").status_code == 302
+    upstream = Upstream.objects.get()
+    assert upstream.session_mode == "per_client"
+
+    for staff in (editor, viewer):
+        assert _change(staff, upstream, **stdio, session_mode="shared").status_code == 403
+        upstream.refresh_from_db()
+        assert upstream.session_mode == "per_client"
+    assert _change(superuser, upstream, **stdio, session_mode="shared").status_code == 302
+    upstream.refresh_from_db()
+    assert upstream.session_mode == "shared"
+    assert upstream.history.first().history_user.is_superuser  # the change is in the history
+
+
 # --- Sealed values --------------------------------------------------------------------------------------------------
 
 

@@ -34,9 +34,27 @@ OFFERINGS_CHANGED = {"ResourceListChangedNotification", "PromptListChangedNotifi
 WAIT = 20
 
 
+# A named server staff composed of one watched upstream (``team``): it hears of that upstream's lists alone.
+TEAM = """
+from errcatalog.gateway.models import NamedServer, NamedServerUpstream, Upstream
+server = NamedServer.objects.create(name="team", description="", tools=[])
+NamedServerUpstream.objects.create(server=server, upstream=Upstream.objects.get(name="watched"), tools=[])
+"""
+
+
 @pytest.fixture(scope="module")
 def served(offerings_app) -> dict:
+    manage(offerings_app["env"], "shell", "--no-imports", "-c", TEAM)
+    team = _at(offerings_app, "team")
+    wait_until(lambda: "watched__touch" in _tools_or_none(team), seconds=WAIT, what="the named server")
     return offerings_app
+
+
+def _tools_or_none(target: McpTarget) -> set[str]:
+    try:
+        return target.tool_names()
+    except Exception:  # its path answers 404 until the gateway has read it
+        return set()
 
 
 def _at(served: dict, server: str = "") -> McpTarget:
@@ -186,7 +204,7 @@ def test_a_2026_upstreams_updates_reach_listen_streams_by_their_uris(served):
 
 @pytest.mark.parametrize(("upstream", "prefix"), [("watched", "watched"), ("watched-modern", "watched_modern")])
 def test_an_upstreams_list_changes_reach_mcp_and_its_own_path_not_another_upstreams(served, upstream, prefix):
-    at_root, at_path, elsewhere = Heard(), Heard(), Heard()
+    at_root, at_path, elsewhere, at_team = Heard(), Heard(), Heard(), Heard()
     other = "watched-stdio"
 
     async def scenario() -> None:
@@ -194,16 +212,21 @@ def test_an_upstreams_list_changes_reach_mcp_and_its_own_path_not_another_upstre
             _at(served).client(mode="legacy", message_handler=at_root) as root,
             _at(served, upstream).client(mode="legacy", message_handler=at_path),
             _at(served, other).client(mode="legacy", message_handler=elsewhere) as there,
+            _at(served, "team").client(mode="legacy", message_handler=at_team),
         ):
             await root.call_tool(f"{prefix}__relist", {})
             wanted = OFFERINGS_CHANGED
             await _until(lambda: wanted <= at_root.lists.keys() and wanted <= at_path.lists.keys(), "list changes")
+            if upstream == "watched":  # the named server is composed of it
+                await _until(lambda: wanted <= at_team.lists.keys(), "the named server's list changes")
             await there.call_tool("relist", {})  # the other upstream's own: heard at its path
             await _until(lambda: wanted <= elsewhere.lists.keys(), "the other upstream's list changes")
 
     asyncio.run(scenario())
     # Its own upstream's, once each (its one shared child told the gateway once): none of the first upstream's.
     assert dict(elsewhere.lists) == dict.fromkeys(OFFERINGS_CHANGED, 1)
+    if upstream != "watched":  # nor of another upstream at a named server (it heard everything before this)
+        assert not at_team.lists
 
 
 def test_a_2026_listen_stream_hears_an_upstreams_list_changes(served):

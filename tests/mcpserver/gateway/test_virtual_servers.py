@@ -1,8 +1,8 @@
 """Each upstream served alone at /mcp/<name>: its tools unprefixed, behind /mcp's guard, pipeline and outcomes.
 
-The served app is production's (``uvicorn config.asgi:application`` in a subprocess, the embedded SQLite default) with
-upstreams imported as an operator imports them: ``upstream_server.py`` over Streamable HTTP (``web``) and over stdio
-(``local``), and ``off``, imported and then disabled. The client is the SDK's, in both protocol generations.
+The served app is the gateway tests' ``served`` (``conftest.py``): production's, with ``upstream_server.py`` over
+Streamable HTTP (``web``) and over stdio (``local``), and ``off``, imported and then disabled. The client is the SDK's,
+in both protocol generations.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import asyncio
 import http.client
 import json
 import re
-import sys
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import httpx2
@@ -20,11 +18,9 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.config.served_app import ServedApp, embedded_environment, manage
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.test_gateway_calls import HOSTILE_MARKERS
-from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
 
 MODES = ["auto", "legacy"]  # 2026-07-28, 2025-11-25
 LEGACY_VERSION = "2025-11-25"
@@ -36,60 +32,9 @@ INITIALIZE = {
 }
 
 
-# The tokens the tests use, by name: (servers, tool scope, metrics), made in one process (a Django start each costs).
-TOKENS = {
-    "all": ([], [], False),
-    "metrics": ([], [], True),
-    "web_only": (["web"], [], False),
-    "root_only": ([""], [], False),
-    "echo_only": ([], ["web__echo"], False),
-}
-SETUP = """
-import json
-from django.contrib.auth.models import User
-from errcatalog.access.tokens import client_token_create
-from errcatalog.gateway.models import Upstream
-from errcatalog.gateway.services import upstream_update
-
-upstream_update(actor=None, upstream=Upstream.objects.get(name="off"), enabled=False)
-user, _ = User.objects.get_or_create(username="agent-owner")
-keys = {
-    name: client_token_create(user=user, name=name, servers=servers, tool_scope=scope, can_read_metrics=metrics)[1]
-    for name, (servers, scope, metrics) in TOKENS.items()
-}
-print(json.dumps(keys))
-"""
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[dict]:
-    folder = tmp_path_factory.mktemp("virtual")
-    upstream = UpstreamProcess(UPSTREAM_SERVER, "http", log=folder / "upstream.log").start()
-    env = embedded_environment(folder / "data", ERRCATALOG_MCP_TOOLSETS="catalog", ERRCATALOG_MCP_RATE_LIMIT="1000000")
-    servers = {
-        "mcpServers": {
-            "web": {"type": "http", "url": upstream.url},
-            "local": {"command": sys.executable, "args": [UPSTREAM_SERVER, "stdio"]},
-            "off": {"type": "http", "url": upstream.url},
-        }
-    }
-    servers_file = folder / "mcp.json"
-    servers_file.write_text(json.dumps(servers))
-    manage(env, "upstream_import", str(servers_file))
-    # "off" is imported, then disabled as staff would.
-    setup = f"TOKENS = {TOKENS!r}\n{SETUP}"
-    tokens = json.loads(manage(env, "shell", "--no-imports", "-c", setup).strip().splitlines()[-1])
-    key = tokens["all"]
-    app = ServedApp(env, folder).start()
-
-    async def listed() -> set[str]:
-        async with McpTarget(app.mcp_url, key).client() as client:
-            return {tool.name for tool in (await client.list_tools()).tools}
-
-    wait_until(lambda: {"web__echo", "local__echo"} <= asyncio.run(listed()), seconds=60, what="their tools")
-    yield {"app": app, "upstream": upstream, **tokens}
-    app.stop()
-    upstream.kill()
+@pytest.fixture
+def served(virtual_served) -> dict:
+    return virtual_served
 
 
 def _at(served: dict, server: str, who: str = "all") -> McpTarget:

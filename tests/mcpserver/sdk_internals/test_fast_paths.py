@@ -21,7 +21,7 @@ from mcp.server.request_state import RequestStateBoundary
 from errcatalog.gateway.selectors import UpstreamConfig
 from mcpserver.changes import ChangeFeed
 from mcpserver.gateway.connection import UpstreamConnection
-from mcpserver.server import build_server
+from mcpserver.server import _named_server_instructions, build_server
 from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
@@ -43,7 +43,9 @@ def _off(settings) -> None:
 def test_without_the_fast_paths_the_server_keeps_the_sdks_middleware_as_it_is(settings):
     _off(settings)
     server, _reader = build_server(ChangeFeed())
-    assert [type(m) for m in server.middleware] == [OpenTelemetryMiddleware, RequestStateBoundary]
+    assert [type(m) for m in server.middleware[:2]] == [OpenTelemetryMiddleware, RequestStateBoundary]
+    # Then only a middleware of the SDK's public kind (a named server's instructions), no reach into it.
+    assert server.middleware[2:] == [_named_server_instructions]
 
 
 def test_without_the_fast_paths_an_upstream_is_called_through_the_sdks_client(settings):
