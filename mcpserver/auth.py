@@ -25,6 +25,7 @@ from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -73,6 +74,21 @@ def request_client(request: object) -> ClientIdentity | None:
     """The caller of the HTTP request an SDK handler's context carries (None with auth off, or outside HTTP)."""
     scope = getattr(request, "scope", None)
     return scope.get(CLIENT_SCOPE_KEY) if isinstance(scope, dict) else None  # an ASGI scope is a dict
+
+
+def request_session_id(request: object) -> str | None:
+    """The ``Mcp-Session-Id`` of the HTTP request behind an SDK handler's context (None without one, or outside
+    HTTP); a 2026-07-28 request belongs to no session, whatever it sends."""
+    scope = getattr(request, "scope", None)
+    if not isinstance(scope, dict):
+        return None
+    session_id = version = None
+    for name, value in scope.get("headers", ()):
+        if name == b"mcp-session-id" and session_id is None:
+            session_id = value.decode("latin-1")
+        elif name == b"mcp-protocol-version" and version is None:
+            version = value.decode("latin-1")
+    return None if version in MODERN_PROTOCOL_VERSIONS else session_id
 
 
 def request_server(request: object) -> str:

@@ -14,6 +14,9 @@ generation knows:
   ``mcpserver.sdk_internals.sessions``; without its fast paths, 2025-11-25 sessions are not told).
 
 A token that may not read the catalog (``ClientToken.can_read_catalog``) hears nothing about resources or prompts.
+A client at an upstream's own path (``/mcp/<upstream>``) hears of that upstream's list changes alone, one at ``/mcp``
+of every server's (``publish(..., server=)``). The updates of an upstream resource go to each subscriber alone
+(``tell``, ``tell_stream``: ``mcpserver.offerings`` knows who subscribed to what), never to whoever names the same URI.
 
 Each process tells its own clients. Every process follows the catalog revision itself (``errcatalog.catalog
 .snapshot``: the swap of a snapshot sends ``caches_invalidated`` for the "catalog" scope) and holds its own
@@ -28,11 +31,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import mcp_types as types
 from django.conf import settings
 from mcp.server.context import ServerRequestContext
@@ -49,8 +54,8 @@ from mcp.server.subscriptions import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from errcatalog.caching import caches_invalidated
-from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT
-from mcpserver.auth import ClientIdentity, request_client
+from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT, ROOT_SERVER
+from mcpserver.auth import ClientIdentity, request_client, request_server
 from mcpserver.jsonrpc_errors import rendered_error, sanctioned_error
 from mcpserver.ratelimit import rate_limit_answer, rate_limit_retry_after
 from mcpserver.sdk_internals.sessions import session_connection
@@ -72,18 +77,78 @@ LISTEN_LIMIT_MESSAGE = (
 
 @dataclass(slots=True, eq=False)
 class _Session:
-    """A 2025-11-25 session this process serves: how to reach its standalone stream, and what it asked to hear."""
+    """A 2025-11-25 session this process serves: how to reach its standalone stream, what it asked to hear, and the
+    server it was opened at (``mcpserver.virtual_servers``)."""
 
     session: ServerSession
     reads_catalog: bool
+    server: str = ROOT_SERVER
     uris: set[str] = field(default_factory=set)
+
+
+# The listen stream being opened in this task, and its server: read by ``RoutedBus.subscribe``, which the SDK's
+# listen handler calls in the task that serves the stream.
+_opening_stream: ContextVar[tuple[object, str] | None] = ContextVar("opening_listen_stream", default=None)
+
+
+# Whether a client at server ``at`` hears of list changes of server ``server`` (``ChangeFeed.hears``).
+Hears = Callable[[str, str], bool]
+
+
+class RoutedBus(InMemorySubscriptionBus):
+    """The SDK's in-process bus, whose listeners also know the listen stream they serve and its server, so that an
+    event can go to one stream (``publish_to``) or to the streams that hear of one server (``publish(...,
+    server=)``, by ``hears``)."""
+
+    def __init__(self, hears: Callable[[], Hears]) -> None:
+        super().__init__()
+        self._hears = hears
+        self._routes: dict[object, tuple[Callable[[ServerEvent], None], object | None, str]] = {}
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        opening = _opening_stream.get()
+        stream, server = opening if opening is not None else (None, ROOT_SERVER)
+        token = object()
+        self._routes[token] = (listener, stream, server)
+
+        def unsubscribe() -> None:
+            self._routes.pop(token, None)
+
+        return unsubscribe
+
+    async def publish(self, event: ServerEvent, *, server: str | None = None) -> None:
+        """Deliver ``event`` to every stream, or with ``server`` to those that hear of that server's lists."""
+        hears = self._hears()
+        await self._deliver(event, lambda stream, at: server is None or hears(at, server))
+
+    async def publish_to(self, stream: object, event: ServerEvent) -> None:
+        """Deliver ``event`` to ``stream`` alone (it still filters by what the stream asked for)."""
+        await self._deliver(event, lambda listening, at: listening is stream)
+
+    async def _deliver(self, event: ServerEvent, chosen: Callable[[object | None, str], bool]) -> None:
+        for listener, stream, server in list(self._routes.values()):
+            if not chosen(stream, server):
+                continue
+            try:
+                listener(event)
+            except Exception:  # one bad listener must not starve the others
+                logger.exception("A listen stream's listener failed")
+        await anyio.lowlevel.checkpoint()
+
+
+def hears_own_and_roots(at: str, server: str) -> bool:
+    """A client at server ``at`` hears of list changes of ``server`` when it is that server or ``/mcp`` (which serves
+    every upstream's offerings): the default of ``ChangeFeed.hears``."""
+    return at in (server, ROOT_SERVER)
 
 
 class ChangeFeed:
     """One per MCP app: its listen handler, its 2025 sessions, and the sources that publish changes to them."""
 
     def __init__(self) -> None:
-        self.bus = InMemorySubscriptionBus()
+        # Who hears of which server's list changes: replaced by whoever knows more servers (``mcpserver.offerings``).
+        self.hears: Hears = hears_own_and_roots
+        self.bus = RoutedBus(lambda: self.hears)
         self._listen = ListenHandler(
             self.bus, max_subscriptions=MAX_LISTEN_STREAMS, max_buffered_events=MAX_BUFFERED_EVENTS
         )
@@ -118,10 +183,13 @@ class ChangeFeed:
         """Run ``source`` after this process swaps in a new catalog snapshot (it publishes what changed)."""
         self._catalog_sources.append(source)
 
-    def soon(self, source: Callable[[], Awaitable[None]]) -> None:
-        """Run ``source`` on the feed's task group (from the event loop; a no-op when the feed is not running)."""
-        if self._task_group is not None:
-            self._task_group.start_soon(self._run_source, source)
+    def soon(self, source: Callable[[], Awaitable[None]]) -> bool:
+        """Run ``source`` on the feed's task group (from the event loop); False, and nothing done, when the feed is not
+        running."""
+        if self._task_group is None:
+            return False
+        self._task_group.start_soon(self._run_source, source)
+        return True
 
     def _caches_invalidated(self, sender: Any, *, scope: str, **kwargs: Any) -> None:
         # Sent by whichever thread swapped the snapshot (the watcher, a writer's), or by the loop itself.
@@ -155,20 +223,39 @@ class ChangeFeed:
 
     # --- Publishing --------------------------------------------------------------------------------------------
 
-    async def publish(self, *events: ServerEvent) -> None:
-        """Tell every listen stream and 2025 session that asked for them about ``events``."""
+    async def publish(self, *events: ServerEvent, server: str | None = None) -> None:
+        """Tell every listen stream and 2025 session that asked for them about ``events``; with ``server``, only
+        those at that server's path or at ``/mcp`` (the lists of that server changed)."""
         for event in events:
-            await self.bus.publish(event)
+            await self.bus.publish(event, server=server)
             for known in list(self._sessions.values()):
+                if server is not None and not self.hears(known.server, server):
+                    continue
                 if _wants(known, event) and self._task_group is not None:
                     self._task_group.start_soon(_tell, known.session, _notification(event))
+
+    def tell(self, session: ServerSession, event: ResourceUpdated) -> None:
+        """Tell one 2025 session of ``event`` (a resource it subscribed to changed), in the background."""
+        if self._task_group is not None:
+            self._task_group.start_soon(_tell, session, _notification(event))
+
+    def tell_stream(self, stream: object, event: ResourceUpdated) -> None:
+        """Tell one listen stream (``listen``'s ``stream``) of ``event``, in the background."""
+        if self._task_group is not None:
+            self._task_group.start_soon(self.bus.publish_to, stream, event)
 
     # --- 2026-07-28: subscriptions/listen ------------------------------------------------------------------------
 
     async def listen(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.SubscriptionsListenRequestParams,
+        *,
+        stream: object | None = None,
     ) -> types.SubscriptionsListenResult:
-        """``subscriptions/listen``: the SDK's handler, within the token's scope, rate limit and cap of streams."""
+        """``subscriptions/listen``: the SDK's handler, within the token's scope, rate limit and cap of streams.
+        ``stream`` names the stream for ``tell_stream``."""
+        _opening_stream.set((stream if stream is not None else object(), request_server(ctx.request)))
         client = request_client(ctx.request)
         if client is None:
             return await self._listen(ctx, params)
@@ -208,7 +295,9 @@ class ChangeFeed:
             return
         key = id(connection)
         client = request_client(ctx.request)
-        self._sessions[key] = _Session(ctx.session, reads_catalog=client is None or client.can_read_catalog)
+        self._sessions[key] = _Session(
+            ctx.session, reads_catalog=client is None or client.can_read_catalog, server=request_server(ctx.request)
+        )
         connection.exit_stack.callback(self._sessions.pop, key, None)
 
     def subscribe(self, ctx: ServerRequestContext[Any, Any], uri: str) -> None:

@@ -9,16 +9,28 @@ own path.
   ``errcatalog-upstream://<upstream>/<its URI>`` (``mcpserver.gateway.offerings`` says why). A URI in the upstream's
   own form (a tool result's ``resource_link``, which passes unchanged) is read at the upstream whose result carried
   it to this client, else at the one upstream that claims it; two claims are refused.
-- ``resources/subscribe`` holds the upstream's URI for this client (``Subscriptions``: the process subscribes
-  upstream once); the upstream's ``notifications/resources/updated`` reaches the subscribers as the URI they
-  subscribed to, and its list changes reach every client, through ``mcpserver.changes`` (both generations; a
-  2026-07-28 listen stream's resource subscriptions hold their URIs while it is open, ``listening``).
+- ``resources/subscribe`` holds the upstream's URI for this client (``mcpserver.gateway.offerings.Subscriptions``):
+  on the client's own upstream session where it has one (its updates are then its alone), else on the shared one
+  (subscribed upstream once for all who hold it). Each update reaches each client that holds that URI of that
+  upstream, once per URI it subscribed with, as it named it (namespaced at ``/mcp``, raw at ``/mcp/<upstream>``);
+  a 2026-07-28 listen stream's resource subscriptions hold their URIs while it is open (``listening``). What a
+  2025-11-25 session or a listen stream still holds when it ends is let go upstream.
+- An upstream's list changes (its own notices, and its connecting or going away) reach the clients of ``/mcp``, of
+  its own path and of the named servers composed of it (``_hears``), through ``mcpserver.changes``, in both
+  generations.
+- Reads, prompts and completions of a 2025-11-25 session go over its own upstream session where it has one, as its
+  tool calls do (``mcpserver.gateway.client_sessions``).
 
 Successful payloads pass unchanged, as tool results do: they are what the client asked the upstream for. Failures are
 ours: each is the ``UpstreamError`` the connection raises for a tool call that fails the same way (JSON-RPC error,
 timeout, connection, an answer that is not MCP, HTTP status, open circuit), classified by the catalog's rules and
 rendered as a JSON-RPC error from the catalog; the upstream's text chooses and never appears. A URI, prompt or
-upstream that is not served here is answered as an unknown one is at ``/mcp``.
+upstream that is not served here is answered as an unknown one is at ``/mcp``. Each relayed request is counted in
+Prometheus (``errcatalog_upstream_requests_total``, with the catalog code of a failure), not recorded as an outcome
+event: those are tool calls, which a model makes and retries, and every figure of the dashboard is theirs.
+
+What an upstream lists passes the screen its tools' metadata does (``mcpserver.gateway.offerings``): what it flags is
+not listed, and a flagged prompt is not served.
 
 Who sees them: a token that may read the catalog's resources and prompts (``can_read_catalog``) sees an upstream's
 too, unless its tool scope names none of that upstream's tools; the servers it may use are the guard's
@@ -27,11 +39,14 @@ too, unless its tool scope names none of that upstream's tools; the servers it m
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 import sentry_sdk
 from django.conf import settings
@@ -43,17 +58,18 @@ from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import bounded_retry_after, http_status, parse_retry_after
 from errcatalog.gateway import inbox
 from errcatalog.gateway.models import TOOL_SEPARATOR
+from errcatalog.outcomes import prometheus
 from errcatalog.render import Failure, render
 from errcatalog.render.classify import classify, facts_from_exception
-from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES
+from errcatalog.vocabulary import ROOT_SERVER, UNCLASSIFIED_UPSTREAM_CODES
 from mcpserver import reference
-from mcpserver.auth import ClientIdentity, request_client, request_server
+from mcpserver.auth import ClientIdentity, request_client, request_server, request_session_id
 from mcpserver.changes import ChangeFeed, admit
 from mcpserver.gateway import gateway, upstream_alone
 from mcpserver.gateway import offerings as relay
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.failures import UpstreamError
-from mcpserver.gateway.notices import Notice, follow
+from mcpserver.gateway.notices import SHARED, Connected, Notice, follow
 from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.locale import requested_locales
 from mcpserver.reference import unknown_error
@@ -78,6 +94,9 @@ class UpstreamOfferings:
         self._others = others
         self.subscriptions = relay.Subscriptions()
         self._stop_following = follow(self._heard)
+        self._stop_ending = gateway.on_client_session_ended(self._session_ended)
+        self._due: set[tuple[str, type]] = set()  # list changes about to be published
+        feed.hears = _hears
 
     def at_root(self) -> dict[str, Handler]:
         """The handlers of ``/mcp`` (behind the catalog's, in front of the extensions')."""
@@ -130,24 +149,20 @@ class UpstreamOfferings:
         if target is None:
             return await self._other("on_read_resource", ctx, params)
         connection, uri = target
-        return await _relayed(ctx, connection, relay.read(connection, uri))
+        return await _relayed(ctx, connection, relay.read(connection, uri, channel=_channel(ctx, connection)))
 
     async def subscribe_resource(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         target = await self._resource(ctx, params.uri)
         if target is None:
             return await self._other("on_subscribe_resource", ctx, params)
-        connection, uri = target
-        await _relayed(ctx, connection, self.subscriptions.subscribe(connection, uri, _subscriber(ctx)))
-        self.feed.subscribe(ctx, params.uri)
+        await self._hold(ctx, *target, params.uri)
         return types.EmptyResult()
 
     async def unsubscribe_resource(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         target = await self._resource(ctx, params.uri, quiet=True)
         if target is None:
             return await self._other("on_unsubscribe_resource", ctx, params, types.EmptyResult())
-        connection, uri = target
-        self.feed.unsubscribe(ctx, params.uri)
-        await self.subscriptions.unsubscribe(connection, uri, _subscriber(ctx))
+        await self._let_go(ctx, *target, params.uri)
         return types.EmptyResult()
 
     async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -155,7 +170,9 @@ class UpstreamOfferings:
         if found is None:
             return await self._other("on_get_prompt", ctx, params, prompt=True)
         connection, name = found
-        return await _relayed(ctx, connection, relay.get_prompt(connection, name, params.arguments))
+        await self._screened_prompt(ctx, connection, name)
+        channel = _channel(ctx, connection)
+        return await _relayed(ctx, connection, relay.get_prompt(connection, name, params.arguments, channel=channel))
 
     async def completion(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         ref = params.ref
@@ -164,15 +181,19 @@ class UpstreamOfferings:
             if found is not None:
                 connection, name = found
                 theirs = ref.model_copy(update={"name": name})
-                answer = relay.complete(connection, theirs, params.argument, params.context)
+                channel = _channel(ctx, connection)
+                answer = relay.complete(connection, theirs, params.argument, params.context, channel=channel)
                 return await _relayed(ctx, connection, answer)
         elif relay.is_namespaced(ref.uri):
             target = await self._resource(ctx, ref.uri)
             if target is not None:
                 connection, uri = target
                 theirs_ref = ref.model_copy(update={"uri": uri})
+                channel = _channel(ctx, connection)
                 return await _relayed(
-                    ctx, connection, relay.complete(connection, theirs_ref, params.argument, params.context)
+                    ctx,
+                    connection,
+                    relay.complete(connection, theirs_ref, params.argument, params.context, channel=channel),
                 )
         return await self._other("on_completion", ctx, params, _NO_COMPLETION)
 
@@ -193,19 +214,18 @@ class UpstreamOfferings:
 
     async def own_read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         connection = await self._own_admitted(ctx, params.uri)
-        return await _relayed(ctx, connection, relay.read(connection, params.uri))
+        channel = _channel(ctx, connection)
+        return await _relayed(ctx, connection, relay.read(connection, params.uri, channel=channel))
 
     async def own_subscribe_resource(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         connection = await self._own_admitted(ctx, params.uri)
-        await _relayed(ctx, connection, self.subscriptions.subscribe(connection, params.uri, _subscriber(ctx)))
-        self.feed.subscribe(ctx, params.uri)
+        await self._hold(ctx, connection, params.uri, params.uri)
         return types.EmptyResult()
 
     async def own_unsubscribe_resource(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         connection = self._own(ctx)
-        self.feed.unsubscribe(ctx, params.uri)
         if connection is not None:
-            await self.subscriptions.unsubscribe(connection, params.uri, _subscriber(ctx))
+            await self._let_go(ctx, connection, params.uri, params.uri)
         return types.EmptyResult()
 
     async def own_get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -213,38 +233,43 @@ class UpstreamOfferings:
         if connection is None:
             raise await unknown_error(ctx, prompt=True)
         await _admit(ctx)
-        return await _relayed(ctx, connection, relay.get_prompt(connection, params.name, params.arguments))
+        await self._screened_prompt(ctx, connection, params.name)
+        answer = relay.get_prompt(connection, params.name, params.arguments, channel=_channel(ctx, connection))
+        return await _relayed(ctx, connection, answer)
 
     async def own_completion(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         connection = self._own(ctx)
         if connection is None:
             return _NO_COMPLETION
         await _admit(ctx)
-        return await _relayed(ctx, connection, relay.complete(connection, params.ref, params.argument, params.context))
+        channel = _channel(ctx, connection)
+        answer = relay.complete(connection, params.ref, params.argument, params.context, channel=channel)
+        return await _relayed(ctx, connection, answer)
 
     # --- 2026-07-28 listen streams -----------------------------------------------------------------------------------
 
     def listening(self, listen: Handler) -> Handler:
         """``listen`` (``ChangeFeed.listen``), holding the upstream URIs among a stream's resource subscriptions while
-        it is open, as a 2025 session's ``resources/subscribe`` does."""
+        it is open (on the upstream's shared session), as a 2025 session's ``resources/subscribe`` does; their
+        updates go to this stream alone, as it named them."""
 
         async def handle(ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> Any:
-            stream, held = object(), []
-            for uri in (params.notifications.resource_subscriptions or [])[:MAX_LISTEN_URIS]:
-                target = await self._target(ctx, uri)
+            stream = object()
+            for named in (params.notifications.resource_subscriptions or [])[:MAX_LISTEN_URIS]:
+                target = await self._target(ctx, named)
                 if target is None:
                     continue
+                connection, uri = target
+                delivery = _Delivery(named, stream=stream)
                 try:
-                    await self.subscriptions.subscribe(*target, stream)
+                    await self.subscriptions.subscribe(connection, uri, (stream, named), delivery, channel=SHARED)
                 except UpstreamError as exc:  # heard of only if the upstream tells anyway
                     logger.info("Upstream %s: a listen stream's subscription failed (%s)", exc.upstream, exc.for_staff)
-                    continue
-                held.append(target)
             try:
-                return await listen(ctx, params)
+                return await listen(ctx, params, stream=stream)
             finally:
-                for connection, uri in held:
-                    await self.subscriptions.unsubscribe(connection, uri, stream)
+                with anyio.CancelScope(shield=True):
+                    await self.subscriptions.release(stream, gateway.connections)
 
         return handle
 
@@ -259,25 +284,71 @@ class UpstreamOfferings:
 
     # --- What an upstream tells ----------------------------------------------------------------------------------
 
-    def _heard(self, upstream: str, notice: Notice) -> None:
-        events: list[ServerEvent] = []
+    def _heard(self, upstream: str, notice: Notice, channel: str) -> None:
+        if isinstance(notice, Connected):
+            connection = gateway.connections.get(upstream)
+            if connection is not None:
+                self.feed.soon(functools.partial(self.subscriptions.renew, connection, channel))
+            return
         if isinstance(notice, types.ResourceUpdatedNotification):
             uri = notice.params.uri
-            if len(uri) <= relay.MAX_URI_CHARS:
-                # As the clients of /mcp/<upstream> and those of /mcp subscribed to it.
-                events = [ResourceUpdated(uri=uri), ResourceUpdated(uri=relay.namespaced_uri(upstream, uri))]
-        elif isinstance(notice, types.ResourceListChangedNotification):
+            if len(uri) > relay.MAX_URI_CHARS:
+                return
+            # To each who holds that URI of this upstream on this channel, as each named it.
+            for delivery in self.subscriptions.deliveries(upstream, channel, uri):
+                assert isinstance(delivery, _Delivery)
+                if delivery.session is not None:
+                    self.feed.tell(delivery.session, ResourceUpdated(uri=delivery.uri))
+                else:
+                    self.feed.tell_stream(delivery.stream, ResourceUpdated(uri=delivery.uri))
+            return
+        event: ServerEvent
+        if isinstance(notice, types.ResourceListChangedNotification):
             relay.forget_listings(upstream, "resources", "templates")
-            events = [ResourcesListChanged()]
+            event = ResourcesListChanged()
         else:
             relay.forget_listings(upstream, "prompts")
-            events = [PromptsListChanged()]
-        if events:
+            event = PromptsListChanged()
 
-            async def publish() -> None:
-                await self.feed.publish(*events)
+        # A burst of the same notice (an upstream may send many) goes out once: those that come before the publish
+        # runs join it.
+        due = (upstream, type(event))
+        if due in self._due:
+            return
 
-            self.feed.soon(publish)
+        async def publish() -> None:
+            self._due.discard(due)
+            await self.feed.publish(event, server=upstream)
+
+        if self.feed.soon(publish):
+            self._due.add(due)
+
+    def _session_ended(self, session_id: str) -> None:
+        """Our 2025-11-25 session ended: what it held is let go (upstream too, where nobody else holds it)."""
+
+        async def release() -> None:
+            released = await self.subscriptions.release(session_id, gateway.connections)
+            if released:
+                logger.debug("A session ended holding %d upstream resource subscriptions; let go", released)
+
+        self.feed.soon(release)
+
+    # --- Holding subscriptions -------------------------------------------------------------------------------------
+
+    async def _hold(self, ctx: Ctx, connection: UpstreamConnection, uri: str, named: str) -> None:
+        subscriber, channel = _subscriber(ctx, connection)
+        delivery = _Delivery(named, session=ctx.session)
+        hold = self.subscriptions.subscribe(connection, uri, (subscriber, named), delivery, channel=channel)
+        await _relayed(ctx, connection, hold)
+
+    async def _let_go(self, ctx: Ctx, connection: UpstreamConnection, uri: str, named: str) -> None:
+        subscriber, channel = _subscriber(ctx, connection)
+        await self.subscriptions.unsubscribe(connection, uri, (subscriber, named), channel=channel)
+
+    async def _screened_prompt(self, ctx: Ctx, connection: UpstreamConnection, name: str) -> None:
+        """A prompt whose listed metadata the screen withholds is not served (``relay.withheld``)."""
+        if await relay.withheld(connection, "prompts", name):
+            raise await unknown_error(ctx, prompt=True)
 
     # --- Finding the upstream --------------------------------------------------------------------------------------
 
@@ -362,6 +433,15 @@ class UpstreamOfferings:
 _NO_COMPLETION = types.CompleteResult(completion=types.Completion(values=[]))
 
 
+def _hears(at: str, server: str) -> bool:
+    """Whether a client at server ``at`` hears of the list changes of server ``server``: at that server, at ``/mcp``,
+    and at a named server composed of that upstream (a named server serves the catalog's too, as ``/mcp`` does)."""
+    if at in (server, ROOT_SERVER):
+        return True
+    named = gateway.named_servers.get(at)
+    return named is not None and (server == ROOT_SERVER or server in named.upstreams)
+
+
 def _sees(client: ClientIdentity | None, prefix: str) -> bool:
     """Whether ``client`` sees the offerings of the upstream served under ``prefix`` (see the module docstring)."""
     if client is None:
@@ -371,18 +451,35 @@ def _sees(client: ClientIdentity | None, prefix: str) -> bool:
     return not client.tool_scope or any(tool.startswith(prefix + TOOL_SEPARATOR) for tool in client.tool_scope)
 
 
-def _subscriber(ctx: Ctx) -> object:
-    """Who holds a subscription: the 2025-11-25 session (a 2026-07-28 request has none; its listen stream holds)."""
-    return _SessionKey.of(ctx.session)
+@dataclass(frozen=True, slots=True, eq=False)
+class _Delivery:
+    """Where an upstream resource's update goes: a 2025-11-25 session or a listen stream, under the URI it named."""
+
+    uri: str
+    session: Any = None
+    stream: object | None = None
+
+
+def _channel(ctx: Ctx, connection: UpstreamConnection) -> str:
+    """The upstream session this request goes over: its 2025-11-25 session's own, where it has one."""
+    return connection.own_channel(request_session_id(ctx.request))
+
+
+def _subscriber(ctx: Ctx, connection: UpstreamConnection) -> tuple[Hashable, str]:
+    """Who holds a subscription (the 2025-11-25 session, by its id; a 2026-07-28 request has none, its listen stream
+    holds) and the channel it is held on."""
+    session_id = request_session_id(ctx.request)
+    return (session_id if session_id is not None else _SessionKey.of(ctx.session)), connection.own_channel(session_id)
 
 
 class _SessionKey:
-    """A session, weakly: a subscription a session never let go of is not what keeps it alive."""
+    """A session without an id (outside HTTP), weakly: a subscription a session never let go of is not what keeps it
+    alive."""
 
     _keys: weakref.WeakKeyDictionary[object, _SessionKey] = weakref.WeakKeyDictionary()
 
     @classmethod
-    def of(cls, session: object) -> object:
+    def of(cls, session: object) -> Hashable:
         try:
             key = cls._keys.get(session)
             if key is None:
@@ -403,15 +500,22 @@ async def _listed(connection: UpstreamConnection, kind: str) -> tuple[Any, ...]:
 
 
 async def _relayed[T](ctx: Ctx, connection: UpstreamConnection, request: Awaitable[T]) -> T:
-    """``request``'s answer; its ``UpstreamError`` as the catalog's JSON-RPC error."""
+    """``request``'s answer; its ``UpstreamError`` as the catalog's JSON-RPC error. Counted either way
+    (``prometheus.observe_upstream_request``)."""
+    upstream = connection.config.name
     try:
-        return await request
+        answer = await request
     except UpstreamError as exc:
-        raise await _failed(ctx, connection, exc) from None
+        error, code = await _failed(ctx, connection, exc)
+        prometheus.observe_upstream_request(upstream, ctx.method, code=code)
+        raise error from None
+    prometheus.observe_upstream_request(upstream, ctx.method, code=None)
+    return answer
 
 
-async def _failed(ctx: Ctx, connection: UpstreamConnection, exc: UpstreamError) -> MCPError:
-    """The catalog's error for an upstream's failed request, classified by the rules a failed tool call's is."""
+async def _failed(ctx: Ctx, connection: UpstreamConnection, exc: UpstreamError) -> tuple[MCPError, str]:
+    """The catalog's error for an upstream's failed request, classified by the rules a failed tool call's is, and
+    its code."""
     snapshot = await acatalog_snapshot()
     upstream = connection.config.name
     facts = facts_from_exception(exc, upstream=upstream)
@@ -437,7 +541,7 @@ async def _failed(ctx: Ctx, connection: UpstreamConnection, exc: UpstreamError) 
         service=upstream,
         network_failure=facts.transport,
     )
-    return await _rendered(ctx, failure, snapshot)
+    return await _rendered(ctx, failure, snapshot), entry.code
 
 
 async def _refused(ctx: Ctx, code: str) -> MCPError:

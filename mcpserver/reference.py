@@ -50,6 +50,7 @@ from errcatalog.catalog.reference import (
 from errcatalog.catalog.snapshot import acatalog_snapshot, catalog_snapshot_held
 from errcatalog.render import Failure, ParameterFault, render
 from errcatalog.render.entries import CatalogSnapshot
+from errcatalog.vocabulary import ROOT_SERVER
 from mcpserver.auth import request_client
 from mcpserver.changes import ChangeFeed, admit
 from mcpserver.jsonrpc_errors import rendered_error
@@ -284,7 +285,8 @@ class CatalogReader:
                 before, after = served.codes.get(code), reference.codes.get(code)
                 if before is None or after is None or before.digest != after.digest:
                     events.append(ResourceUpdated(uri=code_uri(code)))
-        await self.feed.publish(*events)
+        # The catalog's resources and prompts are served at /mcp alone.
+        await self.feed.publish(*events, server=ROOT_SERVER)
 
 
 def _resource(code: CodeListing) -> types.Resource:

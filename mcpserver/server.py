@@ -530,7 +530,10 @@ class McpApp:
                     tools = digest
                     await self.feed.publish(ToolsListChanged())
 
-            stop_following = gateway.on_tools_changed(lambda: self.feed.soon(tools_moved))
+            def tools_changed() -> None:
+                self.feed.soon(tools_moved)
+
+            stop_following = gateway.on_tools_changed(tools_changed)
             # One line for both managers (settings.LOGGING quiets the SDK's own, which came once per manager).
             logger.info("MCP endpoint ready: 2026-07-28 requests answered as JSON, 2025-11-25 sessions over SSE")
             # Everything loaded by now (Django, the SDK, the tools) lives as long as the process. Frozen, it is

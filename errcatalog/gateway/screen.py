@@ -6,7 +6,8 @@ them, so they are text from outside reaching a model: the "tool poisoning" attac
 (``errcatalog.gateway.models.UpstreamTool``); this module says what needs a person's eyes before it may be:
 phrases known from tool-poisoning attacks, invisible or bidirectional characters, links, and fields over their size
 caps. A flag names its kind, where it is and why in fixed words, never the offending text. Size flags are hard:
-nobody can approve a field over its cap. No ORM, no I/O: also used for resources and prompts once they are served.
+nobody can approve a field over its cap. No ORM, no I/O. An upstream's resources, resource templates and prompts are
+screened by the same rules (``screen_offering``), with no approval: what it flags is not served.
 """
 
 from __future__ import annotations
@@ -201,6 +202,48 @@ def screen_tool(metadata: Mapping[str, Any], limits: ScreenLimits) -> tuple[Flag
         key = (flag.kind, flag.field, flag.reason)
         if key not in seen:
             seen.add(key)
+            found.append(flag)
+            if len(found) >= MAX_FLAGS:
+                break
+    return tuple(found)
+
+
+# The listed metadata of a resource, resource template or prompt that reaches a model, by wire names: the texts
+# (screened as a tool's name, title and description are) and the URI or URI template (screened for phrases and hidden
+# characters; a URI is a link by nature). A prompt's arguments are screened one by one.
+_OFFERING_URIS = ("uri", "uriTemplate")
+_OFFERING_TEXTS = ("mimeType",)
+
+
+def screen_offering(metadata: Mapping[str, Any], limits: ScreenLimits) -> tuple[Flag, ...]:
+    """What in the listed metadata of an upstream's resource, resource template or prompt (wire names, JSON values)
+    is flagged; empty: nothing. The caps are a tool's (a prompt argument's description is a parameter's)."""
+    found: list[Flag] = []
+
+    def flags() -> Iterator[Flag]:
+        for field in ("name", *_OFFERING_URIS, *_OFFERING_TEXTS):
+            value = metadata.get(field)
+            if isinstance(value, str):
+                yield from _text_flags(value, field, cap=None, links=False)
+        for field, cap in (("title", limits.title_chars), ("description", limits.description_chars)):
+            value = metadata.get(field)
+            if isinstance(value, str):
+                yield from _text_flags(value, field, cap=cap, links=True)
+        arguments = metadata.get("arguments")
+        for index, argument in enumerate(arguments if isinstance(arguments, list) else ()):
+            if not isinstance(argument, Mapping):
+                continue
+            where = f"arguments[{index}]"
+            name = argument.get("name")
+            if isinstance(name, str):
+                yield from _text_flags(name, f"{where}.name", cap=None, links=False)
+            for field, cap in (("title", limits.title_chars), ("description", limits.parameter_description_chars)):
+                value = argument.get(field)
+                if isinstance(value, str):
+                    yield from _text_flags(value, f"{where}.{field}", cap=cap, links=True)
+
+    for flag in flags():
+        if flag not in found:
             found.append(flag)
             if len(found) >= MAX_FLAGS:
                 break

@@ -13,6 +13,9 @@ Counted where they happen, in the process that serves them:
   process sees every call it answered, one of another process each call older than ``FOLD_SECONDS``);
 - ``errcatalog_upstream_failures_total{upstream, classified}``: failures of upstreams' calls, by whether a specific
   rule classified them (counted by ``errcatalog.gateway.inbox``, which the gateway's domain owns);
+- ``errcatalog_upstream_requests_total{upstream, method, outcome, code}``: the requests to upstreams that are not tool
+  calls (a resource read or subscription, a prompt, a completion: ``mcpserver.offerings``), by how they ended and the
+  catalog code of a failure; they are no tool calls and no outcome events (docs/guides/gateway.md says why);
 - ``errcatalog_outcome_events_{recorded,sent,dropped}_total`` and ``errcatalog_outcome_events_held``: the outcome
   recorder's counters (``errcatalog.outcomes.recorder``), copied by its sender thread after every send.
 
@@ -116,6 +119,16 @@ TOOL_CALL_DURATION = _BulkHistogram(
     ["tool", "outcome"],
     buckets=DURATION_BUCKETS,
 )
+UPSTREAM_REQUESTS = Counter(
+    "errcatalog_upstream_requests",
+    "Requests to upstream MCP servers other than tool calls (resource reads and subscriptions, prompts, "
+    "completions), by upstream, method, outcome and the catalog code of a failure.",
+    ["upstream", "method", "outcome", "code"],
+)
+# The methods ``UPSTREAM_REQUESTS`` counts (any other is counted as "other": label values stay bounded).
+UPSTREAM_METHODS = frozenset(
+    {"resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/get", "completion/complete"}
+)
 EVENTS_RECORDED = Counter("errcatalog_outcome_events_recorded", "Outcome events accepted by this process's recorder.")
 EVENTS_SENT = Counter("errcatalog_outcome_events_sent", "Outcome events that reached the ingest buffer.")
 EVENTS_DROPPED = Counter(
@@ -154,6 +167,13 @@ def observe_call(event: OutcomeEvent, *, served: bool) -> None:
         fold_calls()
     else:
         _folder.ensure()
+
+
+def observe_upstream_request(upstream: str, method: str, *, code: str | None) -> None:
+    """Count one request relayed to ``upstream`` (a configured upstream's name) that is not a tool call; ``code``: the
+    catalog code it failed with, None when it succeeded."""
+    shown = method if method in UPSTREAM_METHODS else "other"
+    UPSTREAM_REQUESTS.labels(upstream, shown, "ok" if code is None else "error", code or "").inc()
 
 
 def fold_calls() -> None:

@@ -15,8 +15,10 @@ Which calls get one (``UpstreamConnection.call`` asks ``own_session_key``):
 
 ``OwnSessions`` holds them for one upstream in one process, at most ``GATEWAY["SESSIONS_PER_UPSTREAM"]``: each in a
 task of its own (a client's transport is entered and left in one task), closed after
-``GATEWAY["SESSION_IDLE_SECONDS"]`` without a call, when our session ends (``close``), when a call finds it broken
-(the next call opens another), or when the connection stops. Past the bound the least recently used idle one is
+``GATEWAY["SESSION_IDLE_SECONDS"]`` without a call (one that holds resource subscriptions is not idle: its client
+waits for their updates on it), when our session ends (``close``), when a call finds it broken
+(the next call opens another; one that held resource subscriptions has them held again when it opens:
+``on_reopened``), or when the connection stops. Past the bound the least recently used idle one is
 closed for the new one; when every one is busy the call is refused with ``UpstreamSessionsBusy``, which the
 catalog's rules classify like an open circuit (SERVICE_UNAVAILABLE, retryable, with a Retry-After), and never falls
 back to the shared session.
@@ -67,6 +69,8 @@ class OwnSession:
     log: LogSink | None = None
     # The level last forwarded to a 2025-11-25 upstream with ``logging/setLevel``.
     level_sent: str | None = None
+    # Resource subscriptions held on it (``mcpserver.offerings``): while any is, it is not idle.
+    holds: int = 0
     opened: anyio.Event = field(default_factory=anyio.Event)
     closing: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)
@@ -92,12 +96,17 @@ class OwnSessions:
         *,
         limit: int,
         idle_seconds: float,
+        on_reopened: Callable[[str], None] | None = None,
     ) -> None:
         self.upstream = upstream
         self._open_client = open_client
         self.limit = limit
         self.idle_seconds = idle_seconds
+        # Told the key of a session opened again after one of the same key that held subscriptions broke (the
+        # upstream lost them with it: they are to be held again).
+        self._on_reopened = on_reopened
         self._sessions: dict[str, OwnSession] = {}
+        self._lost: set[str] = set()
         self._tasks: anyio.abc.TaskGroup | None = None
         self.opened = 0  # sessions opened since the start, for tests and health
         self.closed = 0
@@ -124,6 +133,8 @@ class OwnSessions:
         """The session of ``key`` (opened when there is none), counted in use inside the block."""
         own = self._sessions.get(key)
         if own is None or own.closing.is_set():
+            if own is not None and own.holds:  # it broke holding subscriptions, and is not gone yet
+                self._lost.add(key)
             own = self._start(key)
         own.in_flight += 1
         try:
@@ -141,6 +152,7 @@ class OwnSessions:
     def close(self, key: str) -> None:
         """Our session ``key`` ended: its upstream session is closed (in the background)."""
         own = self._sessions.pop(key, None)
+        self._lost.discard(key)
         if own is not None:
             own.close()
 
@@ -152,7 +164,7 @@ class OwnSessions:
         if self._tasks is None:
             raise UpstreamConnectionError(self.upstream, "not connected")
         if len(self._sessions) >= self.limit:
-            idle = [own for own in self._sessions.values() if own.in_flight == 0]
+            idle = [own for own in self._sessions.values() if own.in_flight == 0 and not own.holds]
             if not idle:
                 raise UpstreamSessionsBusy(self.upstream, "every session is busy", retry_after=BUSY_RETRY_AFTER_SECONDS)
             oldest = min(idle, key=lambda own: own.last_used)
@@ -169,11 +181,16 @@ class OwnSessions:
                 own.client = await self._open_client(stack, own)
                 self.opened += 1
                 own.opened.set()
+                if own.key in self._lost:
+                    self._lost.discard(own.key)
+                    if self._on_reopened is not None:
+                        self._on_reopened(own.key)
                 while not own.closing.is_set():
                     idle_for = time.monotonic() - own.last_used
-                    if own.in_flight == 0 and idle_for >= self.idle_seconds:
+                    busy = own.in_flight or own.holds
+                    if not busy and idle_for >= self.idle_seconds:
                         break
-                    with anyio.move_on_after(max(0.0, self.idle_seconds - idle_for) if not own.in_flight else 3600):
+                    with anyio.move_on_after(max(0.0, self.idle_seconds - idle_for) if not busy else 3600):
                         await own.wake.wait()
                     own.wake = anyio.Event()
                 own.client = None
@@ -184,6 +201,8 @@ class OwnSessions:
             own.client = None
             own.closing.set()
             own.opened.set()
-            if self._sessions.get(own.key) is own:
+            if self._sessions.get(own.key) is own:  # it ended by itself (broken), not with our session
                 del self._sessions[own.key]
+                if own.holds and len(self._lost) < self.limit:
+                    self._lost.add(own.key)
             self.closed += 1

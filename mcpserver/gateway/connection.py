@@ -10,12 +10,16 @@ and turns every way it can fail into an ``UpstreamError`` (``failures``); ``_for
 to the upstream, where relays of one call plug in (its elicitations: ``elicitation``; its log messages:
 ``log_relay``). A call of a client session (or of a 2026-07-28 request to a stateful upstream) goes over an upstream
 session of that client's own instead (``client_sessions``), within the same limits. What a result says is read by
-``results``; ``probe`` connects once for a check.
+``results``; ``probe`` connects once for a check. What an upstream tells about its resources and prompts (updates of
+subscribed resources, list changes) goes to ``notices``, with the channel it came on: the shared session, or a
+client's own (``own_channel``); a 2026-07-28 upstream tells it on the supervisor's ``subscriptions/listen`` stream,
+which also holds the resource subscriptions of the shared channel (``listen_to``, ``listening``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -34,7 +38,6 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from mcp.client import Client
-from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -69,6 +72,7 @@ from mcpserver.gateway.failures import (
     failure_for_staff,
     known_kind,
 )
+from mcpserver.gateway.listening import ChangesFollowed
 from mcpserver.gateway.log_relay import LogSink, relay_log
 from mcpserver.gateway.progress import Progress, relaying_progress
 from mcpserver.gateway.results import envelope_code, result_text, without_protocol_meta
@@ -77,7 +81,7 @@ from mcpserver.gateway.round_trip import RoundTrip, round_trip_call
 from mcpserver.gateway.sampling import relay_sampling
 from mcpserver.gateway.stderr import ChildStderr
 from mcpserver.gateway.transport import http_transport, proxied, stdio_transport
-from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER
+from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER, SESSION_GONE
 from mcpserver.sdk_internals.poster import STATUS_KEY, TRANSPORT_KEY, open_poster, post_tool_call
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -134,6 +138,7 @@ class UpstreamConnection:
             self._open_own,
             limit=settings["SESSIONS_PER_UPSTREAM"],
             idle_seconds=settings["SESSION_IDLE_SECONDS"],
+            on_reopened=lambda key: notices.heard(config.name, notices.Connected(), channel=key),
         )
         self._client: Client | None = None
         # Posts a Streamable HTTP session's 2026-07-28 calls (``mcpserver.sdk_internals.poster``).
@@ -147,6 +152,11 @@ class UpstreamConnection:
         self._wake = anyio.Event()
         self._lost = False
         self._refresh = False
+        # A 2026-07-28 upstream's changes, followed on a listen stream while its session serves (``listening``).
+        self._changes = ChangesFollowed(config.name, settings, self._tools_changed)
+        # Which of resources and prompts the upstream offers, as of its last handshake (its clients are told of
+        # their lists when it connects or goes away).
+        self.offers: frozenset[str] = frozenset()
 
     # --- Supervisor ---------------------------------------------------------------------------------------
 
@@ -167,6 +177,7 @@ class UpstreamConnection:
                     await self._list_tools(client)
                     self._client, self._lost = client, False
                     self.protocol_version = client.protocol_version
+                    self._announce_offerings(client)
                     self.state = "connected"
                     self.connected_at = time.monotonic()
                     # A handshake and a tool listing went through: the transport works again, so the circuit closes
@@ -209,10 +220,10 @@ class UpstreamConnection:
         self._wake.set()
 
     async def _serve(self, client: Client) -> None:
-        """Serve the session until it ends; a 2026-07-28 upstream's tool changes are followed meanwhile."""
+        """Serve the session until it ends; a 2026-07-28 upstream's changes are followed meanwhile (``listening``)."""
         async with anyio.create_task_group() as tasks:
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                tasks.start_soon(self._follow_tool_changes, client)
+                tasks.start_soon(self._changes.follow, client, self.offers)
             try:
                 await self._watch(client)
             finally:
@@ -289,7 +300,7 @@ class UpstreamConnection:
         client = Client(
             transport,
             cache=None,
-            message_handler=self._on_message if own is None else None,
+            message_handler=self._on_message if own is None else functools.partial(self._on_message, channel=own.key),
             elicitation_callback=self._on_elicitation if own is None else on_elicitation,
             logging_callback=self._on_log if own is None else on_log,
             # Declared to the upstream only where its record relays them (``sampling``, ``roots``).
@@ -336,51 +347,42 @@ class UpstreamConnection:
         sink = self._log_sinks[0] if len(self._log_sinks) == 1 else None
         await relay_log(params, sink, upstream=self.config.name, secrets=self._secrets)
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: Any, *, channel: str = notices.SHARED) -> None:
+        """A notification of the shared session (``channel`` ``SHARED``) or of a client's own (its key)."""
         if isinstance(message, types.ToolListChangedNotification):  # a 2025-11-25 session's
             self._tools_changed()
         elif isinstance(message, notices.HEARD):  # its resources' and prompts' changes, for our clients
-            notices.heard(self.config.name, message)
+            notices.heard(self.config.name, message, channel=channel)
+
+    def _announce_offerings(self, client: Client) -> None:
+        """A session opened: what it offers of resources and prompts is kept, and our clients are told that those
+        lists changed (they may have: it was away, or new)."""
+        capabilities = client.server_capabilities
+        offers = set()
+        if capabilities.resources is not None:
+            offers.add("resources")
+        if capabilities.prompts is not None:
+            offers.add("prompts")
+        self.offers = frozenset(offers)
+        notices.offerings_changed(self.config.name, self.offers, connected=True)
+
+    def own_channel(self, session_id: str | None) -> str:
+        """The channel a request of our 2025-11-25 session ``session_id`` goes over: that session's own upstream
+        session where it gets one (``client_sessions``), else the shared session (``notices.SHARED``). A 2026-07-28
+        upstream has no session state: everything goes over the shared session and its listen stream."""
+        own = self._own_key(session_id)
+        if own is None or own[1] or self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return notices.SHARED
+        return own[0]
+
+    def listen_to(self, uris: frozenset[str]) -> None:
+        """The resources a 2026-07-28 upstream is to report on the supervisor's listen stream from now on (reopened
+        with them: ``listening``)."""
+        self._changes.listen_to(uris)
 
     def _tools_changed(self) -> None:
         self._refresh = True
         self._wake.set()
-
-    async def _follow_tool_changes(self, client: Client) -> None:
-        """A 2026-07-28 upstream's ``subscriptions/listen`` stream of tool changes, each one a new listing.
-
-        Every time the stream is acknowledged the tools are listed again (a change between the listing and the
-        stream would be missed otherwise). When it drops they are listed at once, which also finds an upstream
-        that went away (the listing fails, the supervisor reconnects), and it is opened again after a growing
-        pause. An upstream that refuses the stream, or tool changes on it, has its tools re-read on the timer.
-        """
-        name, pause = self.config.name, self.settings["RECONNECT_MIN_SECONDS"]
-        followed = False
-        while True:
-            try:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    if not subscription.honored.tools_list_changed:
-                        logger.info("Upstream %s does not report its tool changes; re-read on the timer", name)
-                        return
-                    followed = True
-                    self._tools_changed()
-                    pause = self.settings["RECONNECT_MIN_SECONDS"]
-                    async for _event in subscription:
-                        self._tools_changed()
-            except (SubscriptionLost, TimeoutError, OSError, httpx2.HTTPError) as exc:
-                logger.debug("Upstream %s: its stream of tool changes ended (%s)", name, type(exc).__name__)
-            except Exception as exc:  # refused (ListenNotSupportedError, MCPError), or an answer the SDK rejects
-                # Never the session's end: whatever an upstream sends here, the timer still re-reads its tools. The
-                # class only: the upstream's own words are logged redacted, where its failures are (``note_failure``).
-                if not followed:
-                    logger.info(
-                        "Upstream %s: no stream of tool changes (%s); re-read on the timer", name, type(exc).__name__
-                    )
-                    return
-                logger.debug("Upstream %s: its stream of tool changes failed (%s)", name, type(exc).__name__)
-            self._tools_changed()
-            await anyio.sleep(pause)
-            pause = min(pause * 2, self.settings["RECONNECT_MAX_SECONDS"])
 
     async def _list_tools(self, client: Client) -> None:
         tools: dict[str, types.Tool] = {}
@@ -506,22 +508,37 @@ class UpstreamConnection:
             )
         return without_protocol_meta(result)
 
-    async def request[T](self, what: str, send: Callable[[Client], Awaitable[T]]) -> T:
-        """One request other than a tool call (a resource read, a prompt, a completion: ``offerings``), sent by ``send``
-        over the session ``client_for`` gives, within the upstream's circuit breaker, concurrency limit and timeout;
-        every way it fails is an ``UpstreamError``, classified exactly as a call's failure is."""
+    async def request[T](
+        self, what: str, send: Callable[[Client], Awaitable[T]], *, channel: str = notices.SHARED, hold: int = 0
+    ) -> T:
+        """One request other than a tool call (a resource read, a prompt, a completion, a subscription: ``offerings``),
+        sent by ``send`` over the shared session or, for ``channel`` a client's own (``own_channel``), that one
+        (opened on first use), within the upstream's circuit breaker, concurrency limit and timeout; every way it
+        fails is an ``UpstreamError``, classified exactly as a call's failure is. ``hold`` counts the subscriptions
+        the request adds to (or, negative, takes from) the own session: one that holds any is not closed as idle."""
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(self.config.name, "circuit open", retry_after=max(1, round(wait)))
-        with self._classified(what):
+        with _own_session_scope(), self._classified(what):
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
-                    client = await self.client_for()
-                    self.in_flight += 1
-                    try:
-                        result = await send(client)
-                    finally:
-                        self.in_flight -= 1
+                    if channel == notices.SHARED:
+                        client = await self.client_for()
+                        self.in_flight += 1
+                        try:
+                            result = await send(client)
+                        finally:
+                            self.in_flight -= 1
+                    else:
+                        async with self.own_sessions.use(channel) as own:
+                            _own_session.set(own)
+                            assert own.client is not None
+                            self.in_flight += 1
+                            try:
+                                result = await send(own.client)
+                            finally:
+                                self.in_flight -= 1
+                            own.holds = max(0, own.holds + hold)
         self.breaker.succeeded()
         return result
 
@@ -714,6 +731,9 @@ class UpstreamConnection:
         if exc.code in CONNECTION_CODES:
             self._connection_lost()
             return UpstreamConnectionError(name, exc.message, secrets=self._secrets)
+        if exc.message in SESSION_GONE:  # the upstream forgot our session (it restarted): connect again
+            self._connection_lost()
+            return UpstreamConnectionError(name, "session gone")
         self.breaker.succeeded()
         if exc.message.startswith(SDK_CLIENT_UNREADABLE_ANSWER):
             # The SDK's client stands in for an answer it could not read: not the upstream's JSON-RPC error (whose

@@ -43,6 +43,7 @@ from errcatalog.gateway.services import (
     upstream_tools_record,
 )
 from mcpserver.calls import RelayedProtocolError, current_tool_call
+from mcpserver.gateway import notices
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.elicitation import UrlElicitationRequired
 from mcpserver.gateway.log_relay import call_logging, client_log, client_log_forget, client_log_level
@@ -90,6 +91,7 @@ class Gateway:
         self._reported: tuple[HealthReport, ...] | None = None
         self._report_due = 0.0
         self._listeners: list[Callable[[], None]] = []
+        self._session_listeners: list[Callable[[str], None]] = []
         # The approved metadata of each upstream's tools (``UpstreamTool``), by upstream and tool name: read with the
         # configuration, and from the answer to each listing this process records; never per call.
         self._approved: Mapping[str, Mapping[str, Mapping[str, Any]]] = {}
@@ -116,6 +118,14 @@ class Gateway:
         for connection in self.connections.values():
             connection.own_sessions.close(session_id)
         client_log_forget(session_id)
+        for listener in list(self._session_listeners):
+            listener(session_id)
+
+    def on_client_session_ended(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(session_id)`` (on the event loop; it must not raise) when our 2025-11-25 session ends, after
+        its own upstream sessions were closed; returns the remover."""
+        self._session_listeners.append(listener)
+        return lambda: self._session_listeners.remove(listener) if listener in self._session_listeners else None
 
     async def client_log_level(self, session_id: str, level: str) -> None:
         """``logging/setLevel`` of our session ``session_id``: kept for its calls, and forwarded to the upstream
@@ -249,6 +259,8 @@ class Gateway:
             if wanted.get(name) != connection.config:
                 connection.stop()
                 del self.connections[name]
+                # Its clients relist (a reconfigured one announces itself again when it connects).
+                notices.offerings_changed(name, connection.offers)
                 logger.info("Upstream %s %s", name, "reconfigured" if name in wanted else "removed")
         for name, config in wanted.items():
             if name not in self.connections:

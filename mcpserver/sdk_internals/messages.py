@@ -6,6 +6,10 @@
 - ``SDK_CLIENT_UNREADABLE_ANSWER``: the beginnings of the errors the SDK's client makes up for an answer it cannot
   read (``mcp/client/streamable_http.py``); the gateway (``mcpserver.gateway.failures``) reports such an error as an
   answer that is not MCP rather than as the upstream's own JSON-RPC error.
+- ``SESSION_GONE``: how an upstream's answer says that it no longer knows our session (it restarted, or dropped it):
+  the SDK's client's stand-in for a 404 without a JSON-RPC body, the SDK servers' (Python and TypeScript) 404 body,
+  and the 400 body of the TypeScript SDK's example transports that ``server-everything`` runs; the gateway then opens
+  the session again rather than report the upstream's JSON-RPC error for ever.
 
 No plain path: a sentence the SDK rewords is screened to our fixed text, or classified as the upstream's JSON-RPC
 error, until these tables follow it (``tests/mcpserver/sdk_internals/test_messages.py`` finds each in the source).
@@ -48,4 +52,10 @@ SDK_CLIENT_UNREADABLE_ANSWER = (
     "Failed to parse JSON response",
     "Failed to parse SSE message",
     "Unexpected content type",
+)
+# An upstream no longer knows our session: the SDK client's stand-in for a 404 (``mcp/client/streamable_http.py``),
+# the SDK servers' 404 body, and the TypeScript examples' 400 body (server-everything 2026.8.31).
+SDK_CLIENT_SESSION_TERMINATED = "Session terminated"
+SESSION_GONE = frozenset(
+    {SDK_CLIENT_SESSION_TERMINATED, "Session not found", "Bad Request: No valid session ID provided"}
 )

@@ -33,10 +33,11 @@ def sample_name(family) -> str:
 
 @pytest.fixture
 def exposed(transactional_db):
-    """The families of a scrape in which a failed call and an upstream's failure were counted, so every labelled
-    metric has a sample (the serving process imports the inbox with its pipeline)."""
+    """The families of a scrape in which a failed call, an upstream's failure and a relayed prompt were counted, so
+    every labelled metric has a sample (the serving process imports the inbox with its pipeline)."""
     inbox.note("web", "web__get", "tool_error", "Widget 1 exploded", classified=False)
     inbox.reset()
+    prometheus.observe_upstream_request("web", "prompts/get", code="INTERNAL_ERROR")
     prometheus.observe_call(
         OutcomeEvent(tool="send_email", outcome="error", code="MISSING_PARAMETER", interactive=True, latency_ms=3.0),
         served=True,

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.config.served_app import ServedApp, embedded_environment, manage
+from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess, everything_server
+from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, WATCHED_SERVER, UpstreamProcess, everything_server
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +100,79 @@ def virtual_served(tmp_path_factory) -> Iterator[dict]:
     yield {"app": app, "upstream": upstream, "env": env, **tokens}
     app.stop()
     upstream.kill()
+
+
+# The tokens of ``offerings_app``: (servers, tool scope, may read the catalog).
+OFFERINGS_TOKENS = {
+    "all": ([], [], True),
+    "blind": ([], [], False),  # may not read the catalog's resources and prompts
+    "scoped": ([], ["everything__echo"], True),  # a tool scope naming one upstream's tool
+    "everything_only": (["everything"], [], True),  # may use /mcp/everything alone
+}
+_TOKENS_SETUP = """
+import json
+from django.contrib.auth.models import User
+from errcatalog.access.tokens import client_token_create
+
+user, _ = User.objects.get_or_create(username="agent-owner")
+keys = {
+    name: client_token_create(user=user, name=name, servers=servers, tool_scope=scope, can_read_catalog=reads)[1]
+    for name, (servers, scope, reads) in TOKENS.items()
+}
+print(json.dumps(keys))
+"""
+
+
+@pytest.fixture(scope="package")
+def offerings_app(tmp_path_factory) -> Iterator[dict]:
+    """Production's served app in front of upstreams with resources and prompts, for the offerings' test modules:
+    npm's server-everything over stdio (``everything``) and Streamable HTTP (``everything-http``); our SDK test
+    upstream over HTTP (``web``: hostile failures, metadata the screen flags); ``watched_server.py`` over HTTP
+    (``watched``: 2025-11-25, a session of its own per client), over stdio (``watched-stdio``: one shared child) and
+    over HTTP in 2026-07-28 (``watched-modern``). Shared by the offerings' and the subscriptions' modules, and
+    stopped with this package's tests. Yields the app, the upstream processes and a key per token."""
+    folder = tmp_path_factory.mktemp("offerings")
+    everything = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=folder / "ev.log")
+    hostile = UpstreamProcess(UPSTREAM_SERVER, "http", log=folder / "upstream.log")
+    watched = UpstreamProcess(WATCHED_SERVER, "http", log=folder / "watched.log")
+    modern = UpstreamProcess(WATCHED_SERVER, "http-modern", log=folder / "modern.log")
+    processes = [everything, hostile, watched, modern]
+    for process in processes:
+        process.start()
+    env = embedded_environment(
+        folder / "data",
+        ERRCATALOG_MCP_TOOLSETS="catalog",
+        ERRCATALOG_MCP_RATE_LIMIT="1000000",
+        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
+    )
+    node, script = everything_server()
+    servers = {
+        "mcpServers": {
+            "everything": {"command": node, "args": [script, "stdio"]},
+            "everything-http": {"type": "http", "url": everything.url},
+            "web": {"type": "http", "url": hostile.url},
+            "watched": {"type": "http", "url": watched.url},
+            "watched-stdio": {"command": sys.executable, "args": [WATCHED_SERVER, "stdio"]},
+            "watched-modern": {"type": "http", "url": modern.url},
+        }
+    }
+    (folder / "mcp.json").write_text(json.dumps(servers))
+    manage(env, "upstream_import", str(folder / "mcp.json"))
+    setup = f"TOKENS = {OFFERINGS_TOKENS!r}\n{_TOKENS_SETUP}"
+    tokens = json.loads(manage(env, "shell", "--no-imports", "-c", setup).splitlines()[-1])
+    app = ServedApp(env, folder).start()
+    target = McpTarget(app.mcp_url, tokens["all"])
+    wanted = {
+        "everything__echo",
+        "everything_http__echo",
+        "web__echo",
+        "watched__touch",
+        "watched_stdio__touch",
+        "watched_modern__touch",
+    }
+    wait_until(lambda: wanted <= target.tool_names(), seconds=90, what="the upstreams' tools")
+    metrics = new_token(env, "prometheus", metrics=True)
+    yield {"app": app, "env": env, "hostile": hostile, "watched": watched, "metrics": metrics, **tokens}
+    app.stop()
+    for process in processes:
+        process.kill()

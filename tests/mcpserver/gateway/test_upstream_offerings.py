@@ -2,7 +2,8 @@
 
 npm's unmodified ``server-everything`` over stdio (``everything``) and Streamable HTTP (``everything-http``, prefix
 ``everything_http``), and ``upstream_server.py`` over HTTP (``web``: a resource and a prompt that fail with hostile
-text), behind production's served app. Every feature is compared with a direct connection to server-everything; the
+text, and some whose metadata the screen flags), behind production's served app (``offerings_app``, shared with
+``test_upstream_subscriptions.py``). Every feature is compared with a direct connection to server-everything; the
 client is the SDK's, in both protocol generations.
 """
 
@@ -13,7 +14,6 @@ import base64
 import json
 import re
 import sys
-from collections.abc import Iterator
 
 import mcp_types as types
 import pytest
@@ -21,11 +21,10 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.config.served_app import ServedApp, embedded_environment, manage
-from tests.errcatalog.outcomes.conftest import wait_until
+from tests.errcatalog.outcomes.test_prometheus import value
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.test_gateway_calls import HOSTILE_MARKERS
-from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess, everything_server
+from tests.mcpserver.gateway.upstreams import everything_server
 
 MODES = ["auto", "legacy"]  # 2026-07-28, 2025-11-25
 SCHEME = "errcatalog-upstream://"
@@ -35,62 +34,10 @@ BLOB = "demo://resource/dynamic/blob/1"
 # server-everything's dynamic resources name the time they were made: compared without it.
 _TIME = re.compile(r"\d{1,2}:\d{2}:\d{2}( [AP]M)?")
 
-TOKENS = {
-    "all": ([], [], True),
-    "blind": ([], [], False),  # may not read the catalog's resources and prompts
-    "scoped": ([], ["everything__echo"], True),  # a tool scope naming one upstream's tool
-    "everything_only": (["everything"], [], True),  # may use /mcp/everything alone
-}
-SETUP = """
-import json
-from django.contrib.auth.models import User
-from errcatalog.access.tokens import client_token_create
-
-user, _ = User.objects.get_or_create(username="agent-owner")
-keys = {
-    name: client_token_create(user=user, name=name, servers=servers, tool_scope=scope, can_read_catalog=reads)[1]
-    for name, (servers, scope, reads) in TOKENS.items()
-}
-print(json.dumps(keys))
-"""
-
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[dict]:
-    folder = tmp_path_factory.mktemp("offerings")
-    everything_http = UpstreamProcess.command_line([*everything_server(), "streamableHttp"], log=folder / "ev.log")
-    hostile = UpstreamProcess(UPSTREAM_SERVER, "http", log=folder / "upstream.log")
-    everything_http.start()
-    hostile.start()
-    env = embedded_environment(
-        folder / "data",
-        ERRCATALOG_MCP_TOOLSETS="catalog",
-        ERRCATALOG_MCP_RATE_LIMIT="1000000",
-        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
-    )
-    node, script = everything_server()
-    servers = {
-        "mcpServers": {
-            "everything": {"command": node, "args": [script, "stdio"]},
-            "everything-http": {"type": "http", "url": everything_http.url},
-            "web": {"type": "http", "url": hostile.url},
-        }
-    }
-    (folder / "mcp.json").write_text(json.dumps(servers))
-    manage(env, "upstream_import", str(folder / "mcp.json"))
-    tokens = json.loads(manage(env, "shell", "--no-imports", "-c", f"TOKENS = {TOKENS!r}\n{SETUP}").splitlines()[-1])
-    app = ServedApp(env, folder).start()
-
-    async def listed() -> set[str]:
-        async with McpTarget(app.mcp_url, tokens["all"]).client() as client:
-            return {tool.name for tool in (await client.list_tools()).tools}
-
-    wanted = {"everything__echo", "everything_http__echo", "web__echo"}
-    wait_until(lambda: wanted <= asyncio.run(listed()), seconds=90, what="the upstreams' tools")
-    yield {"app": app, "hostile": hostile, **tokens}
-    app.stop()
-    hostile.kill()
-    everything_http.kill()
+def served(offerings_app) -> dict:
+    return offerings_app
 
 
 def _at(served: dict, server: str = "", who: str = "all") -> McpTarget:
@@ -366,6 +313,42 @@ def test_a_token_limited_to_one_server_reads_there_only(served):
     assert refused.status_code == 404
 
 
+# --- Counted, not recorded ------------------------------------------------------------------------------------
+
+
+def test_relayed_requests_are_counted_by_upstream_method_and_code(served):
+    def counted() -> tuple[float, float]:
+        text = served["app"].get("/metrics", key=served["metrics"]).text
+        metric = "errcatalog_upstream_requests_total"
+        failed = value(text, metric, upstream="web", method="prompts/get", outcome="error", code="INTERNAL_ERROR")
+        read = value(text, metric, upstream="web", method="resources/read", outcome="ok", code="")
+        return failed, read
+
+    failed, read = counted()
+    _error(_at(served, "web"), lambda client: client.get_prompt("fail_prompt"))
+    _error(_at(served), lambda client: client.get_prompt("web__fail_prompt"))  # /mcp counts under the same upstream
+    assert _run(_at(served, "web"), lambda client: client.read_resource("note://greeting")).contents
+    assert counted() == (failed + 2, read + 1)
+
+
+# --- The screen -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("server", ["", "web"])
+def test_resources_and_prompts_whose_metadata_the_screen_flags_are_not_served(served, mode, server):
+    resources, _, prompts = _run(_at(served, server), _lists, mode)
+    uris, names = {r.uri for r in resources}, {p.name for p in prompts}
+    prefix, scheme = ("web__", f"{SCHEME}web/") if not server else ("", "")
+    assert f"{scheme}note://greeting" in uris and f"{prefix}fail_prompt" in names  # the clean ones are
+    assert f"{scheme}note://poisoned" not in uris  # a poisoned description
+    assert f"{prefix}poisoned_prompt" not in names  # a poisoned argument description
+    assert f"{prefix}hidden_title_prompt" not in names  # a right-to-left override in its title
+    for poisoned in ("poisoned_prompt", "hidden_title_prompt"):  # and they are not served by name either
+        error = _error(_at(served, server), lambda client, p=f"{prefix}{poisoned}": client.get_prompt(p, {}), mode)
+        assert error.code == -32602 and "IMPORTANT" not in error.model_dump_json()
+
+
 # --- Capabilities ------------------------------------------------------------------------------------------------
 
 
@@ -379,10 +362,13 @@ def test_the_capabilities_say_resources_subscriptions_prompts_and_completions(se
         assert capabilities.prompts.list_changed and capabilities.completions is not None
 
 
-# Last: it takes the hostile upstream away.
+# Last: it takes the hostile upstream away (and brings it back for the modules that share the app).
 def test_a_read_of_an_upstream_that_went_away_is_the_catalogs_network_error(served):
     served["hostile"].kill()
-    error = _error(_at(served), lambda client: client.read_resource(f"{SCHEME}web/note://greeting"))
+    try:
+        error = _error(_at(served), lambda client: client.read_resource(f"{SCHEME}web/note://greeting"))
+    finally:
+        served["hostile"].start()
     assert error.message and error.code != -32602
     assert "ECONNREFUSED" not in error.model_dump_json() and "127.0.0.1" not in error.model_dump_json()
     assert sys.executable not in error.model_dump_json()

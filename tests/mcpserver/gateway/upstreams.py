@@ -24,6 +24,8 @@ from tests.errcatalog.outcomes.recorder_support import free_port
 HERE = Path(__file__).parent
 # An SDK MCPServer with working and hostile failing tools (``upstream_server.py stdio`` runs it over stdio).
 UPSTREAM_SERVER = str(HERE / "upstream_server.py")
+# An SDK low-level server whose resource subscriptions can be watched (``watched_server.py``).
+WATCHED_SERVER = str(HERE / "watched_server.py")
 # A raw server that answers the handshake well and its tool calls with HTTP errors and garbage.
 GARBAGE_SERVER = str(HERE / "garbage_server.py")
 

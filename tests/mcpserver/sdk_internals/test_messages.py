@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from mcp.shared.inbound import MCP_NAME_HEADER, NAME_BEARING_METHODS
 
-from mcpserver.sdk_internals.messages import SDK_CLIENT_UNREADABLE_ANSWER, SDK_FIXED_DATA, SDK_FIXED_MESSAGES
+from mcpserver.sdk_internals.messages import (
+    SDK_CLIENT_SESSION_TERMINATED,
+    SDK_CLIENT_UNREADABLE_ANSWER,
+    SDK_FIXED_DATA,
+    SDK_FIXED_MESSAGES,
+)
 from tests.mcpserver.sdk_internals.support import SDK_SOURCE, revisit, sdk_source
 
 # Sentences the SDK builds from constants: the template in its source, and the constants' values.
@@ -51,4 +56,10 @@ def test_the_fixed_data_is_the_sdks():
 def test_the_sdks_client_still_words_an_unreadable_answer_so(prefix):
     assert f'message=f"{prefix}: ' in sdk_source("client/streamable_http.py"), revisit(
         "messages", f"the SDK's client no longer reports an unreadable answer as {prefix!r}… (the gateway's failures)"
+    )
+
+
+def test_the_sdks_client_still_words_a_lost_session_so():
+    assert f'message="{SDK_CLIENT_SESSION_TERMINATED}"' in sdk_source("client/streamable_http.py"), revisit(
+        "messages", "the SDK's client no longer reports a session the server forgot as SESSION_GONE says"
     )
