@@ -10,6 +10,7 @@ its modern entry), so routing by the same header never sends a request where it 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import hashlib
@@ -20,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, get_args
 
+import anyio
 import mcp_types as types
 import sentry_sdk
 from django.conf import settings
@@ -35,7 +37,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.render.entries import CatalogSnapshot
@@ -478,10 +480,9 @@ class McpApp:
         checked_by_guard = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         common = {"security_settings": checked_by_guard, "max_request_body_size": mcp["MAX_BODY_BYTES"]}
         self.modern = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True, **common)
-        # 2026-07-28 calls that may stream (``_streams``): answered as SSE once the handler sends a notification or
-        # runs past the SDK's deferral window, and cancelled when the client closes the request (2026-07-28 has no
-        # client-to-server notifications: closing the stream is how a client cancels). A quick call is still
-        # answered as JSON.
+        # 2026-07-28 calls that may stream (``_streams``) and asked for notifications (``_long_call``): answered as
+        # SSE once the handler sends a notification or runs past the SDK's deferral window, and cancelled when the
+        # client closes the request. A quick call is still answered as JSON.
         self.streaming = StreamableHTTPSessionManager(self.server, json_response=False, stateless=True, **common)
         # 2025-11-25 streams are resumable: each session's events are kept a while, in this process, and replayed to
         # a client that reconnects with Last-Event-ID (``mcpserver.streams``).
@@ -563,12 +564,116 @@ class McpApp:
             await self.admission(scope, receive, send)
             return
         server = scope.get(SERVER_SCOPE_KEY) or ROOT_SERVER
-        streams = method == b"tools/call" and name is not None and _streams(name.decode("latin-1"), server)
         token = _modern_server.set(server)
         try:
-            await (self.streaming if streams else self.modern).handle_request(scope, receive, send)
+            if method == b"tools/call" and name is not None and _streams(name.decode("latin-1"), server):
+                await self._long_call(scope, receive, send)
+            else:
+                await self.modern.handle_request(scope, receive, send)
         finally:
             _modern_server.reset(token)
+
+    async def _long_call(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A 2026-07-28 call that may run long, cancelled when its client goes away (2026-07-28 has no
+        client-to-server notifications: closing the request is how a client cancels it).
+
+        One that asked for notifications (a ``progressToken``, a log level in ``_meta``) goes to the streaming
+        manager, which sends them and sees the client leave. Any other is answered as JSON by ``self.modern``, cheaper
+        per call than the streaming manager's deferred answer (``bench/gateway_bench.py``), with
+        ``_cancelled_on_disconnect`` watching the connection.
+        """
+        body = await _request_body(receive)
+        if body is None:  # the client left before it finished sending the request
+            return
+        replay = _Replay(body, receive)
+        if any(key in body for key in _NOTIFICATION_KEYS):
+            await self.streaming.handle_request(scope, replay.receive, send)
+        else:
+            await _cancelled_on_disconnect(self.modern.handle_request, scope, replay, send)
+
+
+# The members of a 2026-07-28 request that ask for notifications during the call: its progress, its log messages. A
+# plain substring test of the body: a false positive (the bytes inside an argument) only costs the streaming path.
+_NOTIFICATION_KEYS = (b'"progressToken"', b'"io.modelcontextprotocol/logLevel"')
+
+
+async def _request_body(receive: Receive) -> bytes | None:
+    """The whole request body (the guard has bounded its size), or None when the client disconnected first."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+class _Replay:
+    """``receive`` for a handler, giving it the body read already, then the client's disconnection once the watcher
+    saw it (only the watcher reads the connection after the body)."""
+
+    __slots__ = ("_body", "_disconnected", "_gone", "connection")
+
+    def __init__(self, body: bytes, connection: Receive) -> None:
+        self._body: bytes | None = body
+        self.connection = connection
+        self._gone = False
+        self._disconnected: asyncio.Event | None = None  # made only for a handler that reads past the body
+
+    async def receive(self) -> Message:
+        if self._body is not None:
+            body, self._body = self._body, None
+            return {"type": "http.request", "body": body, "more_body": False}
+        if not self._gone:
+            if self._disconnected is None:
+                self._disconnected = asyncio.Event()
+            await self._disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    def disconnect(self) -> None:
+        self._gone = True
+        if self._disconnected is not None:
+            self._disconnected.set()
+
+
+# The watchers running (the event loop keeps only weak references to tasks).
+_watchers: set[asyncio.Task[None]] = set()
+
+
+async def _cancelled_on_disconnect(
+    handle: Callable[[Scope, Receive, Send], Awaitable[None]], scope: Scope, replay: _Replay, send: Send
+) -> None:
+    """Run ``handle`` for a request whose body ``replay`` holds, cancelled if the client disconnects before its
+    answer was sent (the call is then cancelled upstream too, and frees its slot). A disconnection reported after the
+    answer (the ASGI server's way of saying the exchange is over) cancels nothing.
+
+    The watcher is a plain task that ends by itself once the answer is sent, when the ASGI server reports the
+    exchange over: an answered call pays for no task group and no cancellation."""
+    answered = False
+    call = anyio.CancelScope()
+
+    async def tracked_send(message: Message) -> None:
+        nonlocal answered
+        await send(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            answered = True
+
+    async def watch() -> None:
+        with contextlib.suppress(Exception):  # a connection that fails to report is one that left
+            while (await replay.connection())["type"] != "http.disconnect":
+                pass
+        replay.disconnect()
+        if not answered:
+            call.cancel()
+
+    watcher = asyncio.get_running_loop().create_task(watch())
+    _watchers.add(watcher)
+    watcher.add_done_callback(_watchers.discard)
+    with call:
+        await handle(scope, replay.receive, tracked_send)
+    if not answered:  # no answer for the ASGI server to end the exchange with: stop watching here
+        watcher.cancel()
 
 
 async def _load_catalog() -> CatalogSnapshot | None:

@@ -1,0 +1,126 @@
+"""A 2026-07-28 call that may run long, answered as JSON, is cancelled when its client disconnects before the answer
+(``mcpserver.server._cancelled_on_disconnect``), and only then: an answered call, or one whose handler gave no answer,
+ends without waiting for the client. The gateway's tests show the same through a served app and a real upstream
+(``tests/mcpserver/gateway/test_progress_and_cancellation.py``)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcpserver.server import _cancelled_on_disconnect, _Replay, _request_body, _watchers
+
+pytestmark = pytest.mark.anyio
+
+BODY = b'{"jsonrpc":"2.0","id":1,"method":"tools/call"}'
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+class Connection:
+    """An ASGI server's side of one exchange: ``receive`` reports the disconnection once ``leave`` is called or the
+    answer was sent, as uvicorn does."""
+
+    def __init__(self) -> None:
+        self.left = anyio.Event()
+        self.sent: list[dict] = []
+
+    async def receive(self) -> dict:
+        await self.left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict) -> None:
+        self.sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.left.set()
+
+    def leave(self) -> None:
+        self.left.set()
+
+
+async def _answer(scope, receive, send) -> None:
+    assert await receive() == {"type": "http.request", "body": BODY, "more_body": False}
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def test_an_answered_call_ends_with_its_answer_and_nothing_is_cancelled():
+    connection = Connection()
+    with anyio.fail_after(5):
+        await _cancelled_on_disconnect(_answer, {}, _Replay(BODY, connection.receive), connection.send)
+    assert [m["type"] for m in connection.sent] == ["http.response.start", "http.response.body"]
+
+
+async def test_a_client_that_leaves_before_the_answer_cancels_the_call():
+    connection = Connection()
+    cancelled = anyio.Event()
+
+    async def long_call(scope, receive, send) -> None:
+        await receive()
+        try:
+            await anyio.sleep(3600)
+        finally:
+            cancelled.set()
+
+    async def leave_soon() -> None:
+        await anyio.sleep(0.05)
+        connection.leave()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(leave_soon)
+            await _cancelled_on_disconnect(long_call, {}, _Replay(BODY, connection.receive), connection.send)
+    assert cancelled.is_set() and connection.sent == []
+
+
+async def test_a_handler_that_gives_no_answer_does_not_wait_for_the_client():
+    connection = Connection()  # stays open: only the answer or the client's leaving would end the watch
+
+    async def silent(scope, receive, send) -> None:
+        await receive()
+
+    with anyio.fail_after(5):
+        await _cancelled_on_disconnect(silent, {}, _Replay(BODY, connection.receive), connection.send)
+        await anyio.sleep(0)  # the watcher's cancellation is delivered
+    assert connection.sent == [] and all(watcher.done() for watcher in _watchers)  # none left on the connection
+
+
+async def test_a_handler_reading_past_the_body_hears_the_disconnection():
+    connection = Connection()
+    heard: list[dict] = []
+
+    async def reader(scope, receive, send) -> None:
+        heard.append(await receive())
+        heard.append(await receive())  # what Starlette's disconnect check does
+
+    async def leave_soon() -> None:
+        await anyio.sleep(0.05)
+        connection.leave()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(leave_soon)
+            await _cancelled_on_disconnect(reader, {}, _Replay(BODY, connection.receive), connection.send)
+    assert heard == [{"type": "http.request", "body": BODY, "more_body": False}, {"type": "http.disconnect"}]
+
+
+async def test_a_body_in_chunks_is_read_whole_and_a_client_gone_before_its_end_gives_none():
+    chunks = iter([
+        {"type": "http.request", "body": BODY[:10], "more_body": True},
+        {"type": "http.request", "body": BODY[10:], "more_body": False},
+    ])  # fmt: skip
+
+    async def receive() -> dict:
+        return next(chunks)
+
+    assert await _request_body(receive) == BODY
+
+    gone = iter([{"type": "http.request", "body": b"{", "more_body": True}, {"type": "http.disconnect"}])
+
+    async def receive_gone() -> dict:
+        return next(gone)
+
+    assert await _request_body(receive_gone) is None
