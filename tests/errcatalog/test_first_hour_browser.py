@@ -35,6 +35,7 @@ def admin_data(staff_user) -> None:
     from errcatalog.access.tokens import client_token_create
     from errcatalog.catalog.defaults import catalog_load_defaults
     from errcatalog.gateway import inbox
+    from errcatalog.gateway.named_servers import named_server_create
     from errcatalog.gateway.services import upstream_tools_record, upstreams_import
 
     catalog_load_defaults(reset=False)
@@ -59,6 +60,14 @@ def admin_data(staff_user) -> None:
     assert inbox.flush()
     listing[1] = {**listing[1], "description": "Open an issue in a repository, with labels."}
     upstream_tools_record(upstream="github-enterprise", listing=listing)
+    # A named server composed of our tools and the upstream, with a long description.
+    named_server_create(
+        actor=None,
+        name="support-engineering-triage",
+        description="Triage of customer escalations by the support engineering team, with the catalog at hand. " * 3,
+        tools=["explain_error", "list_error_codes"],
+        upstreams={"github-enterprise": ["search_issues"]},
+    )
 
 
 @pytest.fixture
