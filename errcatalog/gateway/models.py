@@ -106,19 +106,19 @@ class Upstream(models.Model):
     )
     # What the gateway relays from this upstream to the client of a call, when that client declared it (the
     # spec's sampling and roots); off, the gateway does not declare the capability to this upstream, so its tools
-    # that need it are not listed, as for a client without it. Sampling is on by default: each request is relayed
-    # to the one call it belongs to, and the client's own user approves it. Roots are off by default: an upstream
-    # keeps them as state of its session, and while one upstream session serves every client of a process, the
-    # folders one client shares could be answered to another client's call.
+    # that need it are not listed, as for a client without it. Both are on by default: a sampling request is relayed
+    # to the one call it belongs to, and the client's own user approves it; roots are declared only over an upstream
+    # session of one client (an upstream keeps them as state of its session), never to the stdio child that every
+    # client shares (``session_mode`` shared), where one client's folders could be answered to another's call.
     relay_sampling = models.BooleanField(
         default=True,
         help_text="Relay its sampling requests (it asks the client's model, named as the asker, with the client's "
         "user approving) to the clients that declared sampling.",
     )
     relay_roots = models.BooleanField(
-        default=False,
+        default=True,
         help_text="Relay its requests for the client's roots (folders the client shares) to the clients that declared "
-        "roots. While one upstream session serves every client, another client's call may see them.",
+        "roots, over each client's own upstream session; never to a stdio child that every client shares.",
     )
     session_mode = models.CharField(
         max_length=10,

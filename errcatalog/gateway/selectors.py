@@ -44,7 +44,7 @@ class UpstreamConfig:
     tools: frozenset[str] | None  # None: every tool the upstream lists
     # Relayed to the clients that declared them (``Upstream.relay_sampling``, ``relay_roots``); off, not declared.
     relay_sampling: bool = True
-    relay_roots: bool = False
+    relay_roots: bool = True
     session_mode: str = "shared"  # stdio: one child for all clients, or one per client session (``SessionMode``)
 
     @property

@@ -96,6 +96,11 @@ warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name_
 _own_session: ContextVar[OwnSession | None] = ContextVar("upstream_own_session", default=None)
 
 
+def shares_child(config: UpstreamConfig) -> bool:
+    """Whether every client's calls go to one stdio child of this upstream (``session_mode`` shared)."""
+    return config.transport == Transport.STDIO and config.session_mode != SessionMode.PER_CLIENT
+
+
 @contextlib.contextmanager
 def _own_session_scope() -> Iterator[None]:
     """The block of one call: the own session it uses (``_own_session``) is forgotten after."""
@@ -281,6 +286,9 @@ class UpstreamConnection:
                     stack, headers=headers, tls=tls, max_concurrency=config.max_concurrency
                 )
         secrets = self._secrets
+        # Roots are a client's: declared over an upstream session of one client (a client's own, or the HTTP one no
+        # client's session state lives on), never to the stdio child every client shares (``roots``).
+        roots = config.relay_roots and (own is not None or not shares_child(config))
         if own is not None:
 
             async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -305,7 +313,7 @@ class UpstreamConnection:
             logging_callback=self._on_log if own is None else on_log,
             # Declared to the upstream only where its record relays them (``sampling``, ``roots``).
             sampling_callback=(self._on_sampling if own is None else on_sampling) if config.relay_sampling else None,
-            list_roots_callback=(self._on_list_roots if own is None else on_list_roots) if config.relay_roots else None,
+            list_roots_callback=(self._on_list_roots if own is None else on_list_roots) if roots else None,
             client_info=types.Implementation(name="errcatalog-gateway", version="1"),
             # Bounds the handshake and tool listings (a cancel scope cannot: the session's task group outlives
             # this call); a call's own, shorter deadline is ``call``'s.
@@ -575,7 +583,7 @@ class UpstreamConnection:
         """The key of the call's own upstream session and whether it serves this request only; None: the shared
         session (``client_sessions`` says which calls get one)."""
         config = self.config
-        if config.transport == Transport.STDIO and config.session_mode != SessionMode.PER_CLIENT:
+        if shares_child(config):
             return None
         if session_id is not None:
             return session_id, False

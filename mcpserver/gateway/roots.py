@@ -1,16 +1,17 @@
 """An upstream's ``roots/list``, answered with the roots of the client of the call it belongs to.
 
-The gateway declares roots to an upstream whose ``relay_roots`` is on (``UpstreamConnection._open``). A request made
+The gateway declares roots to an upstream whose ``relay_roots`` is on (the default), over an upstream session that
+belongs to one client or to none (``UpstreamConnection._open``): never to a stdio child that every client shares
+(``session_mode`` shared), which could keep one client's folders and answer them to another's call. A request made
 during a call (found as elicitations are: ``elicitation.caller``) is relayed to that call's client when it declared
 roots: in mid-call on a 2025-11-25 session (the tool context's ``list_roots``), or in a 2026-07-28 round trip
 (``elicitation.relayed``). The client's roots go back unchanged, up to ``MAX_ROOTS``. A request outside any call,
 or from a call whose client has none, gets the error the spec names for a client without roots (``METHOD_NOT_FOUND``):
 no other client's roots, and no empty list an upstream would keep as this client's.
 
-A client's ``notifications/roots/list_changed`` is not forwarded while one upstream session serves every client of
-the process: the upstream would ask again outside any call, where no client's roots belong. Each relayed request is
-answered afresh instead. A per-client upstream session forwards it (``roots_changed``) and answers its requests with
-that client's roots at any time.
+A client's ``notifications/roots/list_changed`` is not forwarded: an upstream asks again during the client's next
+call, where each request is answered afresh, and a request outside any call has no client's roots to answer with.
+``roots_changed`` is the seam for forwarding it over a client's own upstream session.
 """
 
 from __future__ import annotations

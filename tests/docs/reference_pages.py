@@ -563,8 +563,9 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
         "the client's user approves each). Off: not declared to it, so its tools that need it are not listed."
     ),
     ("upstream", "relay_roots"): (
-        "Relay its requests for the client's roots to the clients that declared roots. Off (the default): not "
-        "declared to it; while one upstream session serves every client, another client's call could see them."
+        "Relay its requests for the client's roots to the clients that declared roots, over each client's own "
+        "upstream session; never declared to a `stdio` child that every client shares (`session_mode: shared`). "
+        "Off: not declared to it."
     ),
     ("upstream", "session_mode"): (
         "For `stdio`: `shared` (one child process for every client session) or `per_client` (one each, at most "

@@ -138,9 +138,9 @@ def test_staff_who_may_change_an_upstream_switch_its_relays_and_a_viewer_cannot(
     assert upstream.history.first().history_user.username == "editor"  # the change is in the history
 
 
-def test_sampling_is_relayed_and_roots_are_not_for_an_upstream_made_without_the_switches():
+def test_sampling_and_roots_are_relayed_for_an_upstream_made_without_the_switches():
     upstream = upstream_create(actor=None, name="plain", prefix="plain", transport="http", url="https://8.8.8.8/mcp")
-    assert (upstream.relay_sampling, upstream.relay_roots) == (True, False)
+    assert (upstream.relay_sampling, upstream.relay_roots) == (True, True)
 
 
 def test_only_a_superuser_chooses_a_stdio_upstreams_session_mode(superuser, editor, viewer):

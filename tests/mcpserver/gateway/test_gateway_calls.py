@@ -95,8 +95,7 @@ def gateway_app(tmp_path_factory, upstream_http, upstream_garbage, sentry_ingest
         "shell",
         "--no-imports",
         "-c",
-        # Roots are relayed where an operator turns them on.
-        "from errcatalog.gateway.models import Upstream; Upstream.objects.update(timeout_seconds=2, relay_roots=True)",
+        "from errcatalog.gateway.models import Upstream; Upstream.objects.update(timeout_seconds=2)",
     )
     key = new_token(env, "gateway")
     app = ServedApp(env, folder).start()
@@ -601,20 +600,36 @@ def test_an_upstreams_sampling_request_fails_from_the_catalog_when_the_client_di
     assert "Sampling not supported" not in result.model_dump_json()
 
 
-@pytest.mark.parametrize("prefix", PREFIXES)
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_an_upstreams_roots_request_is_answered_with_the_calling_clients_roots(gateway_app, prefix, mode):
-    app, key = gateway_app
+def _roots_call(app: ServedApp, key: str, name: str, mode: str) -> tuple[types.CallToolResult, int]:
+    asked = []
 
     async def roots(context) -> types.ListRootsResult:
+        asked.append(context)
         return types.ListRootsResult(roots=[types.Root(uri="file:///home/ana/work", name="work")])
 
     async def call() -> types.CallToolResult:
         async with McpTarget(app.mcp_url, key).client(mode=mode, list_roots_callback=roots) as client:
-            return await client.call_tool(f"{prefix}__list_client_roots", {})
+            return await client.call_tool(name, {})
 
-    result = asyncio.run(call())
-    assert not result.is_error and result.content[0].text == "file:///home/ana/work"
+    return asyncio.run(call()), len(asked)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_an_upstreams_roots_request_is_answered_with_the_calling_clients_roots(gateway_app, mode):
+    # Relayed by default: over the client's own upstream session (2025-11-25), or its request alone (2026-07-28).
+    app, key = gateway_app
+    result, asked = _roots_call(app, key, "web__list_client_roots", mode)
+    assert not result.is_error and result.content[0].text == "file:///home/ana/work" and asked == 1
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_roots_are_never_declared_to_a_stdio_child_that_every_client_shares(gateway_app, mode):
+    # "local" runs one child for every client: it is never asked for a client's folders, which it could keep and
+    # answer to another client's call. Its tool fails as for a client without roots, in the catalog's words.
+    app, key = gateway_app
+    result, asked = _roots_call(app, key, "local__list_client_roots", mode)
+    assert result.is_error and result.structured_content["kind"] == "toolError:v1"
+    assert asked == 0 and "/home/ana" not in result.model_dump_json()
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -51,9 +51,11 @@ def published(tmp_path_factory, everything_http) -> Iterator[tuple[ServedApp, st
     servers_file = folder / "mcp.json"
     servers_file.write_text(json.dumps(servers))
     manage(env, "catalog_import", str(servers_file))
-    # Roots are relayed where an operator turns them on; the quiet one relays neither sampling nor roots.
+    # Roots are relayed by default over each client's own upstream session: "everything" gives each client session a
+    # child of its own. The quiet one keeps the default, one child for every client, to which roots are never
+    # declared, and has sampling switched off.
     manage(env, "shell", "--no-imports", "-c", "from errcatalog.gateway.models import Upstream; "
-           "Upstream.objects.exclude(name='everything-quiet').update(relay_roots=True); "
+           "Upstream.objects.filter(name='everything').update(session_mode='per_client'); "
            "Upstream.objects.filter(name='everything-quiet').update(relay_sampling=False)")  # fmt: skip
     key = new_token(env, "published")
     app = ServedApp(env, folder).start()
@@ -394,7 +396,9 @@ def test_server_everythings_roots_request_is_answered_with_the_calling_clients_r
     assert result.content == expected.content
 
 
-def test_an_upstream_whose_relays_are_off_does_not_list_the_tools_that_need_them(published):
+def test_an_upstream_that_relays_no_sampling_or_roots_does_not_list_the_tools_that_need_them(published):
+    # "everything-quiet": sampling switched off; roots switched on (the default), but its one stdio child serves
+    # every client, so they are not declared to it.
     app, key = published
     tools = _listed(app, key)
     assert {"everything__trigger-sampling-request", "everything__get-roots-list"} <= tools.keys()
