@@ -637,6 +637,9 @@ class _Replay:
             self._disconnected.set()
 
 
+# How long a long call runs before its connection is watched: most calls are answered sooner, and an abandoned one
+# is cancelled this much later at most.
+WATCH_AFTER_SECONDS = 0.1
 # The watchers running (the event loop keeps only weak references to tasks).
 _watchers: set[asyncio.Task[None]] = set()
 
@@ -648,10 +651,13 @@ async def _cancelled_on_disconnect(
     answer was sent (the call is then cancelled upstream too, and frees its slot). A disconnection reported after the
     answer (the ASGI server's way of saying the exchange is over) cancels nothing.
 
-    The watcher is a plain task that ends by itself once the answer is sent, when the ASGI server reports the
-    exchange over: an answered call pays for no task group and no cancellation."""
+    The watcher is a plain task, started only once the call has run ``WATCH_AFTER_SECONDS`` (a client that left
+    sooner is seen as soon as it starts), that ends by itself once the answer is sent, when the ASGI server reports
+    the exchange over: a quick call pays for a timer, not a task, and an answered one for no cancellation."""
     answered = False
     call = anyio.CancelScope()
+    loop = asyncio.get_running_loop()
+    watcher: asyncio.Task[None] | None = None
 
     async def tracked_send(message: Message) -> None:
         nonlocal answered
@@ -667,12 +673,18 @@ async def _cancelled_on_disconnect(
         if not answered:
             call.cancel()
 
-    watcher = asyncio.get_running_loop().create_task(watch())
-    _watchers.add(watcher)
-    watcher.add_done_callback(_watchers.discard)
+    def start_watching() -> None:
+        nonlocal watcher
+        if not answered:
+            watcher = loop.create_task(watch())
+            _watchers.add(watcher)
+            watcher.add_done_callback(_watchers.discard)
+
+    timer = loop.call_later(WATCH_AFTER_SECONDS, start_watching)
     with call:
         await handle(scope, replay.receive, tracked_send)
-    if not answered:  # no answer for the ASGI server to end the exchange with: stop watching here
+    timer.cancel()
+    if watcher is not None and not answered:  # no answer for the ASGI server to end the exchange with
         watcher.cancel()
 
 

@@ -5,10 +5,12 @@ ends without waiting for the client. The gateway's tests show the same through a
 
 from __future__ import annotations
 
+import asyncio
+
 import anyio
 import pytest
 
-from mcpserver.server import _cancelled_on_disconnect, _Replay, _request_body, _watchers
+from mcpserver.server import WATCH_AFTER_SECONDS, _cancelled_on_disconnect, _Replay, _request_body, _watchers
 
 pytestmark = pytest.mark.anyio
 
@@ -49,9 +51,25 @@ async def _answer(scope, receive, send) -> None:
 
 async def test_an_answered_call_ends_with_its_answer_and_nothing_is_cancelled():
     connection = Connection()
+    tasks = len(asyncio.all_tasks())
     with anyio.fail_after(5):
         await _cancelled_on_disconnect(_answer, {}, _Replay(BODY, connection.receive), connection.send)
     assert [m["type"] for m in connection.sent] == ["http.response.start", "http.response.body"]
+    assert len(asyncio.all_tasks()) == tasks  # a quick call started no watcher
+
+
+async def test_a_call_past_the_watch_delay_that_is_answered_leaves_no_watcher_behind():
+    connection = Connection()
+
+    async def slow_answer(scope, receive, send) -> None:
+        await anyio.sleep(WATCH_AFTER_SECONDS * 2)
+        await _answer(scope, receive, send)
+
+    with anyio.fail_after(5):
+        await _cancelled_on_disconnect(slow_answer, {}, _Replay(BODY, connection.receive), connection.send)
+        await anyio.sleep(0.01)  # the watcher hears the exchange is over
+    assert [m["type"] for m in connection.sent] == ["http.response.start", "http.response.body"]
+    assert all(watcher.done() for watcher in _watchers)
 
 
 async def test_a_client_that_leaves_before_the_answer_cancels_the_call():

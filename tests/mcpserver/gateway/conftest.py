@@ -12,7 +12,13 @@ import pytest
 from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, WATCHED_SERVER, UpstreamProcess, everything_server
+from tests.mcpserver.gateway.upstreams import (
+    UPSTREAM_SERVER,
+    WATCHED_SERVER,
+    UpstreamProcess,
+    everything_server,
+    gateway_environment,
+)
 
 
 @pytest.fixture(scope="module")
@@ -139,11 +145,8 @@ def offerings_app(tmp_path_factory) -> Iterator[dict]:
     processes = [everything, hostile, watched, modern]
     for process in processes:
         process.start()
-    env = embedded_environment(
+    env = gateway_environment(
         folder / "data",
-        ERRCATALOG_MCP_TOOLSETS="catalog",
-        ERRCATALOG_MCP_RATE_LIMIT="1000000",
-        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
     )
     node, script = everything_server()
     servers = {

@@ -23,11 +23,11 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 
-from tests.config.served_app import ServedApp, add_classification_rule, embedded_environment, manage, new_token
+from tests.config.served_app import ServedApp, add_classification_rule, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
-from tests.mcpserver.gateway.upstreams import GARBAGE_SERVER, UPSTREAM_SERVER, UpstreamProcess
+from tests.mcpserver.gateway.upstreams import GARBAGE_SERVER, UPSTREAM_SERVER, UpstreamProcess, gateway_environment
 from tests.mcpserver.test_sentry import Ingest
 
 # What the hostile upstream puts in its errors; none of it may reach the model.
@@ -68,12 +68,9 @@ def sentry_ingest() -> Iterator[Ingest]:
 @pytest.fixture(scope="module")
 def gateway_app(tmp_path_factory, upstream_http, upstream_garbage, sentry_ingest) -> Iterator[tuple[ServedApp, str]]:
     folder = tmp_path_factory.mktemp("gateway")
-    env = embedded_environment(
+    env = gateway_environment(
         folder / "data",
         SENTRY_DSN=f"http://publickey@127.0.0.1:{sentry_ingest.server_address[1]}/42",
-        ERRCATALOG_MCP_TOOLSETS="catalog",
-        ERRCATALOG_MCP_RATE_LIMIT="1000000",
-        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
         UPSTREAM_WEB_AUTHORIZATION="Bearer not-a-real-token-1234",
     )
     servers = {

@@ -18,10 +18,10 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.config.served_app import ServedApp, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.upstreams import everything_server
+from tests.mcpserver.gateway.upstreams import everything_server, gateway_environment
 
 LONG = "trigger-long-running-operation"
 # Each upstream lets this many calls run at once; a call waits this long (for a slot, then for its answer): longer
@@ -37,11 +37,8 @@ PREFIXES = ("everything", "everything_http")
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, everything_http) -> Iterator[McpTarget]:
     folder = tmp_path_factory.mktemp("relays")
-    env = embedded_environment(
+    env = gateway_environment(
         folder / "data",
-        ERRCATALOG_MCP_TOOLSETS="catalog",
-        ERRCATALOG_MCP_RATE_LIMIT="1000000",
-        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
     )
     node, script = everything_server()
     servers = {

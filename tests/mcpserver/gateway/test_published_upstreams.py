@@ -21,10 +21,10 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.config.served_app import ServedApp, add_classification_rule, embedded_environment, manage, new_token
+from tests.config.served_app import ServedApp, add_classification_rule, manage, new_token
 from tests.errcatalog.outcomes.conftest import CeleryWorkerProcess, wait_until
 from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.upstreams import everything_server, time_server
+from tests.mcpserver.gateway.upstreams import everything_server, gateway_environment, time_server
 
 GREETING = "hello from the operator's record"
 
@@ -32,11 +32,8 @@ GREETING = "hello from the operator's record"
 @pytest.fixture(scope="module")
 def published(tmp_path_factory, everything_http) -> Iterator[tuple[ServedApp, str]]:
     folder = tmp_path_factory.mktemp("published")
-    env = embedded_environment(
+    env = gateway_environment(
         folder / "data",
-        ERRCATALOG_MCP_TOOLSETS="catalog",
-        ERRCATALOG_MCP_RATE_LIMIT="1000000",
-        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
         EVERYTHING_GREETING=GREETING,
     )
     node, script = everything_server()

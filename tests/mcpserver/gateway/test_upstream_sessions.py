@@ -21,11 +21,11 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.config.served_app import ServedApp, manage, new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
-from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
+from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess, gateway_environment
 
 SESSIONS = 2
 SESSION_ID = re.compile(r"session ([0-9a-f-]{8,})")
@@ -42,11 +42,8 @@ def hostile_http() -> Iterator[UpstreamProcess]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, everything_http, hostile_http) -> Iterator[McpTarget]:
     folder = tmp_path_factory.mktemp("sessions")
-    env = embedded_environment(
+    env = gateway_environment(
         folder / "data",
-        ERRCATALOG_MCP_TOOLSETS="catalog",
-        ERRCATALOG_MCP_RATE_LIMIT="1000000",
-        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
         ERRCATALOG_GATEWAY_SESSIONS_PER_UPSTREAM=str(SESSIONS),
         ERRCATALOG_GATEWAY_ALLOW_PRIVATE="1",
     )

@@ -18,10 +18,25 @@ from pathlib import Path
 
 import httpx2
 
+from tests.config.served_app import embedded_environment
 from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
 from tests.errcatalog.outcomes.recorder_support import free_port
 
 HERE = Path(__file__).parent
+
+
+def gateway_environment(data_dir: Path, **extra: str) -> dict[str, str]:
+    """A served gateway's environment (``embedded_environment``): the catalog's tools only, no rate limit to meet,
+    a lost upstream reconnected within a second; ``extra`` on top."""
+    return embedded_environment(
+        data_dir,
+        ERRCATALOG_MCP_TOOLSETS="catalog",
+        ERRCATALOG_MCP_RATE_LIMIT="1000000",
+        ERRCATALOG_GATEWAY_RECONNECT_MAX_SECONDS="1",
+        **extra,
+    )
+
+
 # An SDK MCPServer with working and hostile failing tools (``upstream_server.py stdio`` runs it over stdio).
 UPSTREAM_SERVER = str(HERE / "upstream_server.py")
 # An SDK low-level server whose resource subscriptions can be watched (``watched_server.py``).
