@@ -42,6 +42,10 @@ class Connection:
     def leave(self) -> None:
         self.left.set()
 
+    async def leave_after(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+        self.leave()
+
 
 async def _answer(scope, receive, send) -> None:
     assert await receive() == {"type": "http.request", "body": BODY, "more_body": False}
@@ -83,13 +87,9 @@ async def test_a_client_that_leaves_before_the_answer_cancels_the_call():
         finally:
             cancelled.set()
 
-    async def leave_soon() -> None:
-        await anyio.sleep(0.05)
-        connection.leave()
-
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
-            group.start_soon(leave_soon)
+            group.start_soon(connection.leave_after, 0.05)
             await _cancelled_on_disconnect(long_call, {}, _Replay(BODY, connection.receive), connection.send)
     assert cancelled.is_set() and connection.sent == []
 
@@ -114,13 +114,9 @@ async def test_a_handler_reading_past_the_body_hears_the_disconnection():
         heard.append(await receive())
         heard.append(await receive())  # what Starlette's disconnect check does
 
-    async def leave_soon() -> None:
-        await anyio.sleep(0.05)
-        connection.leave()
-
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
-            group.start_soon(leave_soon)
+            group.start_soon(connection.leave_after, 0.05)
             await _cancelled_on_disconnect(reader, {}, _Replay(BODY, connection.receive), connection.send)
     assert heard == [{"type": "http.request", "body": BODY, "more_body": False}, {"type": "http.disconnect"}]
 
