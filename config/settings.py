@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     # Swagger UI's scripts and styles served from our static files: the docs page works without internet.
     "drf_spectacular_sidecar",
     "simple_history",
+    # The OAuth 2.1 authorization server MCP clients sign in through (errcatalog.access.oauth).
+    "oauth2_provider",
     "errcatalog",
     "mcpserver",
     # The demo scenarios as tools (demo/): their Document table is migrated only where they are served.
@@ -357,6 +359,72 @@ MCP: dict[str, Any] = {
     # takes the SDK's plain path: the escape hatch when an SDK upgrade breaks one (2025-11-25 sessions then hear of no
     # list changes, and their streams are not resumable).
     "SDK_FAST_PATHS": env_bool("ERRCATALOG_MCP_SDK_FAST_PATHS", True),
+}
+
+# --- OAuth (MCP authorization) ----------------------------------------------------------------------------
+
+# Hosted MCP clients (Claude, ChatGPT) sign in with OAuth 2.1: /mcp is a protected resource (RFC 9728 metadata, the
+# 401 challenge, audience-bound tokens), and errcatalog is its own authorization server on django-oauth-toolkit.
+# "builtin": tokens from errcatalog's own authorization server; "external": tokens from the company's identity provider
+# (errcatalog.access.external), errcatalog only checks them; "off": static client tokens only. Static tokens work in
+# every mode.
+OAUTH: dict[str, Any] = {
+    "MODE": env_choice("ERRCATALOG_OAUTH", "builtin", ("builtin", "external", "off")),
+    # Where clients reach this service, e.g. https://errors.example.com. Resource identifiers and the issuer are
+    # built on it; blank: from each request's scheme and Host (checked: ALLOWED_HOSTS, the MCP hosts, BEHIND_TLS_PROXY).
+    "PUBLIC_URL": env_str("ERRCATALOG_PUBLIC_URL", "").rstrip("/"),
+    # Dynamic client registrations (RFC 7591) one address may make per hour; over it, 429. 0: registration is off.
+    "REGISTRATIONS_PER_HOUR": env_int("ERRCATALOG_OAUTH_REGISTRATIONS_PER_HOUR", 20, minimum=0),
+    # Client ID Metadata Documents are fetched from public addresses only, over HTTPS. On: loopback and private
+    # addresses too, for development and tests; never in production.
+    "CIMD_ALLOW_PRIVATE": env_bool("ERRCATALOG_OAUTH_CIMD_ALLOW_PRIVATE", False),
+}
+LOGIN_URL = "login"
+# django-oauth-toolkit's own models (named, since grants refer to its clients).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER: dict[str, Any] = {
+    "SCOPES": {  # the words the consent page shows; errcatalog.access.scopes maps each to what a token may do
+        "tools": "Call MCP tools as you",
+        "catalog:read": "Read the error catalog (codes, messages and questions)",
+        "catalog:write": "Change the error catalog, as far as your own permissions go",
+        "metrics:read": "Read outcome metrics (staff only)",
+    },
+    "DEFAULT_SCOPES": ["tools", "catalog:read"],
+    # Authorization code with PKCE (S256 only) and refresh tokens: OAuth 2.1 and the MCP specification; the implicit
+    # and password grants, "plain" PKCE and tokens in query strings are refused (RFC 9700).
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    # RFC 9207: the authorization response names its issuer, against mix-up attacks.
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    # Access and refresh tokens are stored as SHA-256 hashes only, like client tokens.
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    # "none": public clients (command-line tools, desktop apps, CIMD clients) prove themselves with PKCE.
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int("ERRCATALOG_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("ERRCATALOG_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86_400, minimum=3600),
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    # Each refresh returns a new refresh token; using an old one again revokes the whole family (a stolen copy).
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Consent is asked every time unless the client asks for "auto" and already holds a live token with those scopes.
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # https for hosted clients; http only to a loopback address (checked by errcatalog.access.oauth), with any port
+    # (RFC 8252: a command-line client listens on a port of its choosing); the private-use schemes of desktop apps.
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http", "cursor", "vscode", "vscode-insiders", "windsurf"],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "DCR_ENABLED": OAUTH["REGISTRATIONS_PER_HOUR"] > 0,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "errcatalog.access.oauth.MetadataFetcher",
+    # The issuer and the endpoints the metadata names are on the public base when one is set.
+    "OIDC_ISS_ENDPOINT": OAUTH["PUBLIC_URL"],
 }
 
 # --- Gateway to upstream MCP servers -------------------------------------------------------------------

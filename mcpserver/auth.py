@@ -5,6 +5,13 @@ requests are refused. Every refusal is a small JSON body with a clear HTTP statu
 421/403 for a foreign Host/Origin (DNS-rebinding protection, the SDK's own check), 413 for an oversize body,
 401 for a missing or wrong token, 503 when the database that holds the tokens cannot be reached (a token this
 process accepted shortly before is still accepted then), 404 for a server path that serves nothing to this caller.
+
+Two kinds of token are accepted: static client keys (``ec_…``) and OAuth access tokens of errcatalog's own
+authorization server (``errcatalog.access.oauth``). For OAuth clients this is a protected resource per the MCP
+authorization specification: the 401 names the resource metadata and the scopes to ask for, a token is accepted only
+at the resource it was issued for (RFC 8707), and a call that needs a scope the token lacks gets 403
+``insufficient_scope`` naming every scope the client should ask for. Tokens are read from the Authorization header
+only, never from a query string, and never go further than this guard (the gateway never sends them upstream).
 The 401 says the same thing whether the token was missing, malformed, unknown or revoked, so it tells a prober
 nothing; the 404 says the same thing whether the path names no server, a disabled upstream or named server or a
 server the token may not use, and comes only after the token was accepted, so it tells a prober nothing either.
@@ -16,6 +23,7 @@ import asyncio
 import functools
 import json
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -29,7 +37,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from errcatalog.access.tokens import client_token_authenticate, key_hash
+from errcatalog.access import scopes as scope_names
+from errcatalog.access.oauth import access_token_authenticate, audience_allows
+from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate, key_hash
 from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
 from errcatalog.vocabulary import ROOT_SERVER
@@ -44,6 +54,8 @@ DATABASE_UNAVAILABLE_MESSAGE = "The token store is unavailable right now, so the
 # Retry-After of that 503: the database is probed again every second; a few seconds spares it a stampede.
 RETRY_AFTER_SECONDS = b"5"
 NO_SERVER_MESSAGE = "There is no MCP server at this path."
+INSUFFICIENT_SCOPE_MESSAGE = "This token may not call tools: authorize the client again with the scopes named."
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
 # Where the pipeline finds the caller, next to the SDK's own "user" (which binds a 2025 session to its token).
 CLIENT_SCOPE_KEY = "errcatalog.client"
 # Where the handlers find the server the request's path names (``mcpserver.server.McpApp`` puts it there):
@@ -62,9 +74,15 @@ class ClientIdentity:
     can_read_catalog: bool = True
     # The servers (``ROOT_SERVER``, an upstream's or a named server's name) this caller may use; empty allows every one.
     servers: tuple[str, ...] = ()
+    can_call_tools: bool = True
+    # An OAuth token's: the scopes it holds (None for a static key, which cannot ask for more), the resource URLs it
+    # was issued for (empty: all of this service) and when it expires (epoch seconds).
+    scopes: frozenset[str] | None = None
+    audiences: tuple[str, ...] = ()
+    expires_at: float | None = None
 
     def allows_tool(self, tool_name: str) -> bool:
-        return not self.tool_scope or tool_name in self.tool_scope
+        return self.can_call_tools and (not self.tool_scope or tool_name in self.tool_scope)
 
     def allows_server(self, server: str) -> bool:
         return not self.servers or server in self.servers
@@ -101,15 +119,35 @@ def request_server(request: object) -> str:
 def _authenticate(raw_key: str) -> ClientIdentity | None:
     close_old_connections()
     try:
-        token = client_token_authenticate(raw_key)
-        if token is None:
+        if raw_key.startswith(KEY_PREFIX):
+            token = client_token_authenticate(raw_key)
+            if token is None:
+                return None
+            return ClientIdentity(
+                key=f"token:{token.pk}",
+                name=token.name,
+                tool_scope=tuple(token.tool_scope),
+                can_read_catalog=token.can_read_catalog,
+                servers=tuple(token.servers),
+                can_call_tools=token.can_call_tools,
+            )
+        if settings.OAUTH["MODE"] == "off":
             return None
+        access = access_token_authenticate(raw_key)
+        if access is None:
+            return None
+        grant, rights = access.grant, access.rights
+        # Rate limits, session caps and outcomes are per grant, as they are per static key.
         return ClientIdentity(
-            key=f"token:{token.pk}",
-            name=token.name,
-            tool_scope=tuple(token.tool_scope),
-            can_read_catalog=token.can_read_catalog,
-            servers=tuple(token.servers),
+            key=f"token:{grant.pk}",
+            name=grant.name,
+            tool_scope=tuple(grant.tool_scope),
+            can_read_catalog=rights.read_catalog,
+            servers=tuple(grant.servers),
+            can_call_tools=rights.call_tools,
+            scopes=access.scopes,
+            audiences=access.resources,
+            expires_at=access.expires.timestamp(),
         )
     finally:
         close_old_connections()
@@ -163,6 +201,8 @@ async def _accepted_key(raw_key: str) -> Accepted | None:
     """
     digest = key_hash(raw_key)
     kept = _accepted.get_with_age(digest)  # read before the database is tried, so its age is the call's
+    if kept is not None and _expired(kept[0][0]):
+        return None
     if kept is not None and kept[1] < AUTH_CACHE_SECONDS:
         if kept[1] >= AUTH_RECHECK_SECONDS and DATABASE.available():
             _checking(digest, raw_key)
@@ -199,6 +239,10 @@ async def _check(digest: str, raw_key: str, generation: int) -> Accepted | None:
     if generation == _checks.generation:
         _accepted.set(digest, accepted)
     return accepted
+
+
+def _expired(identity: ClientIdentity) -> bool:
+    return identity.expires_at is not None and identity.expires_at <= time.time()
 
 
 def _check_done(digest: str, check: asyncio.Future[Accepted | None]) -> None:
@@ -351,9 +395,9 @@ class McpHttpGuard:
                     send, 503, {"error": DATABASE_UNAVAILABLE_MESSAGE}, [(b"retry-after", RETRY_AFTER_SECONDS)]
                 )
                 return
-            if accepted is None:
+            if accepted is None or not audience_allows(accepted[0].audiences, self._resource_url(scope, host)):
                 await _json_response(
-                    send, 401, {"error": UNAUTHORIZED_MESSAGE}, [(b"www-authenticate", b'Bearer realm="errcatalog"')]
+                    send, 401, {"error": UNAUTHORIZED_MESSAGE}, [(b"www-authenticate", self._challenge(scope, host))]
                 )
                 return
             scope[CLIENT_SCOPE_KEY], scope["user"] = accepted
@@ -369,12 +413,50 @@ class McpHttpGuard:
             await _json_response(send, 404, {"error": NO_SERVER_MESSAGE})
             return
 
-        body = await self._read_body(receive)
-        if body is None:
+        read = await self._read_body(receive)
+        if read is None:
             await _json_response(send, 413, {"error": TOO_LARGE_MESSAGE})
             return
+        body, replay = read
+        if identity.scopes is not None and not identity.can_call_tools and _calls_a_tool(body):
+            # Step-up (MCP authorization): one challenge naming every scope the client should hold from now on.
+            wanted = scope_names.scope_string({*identity.scopes, scope_names.TOOLS})
+            challenge = self._challenge(scope, host, error="insufficient_scope", scope=wanted)
+            await _json_response(send, 403, {"error": INSUFFICIENT_SCOPE_MESSAGE}, [(b"www-authenticate", challenge)])
+            return
         # The SDK's JSON-RPC errors can quote the request; only catalog text and fixed strings go out.
-        await self.app(scope, body, screened_send(send))
+        await self.app(scope, replay, screened_send(send))
+
+    def _public_base(self, scope: Scope, host: bytes | None) -> str:
+        """Where clients reach this service: ``OAUTH["PUBLIC_URL"]``, else this request's scheme and Host (checked
+        above, or by the proxy in front when ``BEHIND_TLS_PROXY`` says that X-Forwarded-Proto is its own)."""
+        public = settings.OAUTH["PUBLIC_URL"]
+        if public:
+            return public
+        scheme = scope.get("scheme", "http")
+        if settings.SECURE_PROXY_SSL_HEADER is not None:
+            for name, value in scope["headers"]:
+                if name == b"x-forwarded-proto":
+                    scheme = "https" if value == b"https" else scheme
+                    break
+        return f"{scheme}://{(host or b'').decode('latin-1')}"
+
+    def _resource_url(self, scope: Scope, host: bytes | None) -> str:
+        return self._public_base(scope, host) + scope["path"].rstrip("/")
+
+    def _challenge(self, asgi_scope: Scope, host: bytes | None, **params: str) -> bytes:
+        """The WWW-Authenticate value of a refusal: with OAuth on, where the resource metadata is (RFC 9728) and
+        the scopes to ask for; the values are our own (the path is one the router accepted)."""
+        if settings.OAUTH["MODE"] == "off":
+            return b'Bearer realm="errcatalog"'
+        base = self._public_base(asgi_scope, host)
+        params = {
+            "realm": "errcatalog",
+            **params,
+            "resource_metadata": base + WELL_KNOWN_RESOURCE + asgi_scope["path"].rstrip("/"),
+        }
+        params.setdefault("scope", scope_names.scope_string(scope_names.MCP))
+        return ("Bearer " + ", ".join(f'{key}="{value}"' for key, value in params.items())).encode("latin-1")
 
     async def _identity(self, authorization: bytes | None) -> Accepted | None:
         scheme, _, raw_key = (authorization or b"").decode("latin-1").partition(" ")
@@ -382,8 +464,9 @@ class McpHttpGuard:
             return None
         return await _accepted_key(raw_key.strip())
 
-    async def _read_body(self, receive: Receive) -> Receive | None:
-        """Read the whole body within the limit and return a ``receive`` that replays it, or None if too large."""
+    async def _read_body(self, receive: Receive) -> tuple[bytes, Receive] | None:
+        """Read the whole body within the limit and return it with a ``receive`` that replays it, or None if too
+        large."""
         chunks: list[bytes] = []
         size = 0
         trailing: Message | None = None
@@ -399,7 +482,8 @@ class McpHttpGuard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        pending: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+        body = b"".join(chunks)
+        pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
         if trailing is not None:
             pending.append(trailing)
 
@@ -408,4 +492,16 @@ class McpHttpGuard:
                 return pending.pop(0)
             return await receive()
 
-        return replay
+        return body, replay
+
+
+def _calls_a_tool(body: bytes) -> bool:
+    """Whether a JSON-RPC body (one message or a batch) calls a tool. The cheap test first: most bodies do not."""
+    if b"tools/call" not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False  # the SDK answers a parse error
+    messages = message if isinstance(message, list) else [message]
+    return any(isinstance(item, dict) and item.get("method") == "tools/call" for item in messages)

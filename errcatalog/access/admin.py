@@ -1,12 +1,21 @@
-"""Django admin for client tokens: a key is created by the token service and shown once."""
+"""Django admin for client tokens (static keys and OAuth grants): a key is created by the token service and shown
+once; a grant is made by consenting to an OAuth client."""
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import models
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_grant_model,
+    get_id_token_model,
+    get_refresh_token_model,
+)
 
 from errcatalog import input_limits
 from errcatalog.access.models import ClientToken
@@ -22,8 +31,9 @@ _JSON_LINE = {
         "invalid": f"Enter valid JSON, nested at most {settings.ERRCATALOG['API_MAX_JSON_DEPTH']} levels."
     },
 }
-# What a token may do besides calling tools.
+# What a token may do.
 _RIGHTS = (
+    "can_call_tools",
     "can_write_catalog",
     "can_read_metrics",
     "can_read_catalog",
@@ -79,15 +89,25 @@ class ClientTokenForm(forms.ModelForm):
         return servers
 
 
+# An OAuth client's tokens are reached through its grant (a client token row): revoking the grant revokes them. Their
+# own pages would list hashes and offer edits that bypass the grant, so only the clients themselves stay in admin.
+for _model in (get_access_token_model(), get_refresh_token_model(), get_grant_model(), get_id_token_model()):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+
+
 @admin.register(ClientToken)
 class ClientTokenAdmin(admin.ModelAdmin):
-    """Keys are created by the token service and shown once; the stored hash is never displayed."""
+    """Static keys and OAuth grants in one list. Keys are created by the token service and shown once; the stored
+    hash is never displayed. Grants are made by consenting to a client; here their rights can only be narrowed
+    (a right ticked on again is still capped by what the client's tokens were granted) and they can be revoked."""
 
     form = ClientTokenForm
     formfield_overrides = {models.JSONField: _JSON_LINE}
     list_display = (
         "name",
         "user",
+        "kind",
         "key_prefix",
         # Reading the catalog is the default: the column would only make the list wider (it is a filter).
         "can_write_catalog",
@@ -97,14 +117,18 @@ class ClientTokenAdmin(admin.ModelAdmin):
         "last_used_at",
         "revoked",
     )
-    list_filter = (*_RIGHTS, ("revoked_at", admin.EmptyFieldListFilter))
+    list_filter = (*_RIGHTS, ("application", admin.EmptyFieldListFilter), ("revoked_at", admin.EmptyFieldListFilter))
     search_fields = ("name", "key_prefix", "user__username")
-    list_select_related = ("user",)
+    list_select_related = ("user", "application")
     autocomplete_fields = ("user",)
     actions = ("revoke",)
     add_fieldsets = ((None, {"fields": ("name", "user", "tool_scope", "servers", *_RIGHTS)}),)
     fieldsets = (
         (None, {"fields": ("name", "user", "key_prefix", "tool_scope", "servers", *_RIGHTS)}),
+        ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
+    )
+    grant_fieldsets = (
+        (None, {"fields": ("name", "user", "client", "tool_scope", "servers", *_RIGHTS)}),
         ("Use", {"fields": ("created_at", "last_used_at", "revoked_at")}),
     )
 
@@ -128,13 +152,30 @@ class ClientTokenAdmin(admin.ModelAdmin):
         return obj is None or request.user.is_superuser or obj.user_id == request.user.pk
 
     def get_fieldsets(self, request, obj=None):
-        return self.add_fieldsets if obj is None else self.fieldsets
+        if obj is None:
+            return self.add_fieldsets
+        return self.grant_fieldsets if obj.is_grant else self.fieldsets
 
     def get_readonly_fields(self, request, obj=None):
         # A key belongs to one user for life, and revoking is final: it goes through the action only.
         if obj is None:
             return ()
+        if obj.is_grant:
+            return ("user", "client", "created_at", "last_used_at", "revoked_at")
         return ("user", "key_prefix", "created_at", "last_used_at", "revoked_at")
+
+    @admin.display(description="Kind", ordering="application")
+    def kind(self, obj: ClientToken) -> str:
+        return "OAuth app" if obj.is_grant else "Key"
+
+    @admin.display(description="OAuth client")
+    def client(self, obj: ClientToken) -> str:
+        """The client's id and where it sends people back to: its name is its own claim, its redirect is not."""
+        application = obj.application
+        if application is None:
+            return "-"
+        hosts = sorted({urlsplit(uri).netloc or uri for uri in (application.redirect_uris or "").split()})
+        return f"{application.client_id} (redirects to {', '.join(hosts) or 'nowhere'})"
 
     @admin.display(description="Servers")
     def servers_allowed(self, obj: ClientToken) -> str:

@@ -8,15 +8,30 @@ from django.db.models import Q
 
 
 class ClientToken(models.Model):
-    """A bearer key for the REST API and the MCP endpoint, acting as its user. Only a hash of the key is kept.
+    """What a client may do as its user: a static bearer key, or an app the user connected with OAuth.
 
-    Keys are created by ``errcatalog.access.tokens.client_token_create``, which returns the raw key exactly once.
+    A static key is created by ``errcatalog.access.tokens.client_token_create``, which returns the raw key exactly
+    once; only its hash is kept. An OAuth grant (``application`` set, no key) is made when the user consents to a
+    client (``errcatalog.access.oauth``); its access tokens come and go with refreshes, the grant stays, so rate
+    limits, session caps, outcomes and revocation are per grant, under the client's name. Both kinds are one list
+    in admin, and revoking either stops it at the next request.
     """
 
     name = models.CharField(max_length=100, help_text="What the key is for, e.g. the client or machine using it.")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="client_tokens")
-    key_prefix = models.CharField(max_length=8, editable=False, help_text="The key's first characters.")
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_prefix = models.CharField(max_length=8, blank=True, editable=False, help_text="The key's first characters.")
+    # Null for an OAuth grant, which has no key of its own (NULLs never collide in the unique index; "" would).
+    key_hash = models.CharField(max_length=64, unique=True, null=True, editable=False)  # noqa: DJ001
+    application = models.ForeignKey(
+        settings.OAUTH2_PROVIDER_APPLICATION_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="grants",
+        help_text="The OAuth client this grant was given to; empty for a static key.",
+    )
+    can_call_tools = models.BooleanField(default=True, help_text="May call MCP tools (those of its tool scope).")
     tool_scope = models.JSONField(
         default=list, blank=True, help_text="MCP tools this key may call; empty allows every tool."
     )
@@ -53,17 +68,33 @@ class ClientToken(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(condition=Q(key_hash__regex=r"^[0-9a-f]{64}$"), name="clienttoken_hash_sha256_hex"),
+            # A static key or an OAuth grant, never both nor neither.
+            models.CheckConstraint(
+                condition=Q(key_hash__isnull=True, application__isnull=False)
+                | Q(key_hash__isnull=False, application__isnull=True),
+                name="clienttoken_key_or_grant",
+            ),
+            # One live grant per user and client: consenting again updates it.
+            models.UniqueConstraint(
+                fields=["user", "application"],
+                condition=Q(application__isnull=False, revoked_at__isnull=True),
+                name="clienttoken_one_live_grant",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.key_prefix}…)"
+        return f"{self.name} (OAuth)" if self.is_grant else f"{self.name} ({self.key_prefix}…)"
+
+    @property
+    def is_grant(self) -> bool:
+        return self.application_id is not None
 
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
 
     def allows_tool(self, tool_name: str) -> bool:
-        return not self.tool_scope or tool_name in self.tool_scope
+        return self.can_call_tools and (not self.tool_scope or tool_name in self.tool_scope)
 
     def allows_server(self, server: str) -> bool:
         return not self.servers or server in self.servers

@@ -1,4 +1,5 @@
-"""Every save or delete of a client token clears this process's caches of accepted tokens at once.
+"""Every save or delete of a client token, and every deleted OAuth access token (revoked, refreshed away or its grant
+revoked), clears this process's caches of accepted tokens at once.
 
 Immediately, not after commit: a revocation must never wait, and a cache cleared once too often only costs one
 database read per key. Except the save that only notes when a token was last used (``client_token_authenticate``,
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
+from oauth2_provider.models import get_access_token_model
 
 from errcatalog.access.models import ClientToken
 from errcatalog.caching import caches_invalidate
@@ -21,4 +23,9 @@ _LAST_USED_ONLY = frozenset({"last_used_at"})
 def _tokens_changed(*, update_fields: frozenset[str] | None = None, **kwargs) -> None:
     if update_fields == _LAST_USED_ONLY:
         return
+    caches_invalidate(scope="tokens")
+
+
+@receiver(post_delete, sender=get_access_token_model(), dispatch_uid="errcatalog.access.access_token_deleted")
+def _access_token_deleted(**kwargs) -> None:
     caches_invalidate(scope="tokens")

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
 
 from errcatalog.access.models import ClientToken
 
@@ -116,7 +117,7 @@ def client_token_create(
 
 
 def client_token_authenticate(raw_key: str) -> ClientToken | None:
-    """The live token for ``raw_key``, or None when the key is unknown, revoked or its user is inactive.
+    """The live static token for ``raw_key``, or None when the key is unknown, revoked or its user is inactive.
 
     The lookup is by hash, so the response time does not depend on how much of a key an attacker guessed;
     ``compare_digest`` keeps the final check constant-time as well.
@@ -136,8 +137,16 @@ def client_token_authenticate(raw_key: str) -> ClientToken | None:
     return token
 
 
+@transaction.atomic
 def client_token_revoke(*, token: ClientToken) -> None:
-    """Stop accepting the token's key from now on. Revoking twice keeps the first revocation time."""
+    """Stop accepting the token's key from now on, or for an OAuth grant every access and refresh token its client
+    holds as this user (deleted, so a refresh cannot bring it back). Revoking twice keeps the first revocation time.
+    """
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+    if token.application_id is not None:
+        held = {"user_id": token.user_id, "application_id": token.application_id}
+        get_refresh_token_model().objects.filter(**held).delete()
+        get_access_token_model().objects.filter(**held).delete()
+        get_grant_model().objects.filter(**held).delete()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from errcatalog.access.tokens import client_token_authenticate
+from errcatalog.access.oauth import API_PATH, access_token_authenticate, audience_allows, token_narrowed_grant
+from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate
 
 KEYWORD = "Bearer"
 
@@ -13,7 +15,10 @@ KEYWORD = "Bearer"
 class ClientTokenAuthentication(authentication.BaseAuthentication):
     """Authenticates as the token's user; ``request.auth`` is the ``ClientToken``.
 
-    Requests without a Bearer header are left to the other authentication classes (the admin's session).
+    A static key (``ec_…``) or an OAuth access token of errcatalog's authorization server issued for the REST API
+    (or for all of this service); for the latter ``request.auth`` is its grant as this token may use it, its rights
+    narrowed to the token's scopes (``token_narrowed_grant``). Requests without a Bearer header are left to the
+    other authentication classes (the admin's session).
     """
 
     def authenticate(self, request):
@@ -26,14 +31,32 @@ class ClientTokenAuthentication(authentication.BaseAuthentication):
             raw_key = header[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("The token is invalid or has been revoked.") from None
-        token = client_token_authenticate(raw_key)
+        if raw_key.startswith(KEY_PREFIX) or settings.OAUTH["MODE"] == "off":
+            token = client_token_authenticate(raw_key)
+        else:
+            token = self._oauth_grant(request, raw_key)
         if token is None:
             raise exceptions.AuthenticationFailed("The token is invalid or has been revoked.")
         return token.user, token
 
+    @staticmethod
+    def _oauth_grant(request, raw_token: str):
+        access = access_token_authenticate(raw_token)
+        if access is None or not audience_allows(access.resources, _public_base(request) + request.path):
+            return None
+        return token_narrowed_grant(access)
+
     def authenticate_header(self, request) -> str:
-        # Makes DRF answer 401 (with this challenge) rather than 403 when credentials are missing or wrong.
-        return f'{KEYWORD} realm="api"'
+        # Makes DRF answer 401 (with this challenge) rather than 403 when credentials are missing or wrong; with
+        # OAuth on, it names the API's resource metadata (RFC 9728).
+        if settings.OAUTH["MODE"] == "off":
+            return f'{KEYWORD} realm="api"'
+        metadata = f"{_public_base(request)}/.well-known/oauth-protected-resource{API_PATH}"
+        return f'{KEYWORD} realm="api", resource_metadata="{metadata}"'
+
+
+def _public_base(request) -> str:
+    return settings.OAUTH["PUBLIC_URL"] or request.build_absolute_uri("/").rstrip("/")
 
 
 class ClientTokenScheme(OpenApiAuthenticationExtension):

@@ -21,6 +21,8 @@ from rest_framework import permissions
 from errcatalog.access.models import ClientToken
 
 WRITE_FLAG_MISSING_MESSAGE = "This token is read-only: create one with catalog write rights to change the catalog."
+WRITE_SCOPE_MISSING_MESSAGE = "Changing the catalog needs the catalog:write scope: authorize the client with it."
+READ_SCOPE_MISSING_MESSAGE = "Reading the catalog needs the catalog:read scope: authorize the client with it."
 MISSING_PERMISSION_MESSAGE = "Changing the catalog needs the matching model permission ({permissions})."
 
 
@@ -56,10 +58,14 @@ class CatalogModelPermissions(permissions.DjangoModelPermissions):
         if not (request.user and request.user.is_authenticated):
             return False
         if request.method in permissions.SAFE_METHODS:
+            # An OAuth token reads the catalog only with catalog:read (a static key always may).
+            if isinstance(request.auth, ClientToken) and request.auth.is_grant and not request.auth.can_read_catalog:
+                self.message = READ_SCOPE_MISSING_MESSAGE
+                return False
             return True
         if isinstance(request.auth, ClientToken) and not request.auth.can_write_catalog:
             # DRF builds permission instances per request, so the message is this request's own.
-            self.message = WRITE_FLAG_MISSING_MESSAGE
+            self.message = WRITE_SCOPE_MISSING_MESSAGE if request.auth.is_grant else WRITE_FLAG_MISSING_MESSAGE
             return False
         if super().has_permission(request, view):
             return True

@@ -380,7 +380,8 @@ class MetricsReadAccess(permissions.BasePermission):
             return False
         if isinstance(request.auth, ClientToken) and request.auth.can_read_metrics:
             return True
-        return bool(user.is_staff)
+        # An OAuth token reads metrics only with metrics:read, whoever its user is.
+        return bool(user.is_staff) and not (isinstance(request.auth, ClientToken) and request.auth.is_grant)
 
 
 class ReporterTokenAccess(permissions.BasePermission):

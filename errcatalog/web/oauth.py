@@ -1,0 +1,293 @@
+"""The OAuth 2.1 authorization server's pages and endpoints, on django-oauth-toolkit.
+
+What is ours on top of the toolkit: resource identifiers on this service's public base, a consent page that names
+the client, where it sends people back to and what it may do in plain words, a grant recorded per consent
+(``errcatalog.access.oauth``), open but rate-limited Dynamic Client Registration, and redirect URIs over plain http
+for loopback addresses only. Each refusal is a 4xx with a clear reason, logged once as a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from urllib.parse import urlencode, urlsplit
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.cache import cache
+from django.http import Http404, HttpRequest, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
+from django.views.generic import TemplateView
+from oauth2_provider import views as oauth_views
+from oauth2_provider.models import get_application_model
+from oauth2_provider.settings import oauth2_settings
+
+from errcatalog.access import scopes
+from errcatalog.access.models import ClientToken
+from errcatalog.access.oauth import (
+    API_RESOURCE,
+    grant_consented,
+    redirect_uri_refusal,
+    resource_server,
+)
+from errcatalog.access.tokens import client_token_revoke
+from errcatalog.dependencies import REDIS_ERRORS
+from errcatalog.vocabulary import ROOT_SERVER
+
+logger = logging.getLogger("errcatalog.oauth")
+
+REGISTRATION_WINDOW_SECONDS = 3600
+PLAIN_PKCE_MESSAGE = (
+    "This app signs in with a method that is no longer accepted (PKCE without S256). Ask its maker to update it."
+)
+FOREIGN_RESOURCE_MESSAGE = (
+    "This client asked for access to a resource that is not served here. Only this service's MCP endpoint "
+    "(/mcp and the servers under it) and its REST API (/api/v1) can be authorized."
+)
+
+
+def public_base(request: HttpRequest) -> str:
+    """Where clients reach this service (``OAUTH["PUBLIC_URL"]``, else the request's own scheme and host)."""
+    return settings.OAUTH["PUBLIC_URL"] or request.build_absolute_uri("/").rstrip("/")
+
+
+def _page(request: HttpRequest) -> dict:
+    """What the admin's base template needs (site header, title), which these pages extend."""
+    return admin.site.each_context(request)
+
+
+def _client_address(request: HttpRequest) -> str:
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+class ResourceMetadataView(oauth_views.OAuthProtectedResourceMetadataView):
+    """RFC 9728 metadata of /mcp (also at the root form), each server under it and the REST API.
+
+    A server name answers whether or not such a server exists, so the document tells a caller without a token
+    nothing the 401 did not (the MCP endpoint answers 404 for an unknown server only after the token).
+    """
+
+    def get(self, request, *args, resource_path: str = "mcp", **kwargs):
+        self.resource = f"{public_base(request)}/{resource_path.strip('/')}"
+        self.server = resource_server(self.resource, public_base(request))
+        if self.server is None:
+            raise Http404("No protected resource here.")
+        return super().get(request, *args, **kwargs)
+
+    def get_resource(self, request):
+        return self.resource
+
+    def get_authorization_servers(self, request):
+        if settings.OAUTH["MODE"] == "external":
+            return [settings.OAUTH["EXTERNAL"]["ISSUER"]]
+        return [public_base(request)]
+
+    def get_scopes_supported(self):
+        return list(scopes.API if self.server == API_RESOURCE else scopes.MCP)
+
+    def get_resource_name(self):
+        if self.server == API_RESOURCE:
+            return "errcatalog REST API"
+        return "errcatalog" if self.server == ROOT_SERVER else f"errcatalog: {self.server}"
+
+
+class ServerMetadataView(oauth_views.OAuthServerMetadataView):
+    """RFC 8414 metadata; the issuer is this service's public base."""
+
+
+class AuthorizeView(oauth_views.AuthorizationView):
+    """The consent page: who asks, where they send you back to, what for, and a grant recorded when you allow."""
+
+    template_name = "oauth/authorize.html"
+
+    def get(self, request, *args, **kwargs):
+        refusal = self._plain_pkce(request.GET) or self._foreign_resource(request.GET.getlist("resource"))
+        return refusal or super().get(request, *args, **kwargs)
+
+    def _plain_pkce(self, query):
+        # The toolkit refuses "plain" only once the person has consented; refused here, nobody is asked in vain.
+        # (A challenge without a method is "plain" by RFC 7636.)
+        if "code_challenge" not in query or query.get("code_challenge_method") == "S256":
+            return None
+        logger.warning("Authorization refused: PKCE method other than S256")
+        return self._refused(PLAIN_PKCE_MESSAGE)
+
+    def post(self, request, *args, **kwargs):
+        refusal = self._foreign_resource(request.POST.get("resource", "").split())
+        return refusal or super().post(request, *args, **kwargs)
+
+    def _foreign_resource(self, resources: list[str]):
+        base = public_base(self.request)
+        foreign = [resource for resource in resources if resource_server(resource, base) is None]
+        if not foreign:
+            return None
+        logger.warning("Authorization refused: a resource indicator names another service")
+        return self._refused(FOREIGN_RESOURCE_MESSAGE)
+
+    def _refused(self, reason: str):
+        """A refusal before any redirect: nothing is sent to the client's redirect URI, the person reads why."""
+        return render(self.request, "oauth/refused.html", {**_page(self.request), "reason": reason}, status=400)
+
+    def get_context_data(self, **kwargs):
+        context = {**_page(self.request), **super().get_context_data(**kwargs)}
+        redirect_uri = context.get("redirect_uri") or ""
+        context["redirect_host"] = urlsplit(redirect_uri).netloc or redirect_uri
+        base = public_base(self.request)
+        servers = [resource_server(resource, base) for resource in (context.get("resource") or "").split()]
+        context["servers"] = [
+            "the REST API" if server == API_RESOURCE else ("/mcp" if server == ROOT_SERVER else f"/mcp/{server}")
+            for server in servers
+        ] or ["all of errcatalog"]
+        context["scope_lines"] = list(
+            zip(context.get("scopes") or (), context.get("scopes_descriptions") or (), strict=True)
+        )
+        return context
+
+    def create_authorization_response(self, request, scopes, credentials, allow):
+        response = super().create_authorization_response(
+            request=request, scopes=scopes, credentials=credentials, allow=allow
+        )
+        if allow:
+            granted = scopes.split() if isinstance(scopes, str) else list(scopes)
+            application = get_application_model().objects.get(client_id=credentials["client_id"])
+            grant_consented(user=request.user, application=application, scopes=granted)
+        return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RegisterView(oauth_views.DynamicClientRegistrationView):
+    """Dynamic Client Registration (RFC 7591), open to anyone as MCP clients expect, within a rate per address."""
+
+    def post(self, request, *args, **kwargs):
+        limit = settings.OAUTH["REGISTRATIONS_PER_HOUR"]
+        if not self._within_rate(_client_address(request), limit):
+            logger.warning("Client registration refused: more than %d from one address in an hour", limit)
+            response = JsonResponse(
+                {
+                    "error": "too_many_requests",
+                    "error_description": f"At most {limit} client registrations per address and hour; try later.",
+                },
+                status=429,
+            )
+            response["Retry-After"] = str(REGISTRATION_WINDOW_SECONDS)
+            return response
+        refusal = self._redirect_uri_refusal(request.body)
+        if refusal is not None:
+            logger.warning("Client registration refused: %s", refusal)
+            return JsonResponse({"error": "invalid_redirect_uri", "error_description": refusal}, status=400)
+        response = super().post(request, *args, **kwargs)
+        if response.status_code >= 400:
+            logger.warning("Client registration refused with HTTP %d", response.status_code)
+        return response
+
+    @staticmethod
+    def _within_rate(address: str, limit: int) -> bool:
+        key = f"errcatalog:oauth:registrations:{address}"
+        try:
+            cache.add(key, 0, REGISTRATION_WINDOW_SECONDS)
+            return cache.incr(key) <= limit
+        except REDIS_ERRORS:
+            # The cache (Redis) is down: registering goes on, as every other request does without it.
+            return True
+
+    @staticmethod
+    def _redirect_uri_refusal(body: bytes) -> str | None:
+        try:
+            metadata = json.loads(body)
+        except ValueError:
+            return None  # the toolkit answers invalid_client_metadata
+        uris = metadata.get("redirect_uris") if isinstance(metadata, dict) else None
+        for uri in uris if isinstance(uris, list) else ():
+            refusal = redirect_uri_refusal(uri) if isinstance(uri, str) else None
+            if refusal is not None:
+                return refusal
+        return None
+
+
+class ConnectedAppsView(LoginRequiredMixin, TemplateView):
+    """Everyone's own list of what acts as them: the apps they connected with OAuth and their static keys, each
+    with what it may do, when it was made and last used, and a button that revokes it at once."""
+
+    template_name = "oauth/apps.html"
+
+    def get_context_data(self, **kwargs):
+        held = ClientToken.objects.filter(user=self.request.user, revoked_at__isnull=True).select_related("application")
+        return {
+            **_page(self.request),
+            **super().get_context_data(**kwargs),
+            "grants": [(token, _rights_in_words(token)) for token in held if token.is_grant],
+            "keys": [(token, _rights_in_words(token)) for token in held if not token.is_grant],
+            "revoked": self.request.GET.get("revoked", ""),
+        }
+
+    def post(self, request, *args, **kwargs):
+        token = get_object_or_404(
+            ClientToken, pk=request.POST.get("token", ""), user=request.user, revoked_at__isnull=True
+        )
+        client_token_revoke(token=token)
+        return redirect(f"{reverse('connected-apps')}?{urlencode({'revoked': token.name})}")
+
+
+def _rights_in_words(token: ClientToken) -> list[str]:
+    words = settings.OAUTH2_PROVIDER["SCOPES"]
+    held = [
+        (scopes.TOOLS, token.can_call_tools),
+        (scopes.CATALOG_READ, token.can_read_catalog),
+        (scopes.CATALOG_WRITE, token.can_write_catalog),
+        (scopes.METRICS_READ, token.can_read_metrics),
+    ]
+    return [words[scope] for scope, has in held if has]
+
+
+class LoginView(auth_views.LoginView):
+    """Signing in with a Django account, on the way to a consent page."""
+
+    template_name = "oauth/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        return {**_page(self.request), **super().get_context_data(**kwargs), "app_path": self.request.get_full_path()}
+
+
+def urlpatterns() -> list:
+    """The authorization server's routes, under the toolkit's URL namespace (its metadata view reverses them)."""
+    if settings.OAUTH["MODE"] == "off":
+        return []
+    # The resource metadata, in both modes: it names the authorization server clients go to.
+    resource = [
+        path(".well-known/oauth-protected-resource", ResourceMetadataView.as_view(), name="oauth-resource-metadata"),
+        path(
+            ".well-known/oauth-protected-resource/<path:resource_path>",
+            ResourceMetadataView.as_view(),
+            name="oauth-resource-metadata-path",
+        ),
+    ]
+    if settings.OAUTH["MODE"] == "external":
+        return resource
+    return (
+        resource
+        + [
+            path(".well-known/oauth-authorization-server", ServerMetadataView.as_view(), name="oauth-server-metadata"),
+            path("oauth/authorize/", AuthorizeView.as_view(), name="authorize"),
+            path("oauth/token/", oauth_views.TokenView.as_view(), name="token"),
+            path("oauth/revoke/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
+        ]
+        + (
+            [
+                path("oauth/register/", RegisterView.as_view(), name="dcr-register"),
+                # RFC 7592: a registered client reads, updates or deletes its registration with the token it was given.
+                path(
+                    "oauth/register/<str:client_id>/",
+                    oauth_views.DynamicClientRegistrationManagementView.as_view(),
+                    name="dcr-register-management",
+                ),
+            ]
+            if oauth2_settings.DCR_ENABLED
+            else []
+        )
+    )

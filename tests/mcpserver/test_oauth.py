@@ -1,0 +1,388 @@
+"""MCP authorization end to end: the SDK's own OAuth client against the served app, and every bad input refused.
+
+The authorization server is django-oauth-toolkit; what is tested here is what errcatalog makes of it: the resource
+metadata and 401 challenge clients discover it by, the consent page and the grant it records, audience-bound tokens,
+step-up for a missing scope, refresh, revocation, and a clear 4xx for each bad request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import logging
+import secrets
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx2
+import pytest
+from django.utils import timezone
+from mcp.client.auth import OAuthFlowError
+
+from errcatalog.access.models import ClientToken
+from errcatalog.access.tokens import client_token_revoke
+from tests.mcpserver.oauth_flow import REDIRECT_URI, MemoryStorage, Person, oauth_client, oauth_provider
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def person(django_user_model, catalog) -> Person:
+    django_user_model.objects.create_user(username="ada", password=PASSWORD)
+    return Person("ada", PASSWORD)
+
+
+def _base(mcp_url: str) -> str:
+    return mcp_url.removesuffix("/mcp")
+
+
+def _whoami(client):
+    async def call():
+        result = await client.call_tool("whoami", {})
+        assert not result.is_error, result
+        return result.structured_content
+
+    return call()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_the_sdks_oauth_client_registers_signs_in_and_calls_a_tool_in_both_generations(mcp, person, mode):
+    async def scenario():
+        provider = oauth_provider(mcp.url, person)
+        async with oauth_client(mcp.url, provider, mode=mode) as client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+            return await _whoami(client)
+
+    caller = asyncio.run(scenario())
+    assert caller["client"] == "Test Agent"  # outcomes, rate limits and sessions are the grant's, by its client
+    page = person.consent_page
+    assert "Test Agent" in page and "127.0.0.1:9" in page  # who asks, and where the answer goes
+    assert "Call MCP tools as you" in page and "Read the error catalog" in page
+    grant = ClientToken.objects.get(application__isnull=False)
+    assert (grant.user.username, grant.name, grant.key_hash) == ("ada", "Test Agent", None)
+    assert grant.can_call_tools and grant.can_read_catalog and not grant.can_write_catalog
+    assert grant.last_used_at is not None
+
+
+def test_the_resource_metadata_and_the_401_challenge_lead_a_client_to_the_authorization_server(mcp):
+    base = _base(mcp.url)
+    refused = mcp.raw(body=b"{}")
+    assert refused.status_code == 401
+    challenge = refused.headers["www-authenticate"]
+    assert f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert 'scope="tools catalog:read"' in challenge
+
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        document = httpx2.get(base + path).json()
+        assert document["resource"] == mcp.url
+        assert document["authorization_servers"] == [base]
+        assert document["scopes_supported"] == ["tools", "catalog:read"]
+        assert document["bearer_methods_supported"] == ["header"]
+    named = httpx2.get(base + "/.well-known/oauth-protected-resource/mcp/git").json()
+    assert named["resource"] == mcp.url + "/git"
+    assert httpx2.get(base + "/.well-known/oauth-protected-resource/elsewhere").status_code == 404
+
+    server = httpx2.get(base + "/.well-known/oauth-authorization-server").json()
+    assert server["issuer"] == base
+    assert server["response_types_supported"] == ["code"]
+    assert server["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert server["code_challenge_methods_supported"] == ["S256"]
+    assert "none" in server["token_endpoint_auth_methods_supported"]
+    assert server["authorization_response_iss_parameter_supported"] is True
+    assert server["client_id_metadata_document_supported"] is True
+    assert server["registration_endpoint"] == base + "/oauth/register/"
+    assert server["revocation_endpoint"] == base + "/oauth/revoke/"
+
+
+# --- A flow driven by hand, for the bad inputs the SDK's client never sends ---------------------------------
+
+
+def _register(base: str, **metadata) -> httpx2.Response:
+    body = {
+        "client_name": "Hand Client",
+        "redirect_uris": [REDIRECT_URI],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "none",
+        **metadata,
+    }
+    return httpx2.post(base + "/oauth/register/", json=body)
+
+
+def _pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+def _authorize_url(base: str, client_id: str, challenge: str | None, **extra) -> str:
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT_URI,
+        "state": "s1",
+        "scope": "tools catalog:read",
+        **({"code_challenge": challenge, "code_challenge_method": "S256"} if challenge else {}),
+        **extra,
+    }
+    return f"{base}/oauth/authorize/?{urlencode(query, doseq=True)}"
+
+
+def _code(location: str) -> str:
+    return parse_qs(urlsplit(location).query)["code"][0]
+
+
+def _exchange(base: str, client_id: str, code: str, verifier: str, **extra) -> httpx2.Response:
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT_URI,
+        "client_id": client_id,
+        "code_verifier": verifier,
+        **extra,
+    }
+    return httpx2.post(base + "/oauth/token/", data=data)
+
+
+def _tokens(base: str, person: Person, resource: str | None = None, scope: str = "tools catalog:read") -> dict:
+    client_id = _register(base).json()["client_id"]
+    verifier, challenge = _pkce()
+    extra = {"resource": resource} if resource else {}
+    location = asyncio.run(person.consent(_authorize_url(base, client_id, challenge, scope=scope, **extra)))
+    response = _exchange(base, client_id, _code(location), verifier, **extra)
+    assert response.status_code == 200, response.text
+    return {**response.json(), "client_id": client_id}
+
+
+def _call(mcp, access_token: str, url: str | None = None) -> httpx2.Response:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    params = {"name": "whoami", "arguments": {}, "_meta": meta}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {access_token}",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "whoami",
+    }
+    return httpx2.post(url or mcp.url, content=body, headers=headers, timeout=10)
+
+
+def test_a_token_is_accepted_only_at_the_resource_it_was_issued_for(mcp, person):
+    base = _base(mcp.url)
+    for_git = _tokens(base, person, resource=mcp.url + "/git")["access_token"]
+    refused = _call(mcp, for_git)
+    assert refused.status_code == 401  # issued for /mcp/git, so not for /mcp
+
+    for_root = _tokens(base, person, resource=mcp.url)["access_token"]
+    assert _call(mcp, for_root).status_code == 200
+    # A token for /mcp reaches the servers under it too (this one has none: 404 after the token, as for any caller).
+    assert _call(mcp, for_root, mcp.url + "/git").status_code == 404
+
+
+def test_a_resource_of_another_service_is_refused_before_any_code_is_issued(mcp, person):
+    base = _base(mcp.url)
+    client_id = _register(base).json()["client_id"]
+    page = _visit(person, _authorize_url(base, client_id, _pkce()[1], resource="https://elsewhere.example/mcp"))
+    assert page.status_code == 400
+    assert "not served here" in page.text
+
+
+def test_a_token_without_the_tools_scope_is_told_which_scopes_to_ask_for(mcp, person):
+    base = _base(mcp.url)
+    reader = _tokens(base, person, scope="catalog:read")["access_token"]
+    refused = _call(mcp, reader)
+    assert refused.status_code == 403
+    challenge = refused.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge
+    assert 'scope="tools catalog:read"' in challenge  # what it holds and what it lacks, in one challenge
+    assert "resource_metadata=" in challenge
+
+
+def test_a_refresh_rotates_the_refresh_token_and_a_reused_one_revokes_the_family(mcp, person):
+    base = _base(mcp.url)
+    first = _tokens(base, person)
+    refresh = {"grant_type": "refresh_token", "client_id": first["client_id"]}
+    second = httpx2.post(base + "/oauth/token/", data={**refresh, "refresh_token": first["refresh_token"]})
+    assert second.status_code == 200, second.text
+    assert second.json()["refresh_token"] != first["refresh_token"]
+    assert _call(mcp, second.json()["access_token"]).status_code == 200
+
+    replayed = httpx2.post(base + "/oauth/token/", data={**refresh, "refresh_token": first["refresh_token"]})
+    assert replayed.status_code == 400
+    assert replayed.json()["error"] == "invalid_grant"
+
+
+def test_revoking_a_grant_in_admin_or_a_token_at_the_endpoint_takes_effect_on_the_next_call(mcp, person):
+    base = _base(mcp.url)
+    tokens = _tokens(base, person)
+    assert _call(mcp, tokens["access_token"]).status_code == 200
+    client_token_revoke(token=ClientToken.objects.get(application__client_id=tokens["client_id"]))
+    assert _call(mcp, tokens["access_token"]).status_code == 401
+    refresh = {"grant_type": "refresh_token", "client_id": tokens["client_id"]}
+    refresh["refresh_token"] = tokens["refresh_token"]
+    refreshed = httpx2.post(base + "/oauth/token/", data=refresh)
+    assert refreshed.status_code == 400  # the grant's refresh tokens went with it
+
+    again = _tokens(base, person)
+    assert _call(mcp, again["access_token"]).status_code == 200
+    revoked = httpx2.post(
+        base + "/oauth/revoke/", data={"token": again["access_token"], "client_id": again["client_id"]}
+    )
+    assert revoked.status_code == 200
+    assert _call(mcp, again["access_token"]).status_code == 401
+
+
+def test_an_expired_token_is_refused(mcp, person):
+    from oauth2_provider.models import get_access_token_model
+
+    tokens = _tokens(_base(mcp.url), person)
+    assert _call(mcp, tokens["access_token"]).status_code == 200
+    get_access_token_model().objects.update(expires=timezone.now() - timezone.timedelta(seconds=1))
+    ClientToken.objects.get(application__isnull=False).save()  # as any token change does: this process re-checks
+    assert _call(mcp, tokens["access_token"]).status_code == 401
+
+
+def test_tokens_are_stored_as_hashes_only(mcp, person):
+    from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+
+    tokens = _tokens(_base(mcp.url), person)
+    stored = get_access_token_model().objects.get(user__isnull=False)
+    assert stored.token == "" and stored.token_checksum == hashlib.sha256(tokens["access_token"].encode()).hexdigest()
+    assert get_refresh_token_model().objects.get().token == ""
+    registration = get_access_token_model().objects.get(user__isnull=True)  # RFC 7592's management token
+    assert registration.token == ""
+
+
+def test_a_token_in_the_query_string_is_never_read(mcp, person):
+    tokens = _tokens(_base(mcp.url), person)
+    response = httpx2.post(
+        f"{mcp.url}?access_token={tokens['access_token']}",
+        content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+    )
+    assert response.status_code == 401
+
+
+def _visit(person: Person, url: str) -> httpx2.Response:
+    async def visit():
+        async with httpx2.AsyncClient(follow_redirects=False) as http:
+            return await person._signed_in_page(http, url)
+
+    return asyncio.run(visit())
+
+
+def test_an_authorization_request_without_pkce_is_sent_back_to_the_client(mcp, person):
+    base = _base(mcp.url)
+    client_id = _register(base).json()["client_id"]
+    answer = _visit(person, _authorize_url(base, client_id, None))
+    assert answer.status_code == 302
+    query = parse_qs(urlsplit(answer.headers["location"]).query)
+    assert query["error"] == ["invalid_request"] and "code" not in query
+
+
+@pytest.mark.parametrize("method", ["plain", None])
+def test_plain_pkce_is_refused_before_anyone_is_asked_to_consent(mcp, person, method, caplog):
+    base = _base(mcp.url)
+    client_id = _register(base).json()["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    url = _authorize_url(
+        base, client_id, None, code_challenge=verifier, **({"code_challenge_method": method} if method else {})
+    )
+    with caplog.at_level(logging.WARNING, logger="errcatalog.oauth"):
+        page = _visit(person, url)
+    assert page.status_code == 400
+    assert "S256" in page.text and "Allow" not in page.text
+    assert len([record for record in caplog.records if record.name == "errcatalog.oauth"]) == 1
+
+
+def test_a_code_works_once_and_only_with_its_verifier_and_redirect_uri(mcp, person):
+    base = _base(mcp.url)
+    client_id = _register(base).json()["client_id"]
+    verifier, challenge = _pkce()
+    code = _code(asyncio.run(person.consent(_authorize_url(base, client_id, challenge))))
+    assert _exchange(base, client_id, code, "wrong-" + verifier).json()["error"] == "invalid_grant"
+
+    verifier, challenge = _pkce()
+    code = _code(asyncio.run(person.consent(_authorize_url(base, client_id, challenge))))
+    other_redirect = _exchange(base, client_id, code, verifier, redirect_uri="http://127.0.0.1:9/other")
+    assert other_redirect.status_code in (400, 401)
+
+    verifier, challenge = _pkce()
+    code = _code(asyncio.run(person.consent(_authorize_url(base, client_id, challenge))))
+    assert _exchange(base, client_id, code, verifier).status_code == 200
+    reused = _exchange(base, client_id, code, verifier)
+    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+
+
+def test_a_redirect_uri_that_was_not_registered_gets_no_redirect(mcp, person):
+    base = _base(mcp.url)
+    client_id = _register(base).json()["client_id"]
+    page = _visit(person, _authorize_url(base, client_id, _pkce()[1], redirect_uri="https://attacker.example/steal"))
+    assert page.status_code == 400  # an error page here, never a redirect to the unregistered URI
+    assert "attacker.example" not in page.headers.get("location", "")
+
+
+@pytest.mark.parametrize(
+    "redirect_uri",
+    ["http://attacker.example/callback", "http://10.0.0.5/callback", "https://example.com/cb#fragment"],
+)
+def test_registration_refuses_redirect_uris_a_code_could_leak_through(mcp, redirect_uri, caplog):
+    with caplog.at_level(logging.WARNING, logger="errcatalog.oauth"):
+        response = _register(_base(mcp.url), redirect_uris=[redirect_uri])
+    assert response.status_code == 400
+    assert response.json()["error"] in ("invalid_redirect_uri", "invalid_client_metadata")
+    assert len([r for r in caplog.records if r.name == "errcatalog.oauth"]) == 1
+
+
+def test_loopback_and_desktop_app_redirect_uris_register(mcp):
+    for uri in ("http://127.0.0.1:33418/callback", "http://localhost:6274/oauth/callback", "cursor://anysphere/cb"):
+        response = _register(_base(mcp.url), redirect_uris=[uri])
+        assert response.status_code == 201, (uri, response.text)
+
+
+def test_a_registration_flood_from_one_address_is_answered_429(mcp, settings):
+    settings.OAUTH = {**settings.OAUTH, "REGISTRATIONS_PER_HOUR": 3}
+    statuses = [_register(_base(mcp.url)).status_code for _ in range(5)]
+    assert statuses == [201, 201, 201, 429, 429]
+
+
+def test_a_person_who_denies_consent_gives_the_client_nothing(mcp, django_user_model, catalog):
+    django_user_model.objects.create_user(username="bob", password=PASSWORD)
+    person = Person("bob", PASSWORD, allow=False)
+
+    async def scenario():
+        async with oauth_client(mcp.url, oauth_provider(mcp.url, person, storage=MemoryStorage())):
+            pass
+
+    with pytest.raises((PermissionError, OAuthFlowError, ExceptionGroup)):
+        asyncio.run(scenario())
+    assert not ClientToken.objects.filter(application__isnull=False).exists()
+
+
+def test_the_rest_api_accepts_tokens_issued_for_it_by_scope(mcp, person):
+    base = _base(mcp.url)
+    codes = base + "/api/v1/codes/"
+
+    def get(token: str) -> httpx2.Response:
+        return httpx2.get(codes, headers={"Authorization": f"Bearer {token}"})
+
+    reader = _tokens(base, person, resource=base + "/api/v1", scope="catalog:read")["access_token"]
+    assert get(reader).status_code == 200
+    written = httpx2.post(codes, json={"code": "X"}, headers={"Authorization": f"Bearer {reader}"})
+    assert written.status_code == 403 and "catalog:write" in written.text
+
+    for_mcp = _tokens(base, person, resource=mcp.url)["access_token"]
+    refused = get(for_mcp)
+    assert refused.status_code == 401  # issued for /mcp, not for the API
+    assert (
+        f'resource_metadata="{base}/.well-known/oauth-protected-resource/api/v1"' in refused.headers["www-authenticate"]
+    )
+
+    no_reading = _tokens(base, person, resource=base + "/api/v1", scope="tools")["access_token"]
+    assert get(no_reading).status_code == 403
+    metrics = httpx2.get(base + "/api/v1/metrics/", headers={"Authorization": f"Bearer {reader}"})
+    assert metrics.status_code == 403  # metrics:read was not granted
