@@ -55,7 +55,7 @@ def what_runs() -> list[tuple[str, str]]:
 def client_blocks(mcp_url: str) -> list[tuple[str, str]]:
     """Each client's configuration as (heading, text), from the blocks ``client_configs`` prints."""
     blocks = []
-    for block in client_configs(mcp_url, KEY_PLACEHOLDER).split("\n\n"):
+    for block in client_configs(mcp_url, KEY_PLACEHOLDER, oauth=settings.OAUTH["MODE"] != "off").split("\n\n"):
         heading, _newline, text = block.partition("\n")
         blocks.append((heading.rstrip(":"), text))
     return blocks

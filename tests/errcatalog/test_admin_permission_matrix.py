@@ -19,6 +19,8 @@ from django.test import RequestFactory
 from django.urls import reverse
 from simple_history.admin import SimpleHistoryAdmin
 
+from oauth2_provider.models import Application
+
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.admin import VersionedAdmin
@@ -55,6 +57,13 @@ def _token(actor: User) -> ClientToken:
     return token
 
 
+def _oauth_client(actor: User) -> Application:
+    return Application.objects.create(
+        name="Claude", client_type=Application.CLIENT_PUBLIC, authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="https://claude.ai/api/mcp/auth_callback",
+    )  # fmt: skip
+
+
 def _upstream(actor: User) -> Upstream:
     return upstream_create(
         actor=None, name="remote", prefix="remote", transport="http", url="https://mcp.example.com/mcp", enabled=False
@@ -88,6 +97,8 @@ MATRIX: dict[Any, tuple[Callable[[User], Any], dict[str, set[str]]]] = {
     ParameterHint: (_catalog_row(ParameterHint), {}),
     ClassificationRule: (_catalog_row(ClassificationRule), {}),
     ClientToken: (_token, {"change": {"revoke"}}),
+    # OAuth clients (registered by themselves, or by hand); their tokens are reached through grants (client tokens).
+    Application: (_oauth_client, {}),
     Upstream: (_upstream, {"change": {"test_connection"}}),
     # Pins are written by the gateway and decided by the approve permission only (tested per role in
     # tests/mcpserver/gateway/test_tool_review.py): nobody adds, edits or deletes one by hand.

@@ -6,6 +6,7 @@ runs the command says that the "quickstart" token exists and how to create anoth
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
@@ -39,4 +40,5 @@ class Command(BaseCommand):
         else:
             _token, key = client_token_create(user=admin, name=TOKEN_NAME)
             self.stdout.write(f"MCP client token {TOKEN_NAME!r} for {admin.get_username()} (shown once): {key}\n")
-        self.stdout.write(client_configs(url, key, node=node_version()))
+        oauth = settings.OAUTH["MODE"] != "off"
+        self.stdout.write(client_configs(url, key, node=node_version(), oauth=oauth))
