@@ -30,6 +30,7 @@ from mcp.server import NotificationOptions, Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
@@ -243,6 +244,12 @@ class _ToolContext:
         if capabilities.elicitation is None or capabilities.elicitation.url is None:
             raise ClientCannotAnswer("the client did not declare URL elicitation")
         return await self._request(types.ElicitRequest(params=params), types.ElicitResult)
+
+    def session_stream(self) -> tuple[str, ServerSession] | None:
+        # What the SDK's session sends outside any request goes on the session's own stream, which outlives the call.
+        if not self._back_channel or self.session_id is None:
+            return None
+        return self.session_id, self._ctx.session
 
     def _back_channel_capabilities(self, method: str) -> types.ClientCapabilities:
         capabilities = self._ctx.session.client_capabilities

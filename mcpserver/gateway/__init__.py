@@ -6,9 +6,10 @@ limits, and each call forwarded), follows the records as they change and turns u
 registry's kind (``pool``), and names every way an upstream can fail (``failures``). Each of the connection's other
 jobs is a module of its own: the circuit breaker (``breaker``), the SDK client's transports (``transport``), a stdio
 child's stderr (``stderr``), an upstream's requests for input relayed to our client, form and URL mode
-(``elicitation``), its sampling and roots requests (``sampling``, ``roots``), any of them answered by a 2026-07-28
-client in a round trip of ours (``round_trip``), what a result says (``results``) and a one-off check (``probe``); a
-relay of another feature gets one too.
+(``elicitation``), and the completion of a URL one relayed to the session it went to (``elicitation_complete``), its
+sampling and roots requests (``sampling``, ``roots``), any of them answered by a 2026-07-28 client in a round trip of
+ours (``round_trip``), what a result says (``results``) and a one-off check (``probe``); a relay of another feature
+gets one too.
 ``served_tools`` is what the pipeline and ``tools/list`` read at ``/mcp``: our enabled tools and the upstreams', one
 mapping; ``server_tools`` what they read at a server's path (``/mcp/<upstream>``: that upstream's tools alone, under
 their own names; a named server's ``/mcp/<name>``: the tools staff composed it of, under ``/mcp``'s names).

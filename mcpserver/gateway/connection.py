@@ -59,6 +59,7 @@ from mcpserver.gateway.elicitation import (
     asking,
     relay_elicitation,
 )
+from mcpserver.gateway.elicitation_complete import relay_completion
 from mcpserver.gateway.failures import (
     CONNECTION_CODES,
     UpstreamConnectionError,
@@ -292,7 +293,7 @@ class UpstreamConnection:
         if own is not None:
 
             async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-                return await relay_elicitation(params, own.askers, secrets)
+                return await relay_elicitation(params, own.askers, secrets, upstream=config.name, channel=own.key)
 
             async def on_log(params: types.LoggingMessageNotificationParams) -> None:
                 await relay_log(params, own.log, upstream=config.name, secrets=secrets)
@@ -337,7 +338,7 @@ class UpstreamConnection:
 
     async def _on_elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """An upstream asks for input: relayed to the user of the call it belongs to (``elicitation``)."""
-        return await relay_elicitation(params, self._askers, self._secrets)
+        return await relay_elicitation(params, self._askers, self._secrets, upstream=self.config.name)
 
     async def _on_sampling(
         self, context: Any, params: types.CreateMessageRequestParams
@@ -361,6 +362,8 @@ class UpstreamConnection:
             self._tools_changed()
         elif isinstance(message, notices.HEARD):  # its resources' and prompts' changes, for our clients
             notices.heard(self.config.name, message, channel=channel)
+        elif isinstance(message, types.ElicitCompleteNotification):  # a URL elicitation we relayed ended
+            await relay_completion(self.config.name, channel, message.params.elicitation_id)
 
     def _announce_offerings(self, client: Client) -> None:
         """A session opened: what it offers of resources and prompts is kept, and our clients are told that those
@@ -748,7 +751,9 @@ class UpstreamConnection:
             # catalog text would tell the model that its own request was malformed) but an answer that is not MCP.
             return UpstreamProtocolError(name, exc.message, secrets=self._secrets)
         if exc.code == types.URL_ELICITATION_REQUIRED:  # its URLs, for a client that can open them (``elicitation``)
-            return UrlElicitationRequired(name, exc.data, exc.message, secrets=self._secrets)
+            own = _own_session.get()  # the call's own upstream session, where their completions will come
+            channel = own.key if own is not None else notices.SHARED
+            return UrlElicitationRequired(name, exc.data, exc.message, secrets=self._secrets, channel=channel)
         return UpstreamJsonRpcError(
             name, f"{exc.code}: {exc.message}", said=exc.message, secrets=self._secrets, jsonrpc_code=exc.code
         )

@@ -9,7 +9,8 @@ makes of a client finds that call.
   client on its 2025-11-25 session (``ToolContext.elicit``; a URL one, ``CallersClient.elicit_url``).
 - **Across calls**: a 2026-07-28 client answers in a round trip of our own (``round_trip``).
 
-Form elicitations are relayed with their messages cut and redacted; URL ones as ``url_elicitation`` checks them.
+Form elicitations are relayed with their messages cut and redacted; URL ones as ``checked_url_elicitation`` checks
+them, and each one relayed to a 2025-11-25 session is remembered for its completion (``elicitation_complete``).
 Anything else is declined, as without a client that can answer.
 """
 
@@ -26,6 +27,8 @@ import mcp_types as types
 from django.conf import settings
 
 from errcatalog.safety import redacted_for_people
+from mcpserver.gateway import notices
+from mcpserver.gateway.elicitation_complete import Session, remember
 from mcpserver.gateway.failures import UpstreamJsonRpcError
 from mcpserver.registry import ClientCannotAnswer, UserAnswer
 
@@ -58,6 +61,11 @@ class CallersClient(Protocol):
 
     async def elicit_url(self, params: types.ElicitRequestURLParams) -> types.ElicitResult:
         """A URL-mode ``elicitation/create`` to the client, tied to the call."""
+        ...
+
+    def session_stream(self) -> Session | None:
+        """The call's 2025-11-25 session, by its id, where a relayed URL elicitation's completion goes
+        (``elicitation_complete``); None on 2026-07-28, whose requests belong to no session."""
         ...
 
 
@@ -100,16 +108,21 @@ def caller(in_flight: Sequence[Asker]) -> Asker | None:
 
 
 async def relay_elicitation(
-    params: types.ElicitRequestParams, in_flight: Sequence[Asker], secrets: Sequence[str]
+    params: types.ElicitRequestParams,
+    in_flight: Sequence[Asker],
+    secrets: Sequence[str],
+    *,
+    upstream: str,
+    channel: str = notices.SHARED,
 ) -> types.ElicitResult:
-    """An upstream asks for input: relayed to the user of the call it belongs to when that call's client can answer,
-    else declined.
+    """An upstream asks for input, on ``channel`` (``notices``): relayed to the user of the call it belongs to when
+    that call's client can answer, else declined.
 
     The call is found by ``caller``: a request that could belong to several is declined.
     """
     asker = caller(in_flight)
     if isinstance(params, types.ElicitRequestURLParams):
-        return await _relay_url_elicitation(params, asker, secrets)
+        return await _relay_url_elicitation(params, asker, secrets, upstream, channel)
     if asker is None or asker.ask is None or not isinstance(params, types.ElicitRequestFormParams):
         return types.ElicitResult(action="decline")
     message = redacted_for_people(params.message, known=secrets, limit=ELICITATION_MESSAGE_MAX_CHARS)
@@ -123,9 +136,11 @@ async def relay_elicitation(
 
 
 async def _relay_url_elicitation(
-    params: types.ElicitRequestURLParams, asker: Asker | None, secrets: Sequence[str]
+    params: types.ElicitRequestURLParams, asker: Asker | None, secrets: Sequence[str], upstream: str, channel: str
 ) -> types.ElicitResult:
-    """A URL elicitation, relayed to the call's client when it declared URL mode and the URL passes the checks."""
+    """A URL elicitation, relayed to the call's client when it declared URL mode and the URL passes the checks; one
+    the client answered is remembered for its completion (``elicitation_complete``), before the upstream hears the
+    answer."""
     checked = checked_url_elicitation(params, secrets)
     if asker is None or asker.client is None or checked is None:
         return types.ElicitResult(action="decline")
@@ -133,6 +148,7 @@ async def _relay_url_elicitation(
         answer = await asker.client.elicit_url(checked)
     except ClientCannotAnswer:
         return types.ElicitResult(action="decline")
+    remember(upstream, channel, checked.elicitation_id, asker.client.session_stream())
     return types.ElicitResult(action=answer.action)  # URL mode carries no content
 
 
@@ -184,9 +200,12 @@ class UrlElicitationRequired(UpstreamJsonRpcError):
     """An upstream's -32042 (URL elicitation required): the call needs its user at the upstream's URLs first.
 
     Classified like any JSON-RPC error of the upstream (its code chooses the catalog's text for a client that cannot
-    open them); ``elicitations`` are those that pass ``checked_url_elicitation``, for a client that can."""
+    open them); ``elicitations`` are those that pass ``checked_url_elicitation``, for a client that can, and
+    ``channel`` the one the call went over (``notices``), where their completions will come."""
 
-    def __init__(self, upstream: str, data: object, message: str, *, secrets: Sequence[str]):
+    def __init__(
+        self, upstream: str, data: object, message: str, *, secrets: Sequence[str], channel: str = notices.SHARED
+    ):
         super().__init__(
             upstream,
             f"{types.URL_ELICITATION_REQUIRED}: {message}",
@@ -194,6 +213,7 @@ class UrlElicitationRequired(UpstreamJsonRpcError):
             secrets=secrets,
             jsonrpc_code=types.URL_ELICITATION_REQUIRED,
         )
+        self.channel = channel
         self.elicitations: list[types.ElicitRequestURLParams] = []
         try:
             required = types.ElicitationRequiredErrorData.model_validate(data, by_name=False)

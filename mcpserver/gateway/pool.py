@@ -46,6 +46,7 @@ from mcpserver.calls import RelayedProtocolError, current_tool_call
 from mcpserver.gateway import notices
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.elicitation import UrlElicitationRequired
+from mcpserver.gateway.elicitation_complete import forget_session, remember
 from mcpserver.gateway.log_relay import call_logging, client_log, client_log_forget, client_log_level
 from mcpserver.gateway.offerings import remember_links
 from mcpserver.gateway.round_trip import RoundTrip, accepted_requests
@@ -114,10 +115,12 @@ class Gateway:
         return server in self.connections or server in self.named_servers
 
     def client_session_ended(self, session_id: str) -> None:
-        """Our 2025-11-25 session ``session_id`` ended: its upstream sessions close, its log level is forgotten."""
+        """Our 2025-11-25 session ``session_id`` ended: its upstream sessions close, its log level and the URL
+        elicitations relayed to it are forgotten."""
         for connection in self.connections.values():
             connection.own_sessions.close(session_id)
         client_log_forget(session_id)
+        forget_session(session_id)
         for listener in list(self._session_listeners):
             listener(session_id)
 
@@ -319,6 +322,8 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
             elicitation = capabilities.elicitation if capabilities is not None else None
             if exc.elicitations and not call.modern and elicitation is not None and elicitation.url is not None:
                 error = sanctioned_error(URL_ELICITATION_REQUIRED, URL_ELICITATION_MESSAGE, exc.error_data())
+                for params in exc.elicitations:  # their completions go to this session (``elicitation_complete``)
+                    remember(config.name, exc.channel, params.elicitation_id, call.context.session_stream())
                 raise RelayedProtocolError(error) from None
             raise
         # Its resource links stay as they are; /mcp reads them at this upstream for this client.

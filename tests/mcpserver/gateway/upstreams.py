@@ -41,6 +41,8 @@ def gateway_environment(data_dir: Path, **extra: str) -> dict[str, str]:
 UPSTREAM_SERVER = str(HERE / "upstream_server.py")
 # An SDK low-level server whose resource subscriptions can be watched (``watched_server.py``).
 WATCHED_SERVER = str(HERE / "watched_server.py")
+# An SDK low-level server that asks for a sign-in at a URL and says when it completed (``sign_in_server.py``).
+SIGN_IN_SERVER = str(HERE / "sign_in_server.py")
 # A raw server that answers the handshake well and its tool calls with HTTP errors and garbage.
 GARBAGE_SERVER = str(HERE / "garbage_server.py")
 
