@@ -13,7 +13,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("errcatalog")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["errcatalog.outcomes", "errcatalog.catalog"])
+app.autodiscover_tasks(["errcatalog.outcomes", "errcatalog.catalog", "errcatalog.access"])
 
 
 @task_prerun.connect(dispatch_uid="errcatalog.sentry_task_tag")

@@ -549,6 +549,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "close-abandoned-episodes": {"task": "errcatalog.close_abandoned_episodes", "schedule": 30.0},
     "compute-rollups": {"task": "errcatalog.compute_rollups", "schedule": 30.0},
+    "clear-expired-oauth-tokens": {"task": "errcatalog.clear_expired_oauth_tokens", "schedule": 86_400.0},
     "allocate-variants": {
         "task": "errcatalog.allocate_variants",
         "schedule": float(ERRCATALOG["ALLOCATION"]["EVERY_SECONDS"]),

@@ -80,6 +80,9 @@ class ClientIdentity:
     scopes: frozenset[str] | None = None
     audiences: tuple[str, ...] = ()
     expires_at: float | None = None
+    # The person the caller acts as (None with auth off): whose own connection an upstream protected by OAuth will be
+    # called with, never with the caller's token.
+    user_id: int | None = None
 
     def allows_tool(self, tool_name: str) -> bool:
         return self.can_call_tools and (not self.tool_scope or tool_name in self.tool_scope)
@@ -130,6 +133,7 @@ def _authenticate(raw_key: str) -> ClientIdentity | None:
                 can_read_catalog=token.can_read_catalog,
                 servers=tuple(token.servers),
                 can_call_tools=token.can_call_tools,
+                user_id=token.user_id,
             )
         if settings.OAUTH["MODE"] == "off":
             return None
@@ -148,6 +152,7 @@ def _authenticate(raw_key: str) -> ClientIdentity | None:
             scopes=access.scopes,
             audiences=access.resources,
             expires_at=access.expires.timestamp(),
+            user_id=grant.user_id,
         )
     finally:
         close_old_connections()
@@ -396,6 +401,14 @@ class McpHttpGuard:
                 )
                 return
             if accepted is None or not audience_allows(accepted[0].audiences, self._resource_url(scope, host)):
+                if authorization is not None:
+                    # One line per refused token (a request without one is a client discovering the metadata).
+                    logger.info(
+                        "MCP request refused: %s",
+                        "the token was issued for another resource"
+                        if accepted is not None
+                        else "the bearer token is unknown, expired or revoked",
+                    )
                 await _json_response(
                     send, 401, {"error": UNAUTHORIZED_MESSAGE}, [(b"www-authenticate", self._challenge(scope, host))]
                 )

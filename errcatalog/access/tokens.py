@@ -126,7 +126,7 @@ def client_token_authenticate(raw_key: str) -> ClientToken | None:
         return None
     digest = key_hash(raw_key)
     token = ClientToken.objects.select_related("user").filter(key_hash=digest).first()
-    if token is None or not hmac.compare_digest(token.key_hash, digest):
+    if token is None or token.key_hash is None or not hmac.compare_digest(token.key_hash, digest):
         return None
     if token.revoked_at is not None or not token.user.is_active:
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.cache import cache
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
@@ -96,6 +98,35 @@ class ResourceMetadataView(oauth_views.OAuthProtectedResourceMetadataView):
         return "errcatalog" if self.server == ROOT_SERVER else f"errcatalog: {self.server}"
 
 
+class TokenView(oauth_views.TokenView):
+    """The token endpoint; each refusal is logged once, by its OAuth error code (never the request's values)."""
+
+    def post(self, request, *args, **kwargs):
+        response = super().post(request, *args, **kwargs)
+        _log_refusal("Token request", response)
+        return response
+
+
+class RevokeView(oauth_views.RevokeTokenView):
+    """Token revocation (RFC 7009); each refusal is logged once, by its OAuth error code."""
+
+    def post(self, request, *args, **kwargs):
+        response = super().post(request, *args, **kwargs)
+        _log_refusal("Revocation", response)
+        return response
+
+
+def _log_refusal(what: str, response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        error = json.loads(response.content).get("error", "")
+    except (ValueError, AttributeError):
+        error = ""
+    # The error code is oauthlib's own word; anything else is not logged.
+    logger.warning("%s refused with HTTP %d: %s", what, response.status_code, error if error.isidentifier() else "?")
+
+
 class ServerMetadataView(oauth_views.OAuthServerMetadataView):
     """RFC 8414 metadata; the issuer is this service's public base."""
 
@@ -147,6 +178,13 @@ class AuthorizeView(oauth_views.AuthorizationView):
             zip(context.get("scopes") or (), context.get("scopes_descriptions") or (), strict=True)
         )
         return context
+
+    def error_response(self, error, application, **kwargs):
+        # An authorization request the toolkit refused (an unknown client, a redirect URI not registered, missing
+        # PKCE...): logged once, by its OAuth error code.
+        code = getattr(error.oauthlib_error, "error", "") or ""
+        logger.warning("Authorization refused: %s", code if code.isidentifier() else "?")
+        return super().error_response(error, application, **kwargs)
 
     def create_authorization_response(self, request, scopes, credentials, allow):
         response = super().create_authorization_response(
@@ -216,7 +254,7 @@ class ConnectedAppsView(LoginRequiredMixin, TemplateView):
     template_name = "oauth/apps.html"
 
     def get_context_data(self, **kwargs):
-        held = ClientToken.objects.filter(user=self.request.user, revoked_at__isnull=True).select_related("application")
+        held = _live_tokens_of(self.request.user).select_related("application")
         return {
             **_page(self.request),
             **super().get_context_data(**kwargs),
@@ -226,11 +264,14 @@ class ConnectedAppsView(LoginRequiredMixin, TemplateView):
         }
 
     def post(self, request, *args, **kwargs):
-        token = get_object_or_404(
-            ClientToken, pk=request.POST.get("token", ""), user=request.user, revoked_at__isnull=True
-        )
+        token = get_object_or_404(_live_tokens_of(request.user), pk=request.POST.get("token", ""))
         client_token_revoke(token=token)
         return redirect(f"{reverse('connected-apps')}?{urlencode({'revoked': token.name})}")
+
+
+def _live_tokens_of(user: Any) -> QuerySet[ClientToken]:
+    """The signed-in person's live keys and grants (the views that call it require a sign-in)."""
+    return ClientToken.objects.filter(user=user, revoked_at__isnull=True)
 
 
 def _rights_in_words(token: ClientToken) -> list[str]:
@@ -274,8 +315,8 @@ def urlpatterns() -> list:
         + [
             path(".well-known/oauth-authorization-server", ServerMetadataView.as_view(), name="oauth-server-metadata"),
             path("oauth/authorize/", AuthorizeView.as_view(), name="authorize"),
-            path("oauth/token/", oauth_views.TokenView.as_view(), name="token"),
-            path("oauth/revoke/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
+            path("oauth/token/", TokenView.as_view(), name="token"),
+            path("oauth/revoke/", RevokeView.as_view(), name="revoke-token"),
         ]
         + (
             [

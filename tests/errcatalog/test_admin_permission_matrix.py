@@ -17,9 +17,8 @@ from django.contrib.auth.models import Group, Permission, User
 from django.core.management import call_command
 from django.test import RequestFactory
 from django.urls import reverse
-from simple_history.admin import SimpleHistoryAdmin
-
 from oauth2_provider.models import Application
+from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
@@ -59,9 +58,11 @@ def _token(actor: User) -> ClientToken:
 
 def _oauth_client(actor: User) -> Application:
     return Application.objects.create(
-        name="Claude", client_type=Application.CLIENT_PUBLIC, authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        name="Claude",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
         redirect_uris="https://claude.ai/api/mcp/auth_callback",
-    )  # fmt: skip
+    )
 
 
 def _upstream(actor: User) -> Upstream:

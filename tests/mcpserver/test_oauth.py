@@ -171,11 +171,13 @@ def _call(mcp, access_token: str, url: str | None = None) -> httpx2.Response:
     return httpx2.post(url or mcp.url, content=body, headers=headers, timeout=10)
 
 
-def test_a_token_is_accepted_only_at_the_resource_it_was_issued_for(mcp, person):
+def test_a_token_is_accepted_only_at_the_resource_it_was_issued_for(mcp, person, caplog):
     base = _base(mcp.url)
     for_git = _tokens(base, person, resource=mcp.url + "/git")["access_token"]
-    refused = _call(mcp, for_git)
+    with caplog.at_level(logging.INFO, logger="mcpserver.auth"):
+        refused = _call(mcp, for_git)
     assert refused.status_code == 401  # issued for /mcp/git, so not for /mcp
+    assert _messages(caplog, "mcpserver.auth") == ["MCP request refused: the token was issued for another resource"]
 
     for_root = _tokens(base, person, resource=mcp.url)["access_token"]
     assert _call(mcp, for_root).status_code == 200
@@ -275,10 +277,12 @@ def _visit(person: Person, url: str) -> httpx2.Response:
     return asyncio.run(visit())
 
 
-def test_an_authorization_request_without_pkce_is_sent_back_to_the_client(mcp, person):
+def test_an_authorization_request_without_pkce_is_sent_back_to_the_client(mcp, person, caplog):
     base = _base(mcp.url)
     client_id = _register(base).json()["client_id"]
-    answer = _visit(person, _authorize_url(base, client_id, None))
+    with caplog.at_level(logging.WARNING, logger="errcatalog.oauth"):
+        answer = _visit(person, _authorize_url(base, client_id, None))
+    assert _messages(caplog, "errcatalog.oauth") == ["Authorization refused: invalid_request"]
     assert answer.status_code == 302
     query = parse_qs(urlsplit(answer.headers["location"]).query)
     assert query["error"] == ["invalid_request"] and "code" not in query
@@ -299,7 +303,11 @@ def test_plain_pkce_is_refused_before_anyone_is_asked_to_consent(mcp, person, me
     assert len([record for record in caplog.records if record.name == "errcatalog.oauth"]) == 1
 
 
-def test_a_code_works_once_and_only_with_its_verifier_and_redirect_uri(mcp, person):
+def _messages(caplog, logger: str) -> list[str]:
+    return [record.getMessage() for record in caplog.records if record.name == logger]
+
+
+def test_a_code_works_once_and_only_with_its_verifier_and_redirect_uri(mcp, person, caplog):
     base = _base(mcp.url)
     client_id = _register(base).json()["client_id"]
     verifier, challenge = _pkce()
@@ -314,14 +322,21 @@ def test_a_code_works_once_and_only_with_its_verifier_and_redirect_uri(mcp, pers
     verifier, challenge = _pkce()
     code = _code(asyncio.run(person.consent(_authorize_url(base, client_id, challenge))))
     assert _exchange(base, client_id, code, verifier).status_code == 200
-    reused = _exchange(base, client_id, code, verifier)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="errcatalog.oauth"):
+        reused = _exchange(base, client_id, code, verifier)
     assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    assert _messages(caplog, "errcatalog.oauth") == ["Token request refused with HTTP 400: invalid_grant"]
 
 
-def test_a_redirect_uri_that_was_not_registered_gets_no_redirect(mcp, person):
+def test_a_redirect_uri_that_was_not_registered_gets_no_redirect(mcp, person, caplog):
     base = _base(mcp.url)
     client_id = _register(base).json()["client_id"]
-    page = _visit(person, _authorize_url(base, client_id, _pkce()[1], redirect_uri="https://attacker.example/steal"))
+    with caplog.at_level(logging.WARNING, logger="errcatalog.oauth"):
+        page = _visit(
+            person, _authorize_url(base, client_id, _pkce()[1], redirect_uri="https://attacker.example/steal")
+        )
+    assert _messages(caplog, "errcatalog.oauth") == ["Authorization refused: invalid_request"]
     assert page.status_code == 400  # an error page here, never a redirect to the unregistered URI
     assert "attacker.example" not in page.headers.get("location", "")
 
