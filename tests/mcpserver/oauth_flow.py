@@ -50,9 +50,11 @@ class Person:
         self.allow = allow
         self.authorization_url: str | None = None
         self.consent_page: str | None = None
+        self.visits = 0
 
     async def visit(self, authorization_url: str) -> None:
         self.authorization_url = authorization_url
+        self.visits += 1
 
     async def answer(self) -> AuthorizationCodeResult:
         """Sign in, read the consent page, allow or deny; the redirect's parameters."""

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from tests.devup import REPO_ROOT
@@ -145,3 +146,16 @@ def test_the_inspectors_printed_url_and_header_connect(dev_up, node_clients, tmp
     result = run(command, cwd=tmp_path, env=env)
     names = [tool["name"] for tool in json.loads(result.stdout)["tools"]]
     assert "send_email" in names
+
+
+def test_the_printed_connector_url_leads_an_oauth_client_to_the_sign_in(dev_up):
+    block = dev_up.printed_block("Clients that sign in with OAuth")
+    url = re.search(r"Connector URL: (\S+)", block).group(1)
+    assert f"claude mcp add --transport http errcatalog {url}" in block and f"npx -y mcp-remote {url}" in block
+    refused = httpx2.post(url, json={}, headers={"Accept": "application/json, text/event-stream"})
+    assert refused.status_code == 401
+    metadata_url = re.search(r'resource_metadata="([^"]+)"', refused.headers["www-authenticate"]).group(1)
+    resource = httpx2.get(metadata_url).json()
+    assert resource["resource"] == url
+    server = httpx2.get(resource["authorization_servers"][0] + "/.well-known/oauth-authorization-server").json()
+    assert server["authorization_endpoint"].endswith("/oauth/authorize/") and server["registration_endpoint"]

@@ -67,6 +67,24 @@ def test_the_sdks_oauth_client_registers_signs_in_and_calls_a_tool_in_both_gener
     assert grant.last_used_at is not None
 
 
+def test_the_sdks_client_refreshes_its_expired_token_without_asking_the_person_again(mcp, person, settings):
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "ACCESS_TOKEN_EXPIRE_SECONDS": 2}
+    storage = MemoryStorage()
+
+    async def scenario():
+        async with oauth_client(mcp.url, oauth_provider(mcp.url, person, storage=storage)) as client:
+            await _whoami(client)
+            first = storage.tokens
+            await asyncio.sleep(2.5)  # past the token's lifetime: the client refreshes before its next request
+            await _whoami(client)
+            return first
+
+    first = asyncio.run(scenario())
+    assert person.visits == 1
+    assert storage.tokens.access_token != first.access_token
+    assert storage.tokens.refresh_token != first.refresh_token  # rotated
+
+
 def test_the_resource_metadata_and_the_401_challenge_lead_a_client_to_the_authorization_server(mcp):
     base = _base(mcp.url)
     refused = mcp.raw(body=b"{}")

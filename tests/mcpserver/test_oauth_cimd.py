@@ -185,3 +185,12 @@ def test_a_huge_or_slow_document_is_refused(mcp, person, document, private_allow
     assert page.status_code == 400 and "Allow" not in page.text
     assert time.monotonic() - started < 3  # the fetch gave up at its bound, not when the server finished
     assert not ClientToken.objects.filter(application__isnull=False).exists()
+
+
+@pytest.mark.parametrize(
+    "client_id", ["https://10.0.0.5/client.json", "https://169.254.169.254/latest/meta-data", "https://[::1]/c.json"]
+)
+def test_a_document_on_a_private_or_metadata_address_is_refused(mcp, person, client_id):
+    page = _authorize(mcp, person, client_id)
+    assert page.status_code == 400 and "Allow" not in page.text
+    assert not ClientToken.objects.filter(application__isnull=False).exists()
