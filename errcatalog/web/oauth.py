@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib import admin
@@ -147,6 +147,16 @@ class AuthorizeView(oauth_views.AuthorizationView):
             zip(context.get("scopes") or (), context.get("scopes_descriptions") or (), strict=True)
         )
         return context
+
+    def redirect(self, redirect_to, application):
+        # RFC 9207: every authorization response names its issuer, a refusal too (the toolkit adds it to codes only),
+        # or a client that checks it cannot tell a denial from a mix-up.
+        parts = urlsplit(redirect_to)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        if oauth2_settings.COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS and "iss" not in dict(query):
+            issuer = oauth2_settings.oauth2_authorization_server_issuer(self.request)
+            redirect_to = parts._replace(query=urlencode([*query, ("iss", issuer)])).geturl()
+        return super().redirect(redirect_to, application)
 
     def create_authorization_response(self, request, scopes, credentials, allow):
         response = super().create_authorization_response(
