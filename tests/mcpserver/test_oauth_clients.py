@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
+from django.test import Client as DjangoClient
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
@@ -294,6 +296,9 @@ def test_a_person_signs_in_and_allows_in_a_real_browser_then_revokes_the_app_the
         revoked["notice"] = await page.locator("#revoked-notice").inner_text()
         revoked["listed after"] = await page.locator("#connected-apps").count()
         revoked["after"] = await asyncio.to_thread(_mcp_status, mcp_url, token)
+        async with page.expect_navigation():
+            await page.click("#sign-out input[type=submit]")
+        revoked["signed out to"] = urlsplit(page.url).path
 
     person_at_browser, _storage, caller = asyncio.run(
         _browser_flow(
@@ -317,6 +322,7 @@ def test_a_person_signs_in_and_allows_in_a_real_browser_then_revokes_the_app_the
     assert "Browser Agent" in revoked["notice"]
     assert revoked["listed after"] == 0  # the only app is gone from the list
     assert (revoked["before"], revoked["after"]) == (200, 401)
+    assert revoked["signed out to"] == "/accounts/login/"
     assert _grant().revoked_at is not None
 
 
@@ -329,3 +335,57 @@ def test_a_person_who_clicks_deny_in_the_browser_gives_the_client_no_token(mcp_u
     assert denial["iss"] == [mcp_url.removesuffix("/mcp")]  # RFC 9207: a refusal names its issuer as a code does
     assert not ClientToken.objects.filter(application__isnull=False).exists()
     assert not get_access_token_model().objects.filter(user__isnull=False).exists()
+
+
+def test_signing_in_with_no_page_to_go_back_to_lands_on_the_connected_apps_page(client, account):
+    signed_in = client.post("/accounts/login/", {"username": USERNAME, "password": PASSWORD})
+    assert (signed_in.status_code, signed_in.headers["location"]) == (302, "/accounts/apps/")
+    assert client.get("/accounts/login/", follow=True).redirect_chain == [("/accounts/apps/", 302)]
+    back = client.post(
+        "/accounts/login/?next=/oauth/authorize/%3Fclient_id%3Dx", {"username": USERNAME, "password": PASSWORD}
+    )
+    assert back.headers["location"] == "/oauth/authorize/?client_id=x"  # where a consent page sent the person
+
+
+def test_someone_signed_in_as_another_account_signs_out_on_the_consent_page_and_comes_back_to_it(
+    django_user_model, account
+):
+    django_user_model.objects.create_user(username="bob", password=PASSWORD)
+    browser = DjangoClient(enforce_csrf_checks=True)
+    registered = browser.post(
+        "/oauth/register/",
+        {**BROWSER_AGENT, "redirect_uris": ["http://127.0.0.1:9/callback"]},
+        content_type="application/json",
+    )
+    query = {
+        "response_type": "code",
+        "client_id": registered.json()["client_id"],
+        "redirect_uri": "http://127.0.0.1:9/callback",
+        "scope": "tools",
+        "state": "s1",
+        "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        "code_challenge_method": "S256",
+    }
+    consent_url = f"/oauth/authorize/?{urlencode(query)}"
+
+    def sign_in(username: str) -> str:
+        login = browser.get(consent_url, follow=True)
+        assert login.redirect_chain[-1][0].startswith("/accounts/login/"), login.redirect_chain
+        answer = browser.post(
+            login.redirect_chain[-1][0],
+            {"username": username, "password": PASSWORD, "csrfmiddlewaretoken": _csrf_token(login)},
+        )
+        assert answer.headers["location"] == consent_url
+        return browser.get(consent_url).content.decode()
+
+    page = sign_in("bob")
+    assert "act as <strong>bob</strong>" in page and "Not bob?" in page
+    signed_out = browser.post(
+        "/accounts/logout/", {"next": consent_url, "csrfmiddlewaretoken": _csrf_token(browser.get(consent_url))}
+    )
+    assert (signed_out.status_code, signed_out.headers["location"]) == (302, consent_url)  # back to the request
+    assert f"act as <strong>{USERNAME}</strong>" in sign_in(USERNAME)
+
+
+def _csrf_token(response) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', response.content.decode())[1]
