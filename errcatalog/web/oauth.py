@@ -196,6 +196,16 @@ class AuthorizeView(oauth_views.AuthorizationView):
             grant_consented(user=request.user, application=application, scopes=granted)
         return response
 
+    def redirect(self, redirect_to, application):
+        # RFC 9207: every authorization response names its issuer, a refusal too (the toolkit adds it to codes only),
+        # or a client that checks it cannot tell a denial from a mix-up.
+        parts = urlsplit(redirect_to)
+        names = {pair.partition("=")[0] for pair in parts.query.split("&")}
+        if oauth2_settings.COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS and "iss" not in names:
+            issuer = urlencode({"iss": oauth2_settings.oauth2_authorization_server_issuer(self.request)})
+            redirect_to = parts._replace(query=f"{parts.query}&{issuer}" if parts.query else issuer).geturl()
+        return super().redirect(redirect_to, application)
+
 
 @method_decorator(csrf_exempt, name="dispatch")
 class RegisterView(oauth_views.DynamicClientRegistrationView):
@@ -290,6 +300,9 @@ class LoginView(auth_views.LoginView):
 
     template_name = "oauth/login.html"
     redirect_authenticated_user = True
+    # Signed in with no page to go back to (or already signed in): the person's own apps, not Django's default
+    # /accounts/profile/, which does not exist here.
+    next_page = "connected-apps"
 
     def get_context_data(self, **kwargs):
         return {**_page(self.request), **super().get_context_data(**kwargs), "app_path": self.request.get_full_path()}
