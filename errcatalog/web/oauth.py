@@ -137,7 +137,11 @@ class AuthorizeView(oauth_views.AuthorizationView):
     template_name = "oauth/authorize.html"
 
     def get(self, request, *args, **kwargs):
-        refusal = self._plain_pkce(request.GET) or self._foreign_resource(request.GET.getlist("resource"))
+        refusal = (
+            self._plain_pkce(request.GET)
+            or self._insecure_redirect(request.GET.get("redirect_uri"))
+            or self._foreign_resource(request.GET.getlist("resource"))
+        )
         return refusal or super().get(request, *args, **kwargs)
 
     def _plain_pkce(self, query):
@@ -151,6 +155,14 @@ class AuthorizeView(oauth_views.AuthorizationView):
     def post(self, request, *args, **kwargs):
         refusal = self._foreign_resource(request.POST.get("resource", "").split())
         return refusal or super().post(request, *args, **kwargs)
+
+    def _insecure_redirect(self, redirect_uri: str | None):
+        # Registration refuses these already; a client made by hand in admin is held to the same rule here.
+        refusal = redirect_uri_refusal(redirect_uri) if redirect_uri else None
+        if refusal is None:
+            return None
+        logger.warning("Authorization refused: a plain-http redirect URI off the loopback address")
+        return self._refused(refusal)
 
     def _foreign_resource(self, resources: list[str]):
         base = public_base(self.request)

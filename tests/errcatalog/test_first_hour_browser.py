@@ -68,6 +68,19 @@ def admin_data(staff_user) -> None:
         tools=["explain_error", "list_error_codes"],
         upstreams={"github-enterprise": ["search_issues"]},
     )
+    # An OAuth client that registered itself, and the grant its user's consent made.
+    from oauth2_provider.models import Application
+
+    from errcatalog.access.oauth import grant_consented
+
+    claude = Application.objects.create(
+        name="Claude",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="https://claude.ai/api/mcp/auth_callback",
+        registration_source=Application.RegistrationSource.DCR,
+    )
+    grant_consented(user=staff_user, application=claude, scopes=["tools", "catalog:read"])
 
 
 @pytest.fixture

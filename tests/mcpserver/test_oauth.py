@@ -419,3 +419,19 @@ def test_the_rest_api_accepts_tokens_issued_for_it_by_scope(mcp, person):
     assert get(no_reading).status_code == 403
     metrics = httpx2.get(base + "/api/v1/metrics/", headers={"Authorization": f"Bearer {reader}"})
     assert metrics.status_code == 403  # metrics:read was not granted
+
+
+def test_a_client_made_by_hand_with_a_plain_http_redirect_off_loopback_is_refused_at_authorization(mcp, person):
+    from oauth2_provider.models import Application
+
+    insecure = "http://intranet.example/callback"
+    Application.objects.create(
+        client_id="by-hand",
+        name="By Hand",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris=insecure,
+    )
+    page = _visit(person, _authorize_url(_base(mcp.url), "by-hand", _pkce()[1], redirect_uri=insecure))
+    assert page.status_code == 400 and "loopback" in page.text
+    assert "location" not in page.headers
