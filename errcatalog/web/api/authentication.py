@@ -69,5 +69,7 @@ class ClientTokenScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "A client token (ec_…), created in admin or with `manage.py token_create`.",
+            "description": "A client token (ec_…), created in admin or with `manage.py token_create`, or an OAuth "
+            "access token issued for this API (resource `<base>/api/v1`) with the scopes the operation needs: "
+            "`catalog:read` to read, `catalog:write` to change the catalog, `metrics:read` for metrics.",
         }
