@@ -5,16 +5,16 @@ requests are refused. Every refusal is a small JSON body with a clear HTTP statu
 421/403 for a foreign Host/Origin (DNS-rebinding protection, the SDK's own check), 413 for an oversize body,
 401 for a missing or wrong token, 503 when the database that holds the tokens cannot be reached (a token this
 process accepted shortly before is still accepted then), 404 for a server path that serves nothing to this caller.
-
-Two kinds of token are accepted: static client keys (``ec_…``) and OAuth access tokens of errcatalog's own
-authorization server (``errcatalog.access.oauth``). For OAuth clients this is a protected resource per the MCP
-authorization specification: the 401 names the resource metadata and the scopes to ask for, a token is accepted only
-at the resource it was issued for (RFC 8707), and a call that needs a scope the token lacks gets 403
-``insufficient_scope`` naming every scope the client should ask for. Tokens are read from the Authorization header
-only, never from a query string, and never go further than this guard (the gateway never sends them upstream).
 The 401 says the same thing whether the token was missing, malformed, unknown or revoked, so it tells a prober
 nothing; the 404 says the same thing whether the path names no server, a disabled upstream or named server or a
 server the token may not use, and comes only after the token was accepted, so it tells a prober nothing either.
+
+Two kinds of token are accepted: static client keys (``ec_…``) and OAuth access tokens (``errcatalog.access.oauth``).
+For OAuth clients this is a protected resource per the MCP authorization specification: the 401 names the resource
+metadata and the scopes to ask for, a token is accepted only at the resource it was issued for (RFC 8707), and a call
+that needs a scope the token lacks gets 403 ``insufficient_scope`` naming every scope the client should ask for.
+Tokens are read from the Authorization header only, never from a query string, and never go further than this guard
+(the gateway never sends them upstream).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from errcatalog.access import scopes as scope_names
-from errcatalog.access.oauth import access_token_authenticate, audience_allows
+from errcatalog.access.oauth import MCP_PATH, access_token_authenticate, audience_allows
 from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate, key_hash
 from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
@@ -455,21 +455,22 @@ class McpHttpGuard:
         return f"{scheme}://{(host or b'').decode('latin-1')}"
 
     def _resource_url(self, scope: Scope, host: bytes | None) -> str:
-        return self._public_base(scope, host) + scope["path"].rstrip("/")
+        return self._public_base(scope, host) + _resource_path(scope)
 
     def _challenge(self, asgi_scope: Scope, host: bytes | None, **params: str) -> bytes:
         """The WWW-Authenticate value of a refusal: with OAuth on, where the resource metadata is (RFC 9728) and
-        the scopes to ask for; the values are our own (the path is one the router accepted)."""
+        the scopes to ask for. Each value is quoted (RFC 9110's quoted-string): the Host is the client's."""
         if settings.OAUTH["MODE"] == "off":
             return b'Bearer realm="errcatalog"'
         base = self._public_base(asgi_scope, host)
         params = {
             "realm": "errcatalog",
             **params,
-            "resource_metadata": base + WELL_KNOWN_RESOURCE + asgi_scope["path"].rstrip("/"),
+            "resource_metadata": base + WELL_KNOWN_RESOURCE + _resource_path(asgi_scope),
         }
         params.setdefault("scope", scope_names.scope_string(scope_names.MCP))
-        return ("Bearer " + ", ".join(f'{key}="{value}"' for key, value in params.items())).encode("latin-1")
+        quoted = (f'{key}="{_quoted(value)}"' for key, value in params.items())
+        return ("Bearer " + ", ".join(quoted)).encode("latin-1", "replace")
 
     async def _identity(self, authorization: bytes | None) -> Accepted | None:
         scheme, _, raw_key = (authorization or b"").decode("latin-1").partition(" ")
@@ -506,6 +507,17 @@ class McpHttpGuard:
             return await receive()
 
         return body, replay
+
+
+def _resource_path(scope: Scope) -> str:
+    """The path of the resource a request was sent to, from the server the router found in it (never the raw path,
+    which the client wrote): /mcp for ``/mcp`` and for a path that names no server (answered 404 after the token)."""
+    server = scope.get(SERVER_SCOPE_KEY)
+    return MCP_PATH if not server or server == ROOT_SERVER else f"{MCP_PATH}/{server}"
+
+
+def _quoted(value: str) -> str:
+    return "".join(char for char in value if char >= " " and char != "\x7f").replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _calls_a_tool(body: bytes) -> bool:

@@ -93,6 +93,11 @@ def test_the_resource_metadata_and_the_401_challenge_lead_a_client_to_the_author
     assert f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"' in challenge
     assert 'scope="tools catalog:read"' in challenge
 
+    # A path that names no server gets /mcp's metadata: the challenge never carries what the client wrote.
+    odd = httpx2.post(mcp.url + '/%22x%5C", scope="everything', content=b"{}")
+    assert odd.status_code == 401
+    assert odd.headers["www-authenticate"] == challenge
+
     for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
         document = httpx2.get(base + path).json()
         assert document["resource"] == mcp.url
