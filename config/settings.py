@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
     env_bool,
@@ -378,7 +379,82 @@ OAUTH: dict[str, Any] = {
     # Client ID Metadata Documents are fetched from public addresses only, over HTTPS. On: loopback and private
     # addresses too, for development and tests; never in production.
     "CIMD_ALLOW_PRIVATE": env_bool("ERRCATALOG_OAUTH_CIMD_ALLOW_PRIVATE", False),
+    # Mode "external": the company's identity provider (Keycloak, Okta, Entra ID, Auth0) issues the tokens and
+    # errcatalog only checks them (errcatalog.access.external; docs/guides/external-identity-provider.md).
+    "EXTERNAL": {
+        # The provider's issuer, exactly as its tokens' "iss" says, e.g. https://sso.example.com/realms/acme.
+        # Required in this mode.
+        "ISSUER": env_str("ERRCATALOG_OAUTH_EXTERNAL_ISSUER", "").strip(),
+        # Where its signing keys are; blank: the jwks_uri of its OpenID configuration (or RFC 8414 metadata).
+        "JWKS_URL": env_str("ERRCATALOG_OAUTH_EXTERNAL_JWKS_URL", "").strip(),
+        # The audiences a token must name one of (comma-separated). A URL of this service's resources (/mcp,
+        # /mcp/<name>, /api/v1) stands for itself and the servers under it; any other value (an Entra app id URI,
+        # an Okta audience) for all of this service. Empty: <PUBLIC_URL>/mcp and <PUBLIC_URL>/api/v1.
+        "AUDIENCES": tuple(env_list("ERRCATALOG_OAUTH_EXTERNAL_AUDIENCES", [])),
+        # RFC 7662 introspection instead of signature checks, for opaque tokens: the endpoint, and the client id and
+        # secret errcatalog authenticates to it with (HTTP Basic). Blank: tokens are JWTs checked against the keys.
+        "INTROSPECTION_URL": env_str("ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_URL", "").strip(),
+        "INTROSPECTION_CLIENT_ID": env_str("ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_CLIENT_ID", ""),
+        "INTROSPECTION_CLIENT_SECRET": env_str("ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_CLIENT_SECRET", ""),
+        # The claim that names the Django user: "email" (or a namespaced claim ending in /email, as Auth0's custom
+        # claims are) matches a user's email address, case-insensitively; any other (sub, preferred_username) a
+        # username.
+        "USER_CLAIM": env_str("ERRCATALOG_OAUTH_EXTERNAL_USER_CLAIM", "email").strip(),
+        # Whether a token of a person with no Django user creates one (no password, no staff rights); off: refused.
+        "CREATE_USERS": env_bool("ERRCATALOG_OAUTH_EXTERNAL_CREATE_USERS", False),
+        # The claim holding the token's scopes: a space-separated string or a list ("scope"; Okta and Entra: "scp").
+        "SCOPE_CLAIM": env_str("ERRCATALOG_OAUTH_EXTERNAL_SCOPE_CLAIM", "scope").strip(),
+        # The signature algorithms accepted: asymmetric ones only (below).
+        "ALGORITHMS": tuple(env_list("ERRCATALOG_OAUTH_EXTERNAL_ALGORITHMS", ["RS256", "ES256"])),
+        # Clock difference tolerated between the provider and this server in exp, nbf and iat.
+        "LEEWAY_SECONDS": env_int("ERRCATALOG_OAUTH_EXTERNAL_LEEWAY_SECONDS", 30, minimum=0),
+        # The provider is reached over verified HTTPS only. On: plain http too, for development and tests; never in
+        # production (a key set fetched in the clear can be swapped).
+        "ALLOW_HTTP": env_bool("ERRCATALOG_OAUTH_EXTERNAL_ALLOW_HTTP", False),
+    },
 }
+# Asymmetric signatures only: with an HS* algorithm the provider's public key, or a secret shared with every client,
+# would sign tokens.
+_ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+if OAUTH["MODE"] == "external":
+    _external = OAUTH["EXTERNAL"]
+    if not _external["ISSUER"]:
+        raise ImproperlyConfigured(
+            "ERRCATALOG_OAUTH=external needs ERRCATALOG_OAUTH_EXTERNAL_ISSUER: the identity provider's issuer URL, "
+            "exactly as the iss claim of its tokens says."
+        )
+    if not OAUTH["PUBLIC_URL"]:
+        raise ImproperlyConfigured(
+            "ERRCATALOG_OAUTH=external needs ERRCATALOG_PUBLIC_URL: the resource URLs tokens are issued for are on it."
+        )
+    for _name, _url in (
+        ("ISSUER", _external["ISSUER"]),
+        ("JWKS_URL", _external["JWKS_URL"]),
+        ("INTROSPECTION_URL", _external["INTROSPECTION_URL"]),
+    ):
+        _scheme = urlsplit(_url).scheme
+        if _url and _scheme != "https" and not (_scheme == "http" and _external["ALLOW_HTTP"]):
+            raise ImproperlyConfigured(
+                f"ERRCATALOG_OAUTH_EXTERNAL_{_name} must be an https URL (plain http only with "
+                "ERRCATALOG_OAUTH_EXTERNAL_ALLOW_HTTP=1, for development)."
+            )
+    _refused = [name for name in _external["ALGORITHMS"] if name not in _ASYMMETRIC_ALGORITHMS]
+    if _refused or not _external["ALGORITHMS"]:
+        raise ImproperlyConfigured(
+            f"ERRCATALOG_OAUTH_EXTERNAL_ALGORITHMS takes asymmetric algorithms only "
+            f"({', '.join(_ASYMMETRIC_ALGORITHMS)}), not {', '.join(_refused) or 'an empty list'}."
+        )
+    if _external["INTROSPECTION_URL"] and not (
+        _external["INTROSPECTION_CLIENT_ID"] and _external["INTROSPECTION_CLIENT_SECRET"]
+    ):
+        raise ImproperlyConfigured(
+            "ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_URL needs ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_CLIENT_ID and "
+            "ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_CLIENT_SECRET: the provider answers only a client it knows."
+        )
+    if not _external["USER_CLAIM"] or not _external["SCOPE_CLAIM"]:
+        raise ImproperlyConfigured(
+            "ERRCATALOG_OAUTH_EXTERNAL_USER_CLAIM and ERRCATALOG_OAUTH_EXTERNAL_SCOPE_CLAIM must name a claim."
+        )
 LOGIN_URL = "login"
 # django-oauth-toolkit warns (W008) that http redirect URIs are allowed: they are, for loopback addresses only (RFC
 # 8252's native-app redirect; any other is refused at registration and, for a client made by hand in admin, at

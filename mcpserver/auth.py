@@ -3,18 +3,20 @@
 Django's middleware does not run on ``/mcp`` (the ASGI router sends it straight to the SDK), so this is where
 requests are refused. Every refusal is a small JSON body with a clear HTTP status, never a traceback:
 421/403 for a foreign Host/Origin (DNS-rebinding protection, the SDK's own check), 413 for an oversize body,
-401 for a missing or wrong token, 503 when the database that holds the tokens cannot be reached (a token this
-process accepted shortly before is still accepted then), 404 for a server path that serves nothing to this caller.
+401 for a missing or wrong token, 503 when the database that holds the tokens (or, in external mode, the identity
+provider) cannot be reached (a token this process accepted shortly before is still accepted then), 404 for a server
+path that serves nothing to this caller.
 The 401 says the same thing whether the token was missing, malformed, unknown or revoked, so it tells a prober
 nothing; the 404 says the same thing whether the path names no server, a disabled upstream or named server or a
 server the token may not use, and comes only after the token was accepted, so it tells a prober nothing either.
 
-Two kinds of token are accepted: static client keys (``ec_…``) and OAuth access tokens (``errcatalog.access.oauth``).
-For OAuth clients this is a protected resource per the MCP authorization specification: the 401 names the resource
-metadata and the scopes to ask for, a token is accepted only at the resource it was issued for (RFC 8707), and a call
-that needs a scope the token lacks gets 403 ``insufficient_scope`` naming every scope the client should ask for.
-Tokens are read from the Authorization header only, never from a query string, and never go further than this guard
-(the gateway never sends them upstream).
+Two kinds of token are accepted: static client keys (``ec_…``) and OAuth access tokens of errcatalog's own
+authorization server (``errcatalog.access.oauth``) or, in external mode, of the company's identity provider
+(``errcatalog.access.external``). For OAuth clients this is a protected resource per the MCP authorization
+specification: the 401 names the resource metadata and the scopes to ask for, a token is accepted only at the resource
+it was issued for (RFC 8707), and a call that needs a scope the token lacks gets 403 ``insufficient_scope`` naming
+every scope the client should ask for. Tokens are read from the Authorization header only, never from a query string,
+and never go further than this guard (the gateway never sends them upstream).
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from errcatalog.access import scopes as scope_names
-from errcatalog.access.oauth import MCP_PATH, access_token_authenticate, audience_allows
+from errcatalog.access.bearer import access_token_authenticate
+from errcatalog.access.external import IDENTITY_PROVIDER, IdentityProviderUnavailable
+from errcatalog.access.oauth import MCP_PATH, audience_allows
 from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate, key_hash
 from errcatalog.caching import BoundedCache, process_cache, register_cache
-from errcatalog.dependencies import DATABASE, DATABASE_ERRORS
+from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, Dependency
 from errcatalog.vocabulary import ROOT_SERVER
 from mcpserver.jsonrpc_errors import screened_send
 
@@ -196,13 +200,15 @@ register_cache("mcpserver.auth.checks_in_flight", _checks.forget, scope="tokens"
 
 
 class TokenStoreUnavailable(RuntimeError):
-    """The database that holds the tokens cannot be reached, and this key was not accepted recently."""
+    """What a key is checked against cannot be reached (the database that holds the tokens or, in external mode, the
+    identity provider), and this key was not accepted recently."""
 
 
 async def _accepted_key(raw_key: str) -> Accepted | None:
     """The caller behind ``raw_key`` and the SDK user bound to it, both built once per accepted key and period.
 
-    Raises ``TokenStoreUnavailable`` when the database is unreachable and the key was not accepted recently.
+    Raises ``TokenStoreUnavailable`` when the database (or the identity provider) is unreachable and the key was not
+    accepted recently.
     """
     digest = key_hash(raw_key)
     kept = _accepted.get_with_age(digest)  # read before the database is tried, so its age is the call's
@@ -219,6 +225,8 @@ async def _accepted_key(raw_key: str) -> Accepted | None:
         return await asyncio.shield(_checking(digest, raw_key))
     except DATABASE_ERRORS:
         return _accepted_during_outage(kept)
+    except IdentityProviderUnavailable:
+        return _accepted_during_outage(kept, dependency=IDENTITY_PROVIDER)
 
 
 def _checking(digest: str, raw_key: str) -> asyncio.Future[Accepted | None]:
@@ -256,19 +264,20 @@ def _check_done(digest: str, check: asyncio.Future[Accepted | None]) -> None:
     if check.cancelled():
         return
     # Retrieved here, so that asyncio does not report a background check's failure as never retrieved: a database
-    # error is DATABASE's news (logged there); anything else is a bug, logged once here.
+    # or identity provider outage is DATABASE's or IDENTITY_PROVIDER's news (logged there); anything else is a bug,
+    # logged once here.
     exc = check.exception()
-    if exc is not None and not isinstance(exc, DATABASE_ERRORS):
+    if exc is not None and not isinstance(exc, (*DATABASE_ERRORS, IdentityProviderUnavailable)):
         logger.error("Checking a client token failed", exc_info=exc)
 
 
-def _accepted_during_outage(stale: tuple[Accepted, float] | None) -> Accepted:
+def _accepted_during_outage(stale: tuple[Accepted, float] | None, dependency: Dependency = DATABASE) -> Accepted:
     # A token this process accepted shortly before the outage keeps working: the MCP path needs no database
     # once the catalog snapshot is loaded. Its entry stays in ``_accepted`` after it expired (until the cache is
     # cleared), which is what makes this possible.
     grace = settings.MCP["AUTH_OUTAGE_GRACE_SECONDS"]
     if stale is not None and stale[1] <= grace:
-        DATABASE.degraded("MCP tokens accepted before the outage are accepted from memory; new ones get 503")
+        dependency.degraded("MCP tokens accepted before the outage are accepted from memory; new ones get 503")
         return stale[0]
     raise TokenStoreUnavailable
 

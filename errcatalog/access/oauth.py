@@ -178,16 +178,6 @@ def _never_saved(*args, **kwargs) -> None:
     raise RuntimeError("A token's narrowed view of its grant is never saved; save the grant itself")
 
 
-def access_token_authenticate(raw_token: str) -> OAuthAccess | None:
-    """The OAuth access token ``raw_token`` is, from this service's authorization server or, in external mode, the
-    company's identity provider (``errcatalog.access.external``); None when it is not a live one."""
-    if settings.OAUTH["MODE"] == "external":
-        from errcatalog.access.external import external_access_authenticate
-
-        return external_access_authenticate(raw_token)
-    return oauth_access_authenticate(raw_token)
-
-
 def oauth_access_authenticate(raw_token: str) -> OAuthAccess | None:
     """The live access token ``raw_token`` is, or None: unknown, expired, revoked, of an inactive user, of a grant
     revoked since, or holding none of our scopes (the registration-management tokens DCR issues hold none)."""

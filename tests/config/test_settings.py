@@ -173,3 +173,37 @@ def test_the_embedded_brokers_connection_names_a_host_so_kombu_warns_of_none(tmp
     assert result.stdout.startswith("filesystem://")
     assert "No hostname" not in result.stderr
     assert (tmp_path / "celery" / "queue").is_dir()
+
+
+EXTERNAL_OAUTH = {
+    "ERRCATALOG_OAUTH": "external",
+    "ERRCATALOG_PUBLIC_URL": "https://errors.example.com",
+    "ERRCATALOG_OAUTH_EXTERNAL_ISSUER": "https://sso.example.com/realms/acme",
+}
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"ERRCATALOG_OAUTH_EXTERNAL_ISSUER": ""}, "needs ERRCATALOG_OAUTH_EXTERNAL_ISSUER"),
+        ({"ERRCATALOG_PUBLIC_URL": ""}, "needs ERRCATALOG_PUBLIC_URL"),
+        ({"ERRCATALOG_OAUTH_EXTERNAL_ALGORITHMS": "RS256,HS256"}, "asymmetric algorithms only"),
+        ({"ERRCATALOG_OAUTH_EXTERNAL_ALGORITHMS": "none"}, "not none"),
+        ({"ERRCATALOG_OAUTH_EXTERNAL_ISSUER": "http://sso.example.com/realms/acme"}, "ISSUER must be an https URL"),
+        ({"ERRCATALOG_OAUTH_EXTERNAL_JWKS_URL": "http://sso.example.com/certs"}, "JWKS_URL must be an https URL"),
+        (
+            {"ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_URL": "https://sso.example.com/introspect"},
+            "needs ERRCATALOG_OAUTH_EXTERNAL_INTROSPECTION_CLIENT_ID",
+        ),
+    ],
+)
+def test_external_oauth_mode_refuses_to_start_without_what_it_needs(env, named):
+    result = _load_settings(**{**EXTERNAL_OAUTH, **env})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and named in result.stderr
+
+
+def test_external_oauth_mode_starts_with_an_issuer_and_a_public_url():
+    assert _load_settings(**EXTERNAL_OAUTH).returncode == 0
+    plain = {"ERRCATALOG_OAUTH_EXTERNAL_ISSUER": "http://127.0.0.1:8080/realms/dev"}
+    assert _load_settings(**{**EXTERNAL_OAUTH, **plain}, ERRCATALOG_OAUTH_EXTERNAL_ALLOW_HTTP="1").returncode == 0

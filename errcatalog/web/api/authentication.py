@@ -6,7 +6,8 @@ from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from errcatalog.access.oauth import API_PATH, access_token_authenticate, audience_allows, token_narrowed_grant
+from errcatalog.access.bearer import access_token_authenticate
+from errcatalog.access.oauth import API_PATH, audience_allows, token_narrowed_grant
 from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate
 
 KEYWORD = "Bearer"
@@ -15,10 +16,11 @@ KEYWORD = "Bearer"
 class ClientTokenAuthentication(authentication.BaseAuthentication):
     """Authenticates as the token's user; ``request.auth`` is the ``ClientToken``.
 
-    A static key (``ec_…``) or an OAuth access token of errcatalog's authorization server issued for the REST API
-    (or for all of this service); for the latter ``request.auth`` is its grant as this token may use it, its rights
-    narrowed to the token's scopes (``token_narrowed_grant``). Requests without a Bearer header are left to the
-    other authentication classes (the admin's session).
+    A static key (``ec_…``) or an OAuth access token issued for the REST API (or for all of this service) by
+    errcatalog's authorization server or, in external mode, the company's identity provider; for the latter
+    ``request.auth`` is its grant as this token may use it, its rights narrowed to the token's scopes
+    (``token_narrowed_grant``). Requests without a Bearer header are left to the other authentication classes (the
+    admin's session).
     """
 
     def authenticate(self, request):
@@ -41,6 +43,7 @@ class ClientTokenAuthentication(authentication.BaseAuthentication):
 
     @staticmethod
     def _oauth_grant(request, raw_token: str):
+        # An unreachable identity provider (external mode) raises IdentityProviderUnavailable: the API's 503.
         access = access_token_authenticate(raw_token)
         if access is None or not audience_allows(access.resources, _public_base(request) + request.path):
             return None

@@ -2,7 +2,8 @@
 
 ``{"error": {"status": 400, "code": "invalid", "message": "...", "fields": {"variants.0.message": ["..."]}}}``;
 ``fields`` appears only for validation errors, with nested serializer errors flattened to dotted paths.
-An unreachable database or Redis is a 503 in the same shape, with Retry-After, never a 500 or a traceback.
+An unreachable database, Redis or (external mode) identity provider is a 503 in the same shape, with Retry-After,
+never a 500 or a traceback.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler, set_rollback
 from sentry_sdk.integrations.logging import ignore_logger
 
+from errcatalog.access.external import IdentityProviderUnavailable
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS
 from errcatalog.web.api.parsers import RequestBodyTooLarge
 
@@ -61,7 +63,8 @@ class DependencyUnavailable(exceptions.APIException):
 
 
 def _unavailable(exc: Exception) -> DependencyUnavailable | None:
-    """The 503 for an unreachable database or Redis (reported once per outage to the dependency's log), or None."""
+    """The 503 for an unreachable database, Redis or identity provider (reported once per outage to the dependency's
+    log), or None."""
     if isinstance(exc, DATABASE_ERRORS):
         DATABASE.failed(exc)
         DATABASE.degraded(REST_CONSEQUENCE)
@@ -70,6 +73,12 @@ def _unavailable(exc: Exception) -> DependencyUnavailable | None:
         REDIS.failed(exc)
         REDIS.degraded(REST_CONSEQUENCE)
         return DependencyUnavailable("Redis is unavailable right now; try again later.", "redis_unavailable")
+    if isinstance(exc, IdentityProviderUnavailable):
+        # The token may well be good: the client should try again, not sign in again. Logged by IDENTITY_PROVIDER.
+        return DependencyUnavailable(
+            "The identity provider is unavailable right now, so the token cannot be checked; try again later.",
+            "identity_provider_unavailable",
+        )
     return None
 
 
