@@ -67,8 +67,31 @@ def test_the_sdks_oauth_client_registers_signs_in_and_calls_a_tool_in_both_gener
     assert grant.last_used_at is not None
 
 
-def test_the_sdks_client_refreshes_its_expired_token_without_asking_the_person_again(mcp, person, settings):
-    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "ACCESS_TOKEN_EXPIRE_SECONDS": 2}
+def _forget_oauthlib_servers() -> None:
+    """The toolkit builds each endpoint's oauthlib server once per view class and process, with the settings of that
+    moment (``OAuthLibMixin.get_oauthlib_core``): forgotten, the next request builds it with today's."""
+    from oauth2_provider.views.mixins import OAuthLibMixin
+
+    classes = [OAuthLibMixin]
+    while classes:
+        cls = classes.pop()
+        if "_oauthlib_core" in cls.__dict__:
+            delattr(cls, "_oauthlib_core")
+        classes.extend(cls.__subclasses__())
+
+
+@pytest.fixture
+def two_second_tokens(settings):
+    """Access tokens that live 2 seconds, for this test only."""
+    usual = settings.OAUTH2_PROVIDER
+    settings.OAUTH2_PROVIDER = {**usual, "ACCESS_TOKEN_EXPIRE_SECONDS": 2}
+    _forget_oauthlib_servers()
+    yield
+    settings.OAUTH2_PROVIDER = usual
+    _forget_oauthlib_servers()
+
+
+def test_the_sdks_client_refreshes_its_expired_token_without_asking_the_person_again(mcp, person, two_second_tokens):
     storage = MemoryStorage()
 
     async def scenario():
