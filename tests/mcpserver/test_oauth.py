@@ -435,6 +435,9 @@ def test_the_rest_api_accepts_tokens_issued_for_it_by_scope(mcp, person):
     assert get(reader).status_code == 200
     written = httpx2.post(codes, json={"code": "X"}, headers={"Authorization": f"Bearer {reader}"})
     assert written.status_code == 403 and "catalog:write" in written.text
+    # A step-up challenge, as at /mcp: what it holds and what it lacks.
+    challenge = written.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge and 'scope="catalog:read catalog:write"' in challenge
 
     for_mcp = _tokens(base, person, resource=mcp.url)["access_token"]
     refused = get(for_mcp)

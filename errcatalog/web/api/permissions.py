@@ -15,15 +15,42 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.db import models
-from rest_framework import permissions
+from rest_framework import exceptions, permissions
 
+from errcatalog.access import scopes
 from errcatalog.access.models import ClientToken
+from errcatalog.access.oauth import API_PATH
 
 WRITE_FLAG_MISSING_MESSAGE = "This token is read-only: create one with catalog write rights to change the catalog."
 WRITE_SCOPE_MISSING_MESSAGE = "Changing the catalog needs the catalog:write scope: authorize the client with it."
 READ_SCOPE_MISSING_MESSAGE = "Reading the catalog needs the catalog:read scope: authorize the client with it."
 MISSING_PERMISSION_MESSAGE = "Changing the catalog needs the matching model permission ({permissions})."
+
+
+class InsufficientScope(exceptions.PermissionDenied):
+    """An OAuth token without the scope an operation needs: 403 with a step-up challenge (RFC 6750 §3.1, as the MCP
+    endpoint's) naming every scope the client should hold from now on, so it can ask its person again."""
+
+    def __init__(self, message: str, request, *, needed: str) -> None:
+        super().__init__(message)
+        grant = request.auth
+        held = {
+            scope
+            for scope, has in (
+                (scopes.TOOLS, grant.can_call_tools),
+                (scopes.CATALOG_READ, grant.can_read_catalog),
+                (scopes.CATALOG_WRITE, grant.can_write_catalog),
+                (scopes.METRICS_READ, grant.can_read_metrics),
+            )
+            if has
+        }
+        base = settings.OAUTH["PUBLIC_URL"] or request.build_absolute_uri("/").rstrip("/")
+        metadata = f"{base}/.well-known/oauth-protected-resource{API_PATH}"
+        wanted = scopes.scope_string({*held, needed})
+        # DRF's handler sends ``auth_header`` as WWW-Authenticate.
+        self.auth_header = f'Bearer error="insufficient_scope", scope="{wanted}", resource_metadata="{metadata}"'
 
 
 def permission_name(model: type[models.Model], action: str) -> str:
@@ -60,12 +87,13 @@ class CatalogModelPermissions(permissions.DjangoModelPermissions):
         if request.method in permissions.SAFE_METHODS:
             # An OAuth token reads the catalog only with catalog:read (a static key always may).
             if isinstance(request.auth, ClientToken) and request.auth.is_grant and not request.auth.can_read_catalog:
-                self.message = READ_SCOPE_MISSING_MESSAGE
-                return False
+                raise InsufficientScope(READ_SCOPE_MISSING_MESSAGE, request, needed=scopes.CATALOG_READ)
             return True
         if isinstance(request.auth, ClientToken) and not request.auth.can_write_catalog:
+            if request.auth.is_grant:
+                raise InsufficientScope(WRITE_SCOPE_MISSING_MESSAGE, request, needed=scopes.CATALOG_WRITE)
             # DRF builds permission instances per request, so the message is this request's own.
-            self.message = WRITE_SCOPE_MISSING_MESSAGE if request.auth.is_grant else WRITE_FLAG_MISSING_MESSAGE
+            self.message = WRITE_FLAG_MISSING_MESSAGE
             return False
         if super().has_permission(request, view):
             return True

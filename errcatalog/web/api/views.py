@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from errcatalog.access import scopes
 from errcatalog.access.models import ClientToken
 from errcatalog.catalog import selectors, services
 from errcatalog.catalog.models import Category, ClassificationRule, ErrorCode, Kind, ParameterHint, TemplateVariant
@@ -29,7 +30,12 @@ from errcatalog.outcomes.events import REPORTER_CLIENT_PREFIX, InvalidEvent, Out
 from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.render.classify import classify
 from errcatalog.web.api import examples
-from errcatalog.web.api.permissions import CatalogModelPermissions, catalog_write_denial, permission_name
+from errcatalog.web.api.permissions import (
+    CatalogModelPermissions,
+    InsufficientScope,
+    catalog_write_denial,
+    permission_name,
+)
 from errcatalog.web.api.serializers import (
     ApiErrorSerializer,
     ClassificationRuleSerializer,
@@ -380,8 +386,12 @@ class MetricsReadAccess(permissions.BasePermission):
             return False
         if isinstance(request.auth, ClientToken) and request.auth.can_read_metrics:
             return True
-        # An OAuth token reads metrics only with metrics:read, whoever its user is.
-        return bool(user.is_staff) and not (isinstance(request.auth, ClientToken) and request.auth.is_grant)
+        # An OAuth token reads metrics only with metrics:read, whoever its user is (granted to staff only).
+        if isinstance(request.auth, ClientToken) and request.auth.is_grant:
+            if user.is_staff:
+                raise InsufficientScope(self.message, request, needed=scopes.METRICS_READ)
+            return False
+        return bool(user.is_staff)
 
 
 class ReporterTokenAccess(permissions.BasePermission):
