@@ -493,7 +493,7 @@ OAUTH2_PROVIDER: dict[str, Any] = {
     # Each refresh returns a new refresh token; using an old one again revokes the whole family (a stolen copy).
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
-    # Consent is asked every time unless the client asks for "auto" and already holds a live token with those scopes.
+    # Consent is asked every time (a client's approval_prompt=auto is ignored: errcatalog.web.oauth.AuthorizeView).
     "REQUEST_APPROVAL_PROMPT": "force",
     # https for hosted clients; http only to a loopback address (checked by errcatalog.access.oauth), with any port
     # (RFC 8252: a command-line client listens on a port of its choosing); the private-use schemes of desktop apps.

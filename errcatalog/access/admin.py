@@ -197,6 +197,7 @@ class ClientTokenAdmin(admin.ModelAdmin):
             name=obj.name,
             tool_scope=obj.tool_scope,
             servers=obj.servers,
+            can_call_tools=obj.can_call_tools,
             can_write_catalog=obj.can_write_catalog,
             can_read_metrics=obj.can_read_metrics,
             can_read_catalog=obj.can_read_catalog,

@@ -116,6 +116,13 @@ class RevokeView(oauth_views.RevokeTokenView):
         return response
 
 
+def _only_redirect_uri(query) -> str | None:
+    """The redirect URI the toolkit uses when a request names none: its client's only registered one."""
+    application = get_application_model().objects.filter(client_id=query.get("client_id") or "").first()
+    uris = (application.redirect_uris or "").split() if application is not None else []
+    return uris[0] if len(uris) == 1 else None
+
+
 def _log_refusal(what: str, response) -> None:
     if response.status_code < 400:
         return
@@ -139,10 +146,18 @@ class AuthorizeView(oauth_views.AuthorizationView):
     def get(self, request, *args, **kwargs):
         refusal = (
             self._plain_pkce(request.GET)
-            or self._insecure_redirect(request.GET.get("redirect_uri"))
+            or self._insecure_redirect(request.GET.get("redirect_uri") or _only_redirect_uri(request.GET))
             or self._foreign_resource(request.GET.getlist("resource"))
         )
-        return refusal or super().get(request, *args, **kwargs)
+        if refusal is not None:
+            return refusal
+        if "approval_prompt" in request.GET:
+            # The person is asked every time: the toolkit's approval_prompt=auto would skip this page for a client
+            # holding any live token with these scopes, whatever resource it asks for now, and would give back a
+            # right taken away from its grant without anyone being asked.
+            request.GET = request.GET.copy()
+            del request.GET["approval_prompt"]
+        return super().get(request, *args, **kwargs)
 
     def _plain_pkce(self, query):
         # The toolkit refuses "plain" only once the person has consented; refused here, nobody is asked in vain.
@@ -269,6 +284,18 @@ class RegisterView(oauth_views.DynamicClientRegistrationView):
         return None
 
 
+class RegistrationManagementView(oauth_views.DynamicClientRegistrationManagementView):
+    """RFC 7592: a registered client reads, updates or deletes its registration with the token it was given; an
+    update is held to registration's rule for redirect URIs."""
+
+    def put(self, request, *args, **kwargs):
+        refusal = RegisterView._redirect_uri_refusal(request.body)
+        if refusal is not None:
+            logger.warning("Client registration update refused: %s", refusal)
+            return JsonResponse({"error": "invalid_redirect_uri", "error_description": refusal}, status=400)
+        return super().put(request, *args, **kwargs)
+
+
 class ConnectedAppsView(LoginRequiredMixin, TemplateView):
     """Everyone's own list of what acts as them: the apps they connected with OAuth and their static keys, each
     with what it may do, when it was made and last used, and a button that revokes it at once."""
@@ -286,7 +313,10 @@ class ConnectedAppsView(LoginRequiredMixin, TemplateView):
         }
 
     def post(self, request, *args, **kwargs):
-        token = get_object_or_404(_live_tokens_of(request.user), pk=request.POST.get("token", ""))
+        token_id = request.POST.get("token", "")
+        if not token_id.isdecimal():
+            raise Http404("No such key or app.")
+        token = get_object_or_404(_live_tokens_of(request.user), pk=int(token_id))
         client_token_revoke(token=token)
         return redirect(f"{reverse('connected-apps')}?{urlencode({'revoked': token.name})}")
 
@@ -349,7 +379,7 @@ def urlpatterns() -> list:
                 # RFC 7592: a registered client reads, updates or deletes its registration with the token it was given.
                 path(
                     "oauth/register/<str:client_id>/",
-                    oauth_views.DynamicClientRegistrationManagementView.as_view(),
+                    RegistrationManagementView.as_view(),
                     name="dcr-register-management",
                 ),
             ]

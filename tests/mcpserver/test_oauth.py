@@ -448,6 +448,9 @@ def test_the_rest_api_accepts_tokens_issued_for_it_by_scope(mcp, person):
 
     no_reading = _tokens(base, person, resource=base + "/api/v1", scope="tools")["access_token"]
     assert get(no_reading).status_code == 403
+    for reading in ("render", "classify"):  # a POST, and a read of the catalog all the same
+        answer = httpx2.post(f"{base}/api/v1/{reading}/", json={}, headers={"Authorization": f"Bearer {no_reading}"})
+        assert answer.status_code == 403 and "catalog:read" in answer.text, reading
     metrics = httpx2.get(base + "/api/v1/metrics/", headers={"Authorization": f"Bearer {reader}"})
     assert metrics.status_code == 403  # metrics:read was not granted
 
@@ -466,3 +469,61 @@ def test_a_client_made_by_hand_with_a_plain_http_redirect_off_loopback_is_refuse
     page = _visit(person, _authorize_url(_base(mcp.url), "by-hand", _pkce()[1], redirect_uri=insecure))
     assert page.status_code == 400 and "loopback" in page.text
     assert "location" not in page.headers
+
+
+def test_a_client_asking_for_automatic_approval_is_still_shown_the_consent_page(mcp, person):
+    base = _base(mcp.url)
+    tokens = _tokens(base, person, resource=mcp.url + "/git")  # a live token: the toolkit's "auto" would skip the page
+    grant = ClientToken.objects.get(application__client_id=tokens["client_id"])
+    grant.can_call_tools = False  # taken away in admin: only the person's consent gives it back
+    grant.save(update_fields=["can_call_tools"])
+
+    page = _visit(person, _authorize_url(base, tokens["client_id"], _pkce()[1], approval_prompt="auto"))
+
+    assert page.status_code == 200 and "Allow" in page.text  # asked, never sent back with a code
+    grant.refresh_from_db()
+    assert not grant.can_call_tools
+
+
+def _authorize_url_without_redirect(base: str, client_id: str) -> str:
+    url = _authorize_url(base, client_id, _pkce()[1])
+    query = {key: values for key, values in parse_qs(urlsplit(url).query).items() if key != "redirect_uri"}
+    return f"{base}/oauth/authorize/?{urlencode(query, doseq=True)}"
+
+
+def test_a_plain_http_redirect_off_loopback_is_refused_when_the_request_names_no_redirect_uri(mcp, person):
+    from oauth2_provider.models import Application
+
+    Application.objects.create(
+        client_id="by-hand",
+        name="By Hand",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://intranet.example/callback",  # the only one, so the toolkit uses it when none is named
+    )
+    page = _visit(person, _authorize_url_without_redirect(_base(mcp.url), "by-hand"))
+    assert page.status_code == 400 and "loopback" in page.text
+    assert "location" not in page.headers
+
+
+def test_a_registration_update_refuses_a_plain_http_redirect_off_loopback(mcp):
+    registered = _register(_base(mcp.url)).json()
+    body = {
+        "client_name": "Hand Client",
+        "redirect_uris": ["http://attacker.example/callback"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "none",
+    }
+    headers = {"Authorization": f"Bearer {registered['registration_access_token']}"}
+    response = httpx2.put(registered["registration_client_uri"], json=body, headers=headers)
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_redirect_uri"
+
+
+@pytest.mark.parametrize("path", ["/%E2%82%AC", '/x",%20resource_metadata="https://attacker.example'])
+def test_the_401_challenge_under_a_path_that_names_no_server_points_at_the_endpoints_metadata(mcp, path):
+    refused = httpx2.post(mcp.url + path, content=b"{}", headers={"Content-Type": "application/json"})
+    assert refused.status_code == 401
+    challenge = refused.headers["www-authenticate"]
+    assert f'resource_metadata="{_base(mcp.url)}/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert "attacker.example" not in challenge

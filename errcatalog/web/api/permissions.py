@@ -1,9 +1,9 @@
 """Who may read and who may change the catalog through the API.
 
-Reads are open to every authenticated caller (session or client token). Writes follow Django's model
-permissions, exactly the ones the admin checks: POST needs ``add_<model>``, PUT and PATCH ``change_<model>``,
-DELETE ``delete_<model>``, and an error code's nested variants need the ``TemplateVariant`` permissions for what
-a request does to them (``catalog_write_denial``). Superusers hold every permission.
+Reads are open to every authenticated caller (session or client key; an OAuth token with catalog:read). Writes
+follow Django's model permissions, exactly the ones the admin checks: POST needs ``add_<model>``, PUT and PATCH
+``change_<model>``, DELETE ``delete_<model>``, and an error code's nested variants need the ``TemplateVariant``
+permissions for what a request does to them (``catalog_write_denial``). Superusers hold every permission.
 
 A client token acts as its user and can never do more than that user: a token write needs the token's own
 ``can_write_catalog`` flag *and* the user's model permission. The flag can only take rights away, so a
@@ -69,6 +69,17 @@ def catalog_write_denial(user, model: type[models.Model], actions: Iterable[str]
     if not missing:
         return None
     return MISSING_PERMISSION_MESSAGE.format(permissions=", ".join(missing))
+
+
+class CatalogReadAccess(permissions.IsAuthenticated):
+    """Rendering and classifying read the catalog, though sent as POST: an OAuth token needs catalog:read for them
+    as for any other read (a static key always may)."""
+
+    def has_permission(self, request, view) -> bool:
+        token = request.auth
+        if isinstance(token, ClientToken) and token.is_grant and not token.can_read_catalog:
+            raise InsufficientScope(READ_SCOPE_MISSING_MESSAGE, request, needed=scopes.CATALOG_READ)
+        return super().has_permission(request, view)
 
 
 class CatalogModelPermissions(permissions.DjangoModelPermissions):

@@ -32,6 +32,7 @@ from errcatalog.render.classify import classify
 from errcatalog.web.api import examples
 from errcatalog.web.api.permissions import (
     CatalogModelPermissions,
+    CatalogReadAccess,
     InsufficientScope,
     catalog_write_denial,
     permission_name,
@@ -297,6 +298,8 @@ class ClassificationRuleViewSet(BodyRequired, viewsets.ModelViewSet):
 
 
 class RenderView(BodyRequired, APIView):
+    permission_classes = [CatalogReadAccess]
+
     @extend_schema(
         tags=["render"],
         summary="Render a failure in one face",
@@ -328,6 +331,8 @@ class RenderView(BodyRequired, APIView):
 
 
 class ClassifyView(BodyRequired, APIView):
+    permission_classes = [CatalogReadAccess]
+
     @extend_schema(
         tags=["classify"],
         summary="Classify a raw failure",

@@ -58,6 +58,15 @@ def test_staff_with_the_add_permission_creates_a_token_for_themselves(client, to
     assert token.user == token_keeper and token.can_write_catalog and token.can_read_metrics
 
 
+def test_a_key_added_without_the_tools_right_cannot_call_tools(client, token_keeper):
+    _add(client, token_keeper, token_keeper, can_call_tools=False)  # an unticked box posts nothing
+    assert not ClientToken.objects.get(name="minted").can_call_tools
+
+    ClientToken.objects.all().delete()
+    _add(client, token_keeper, token_keeper, can_call_tools=True)
+    assert ClientToken.objects.get(name="minted").can_call_tools
+
+
 def test_the_add_form_proposes_the_person_adding_as_the_owner(client, token_keeper):
     client.force_login(token_keeper)
     form = client.get(admin_url(ClientToken, "add")).context["adminform"].form

@@ -124,6 +124,7 @@ def test_everyone_sees_and_revokes_their_own_connected_apps_and_no_one_elses(cli
     assert "Call MCP tools as you" in page
 
     assert client.post(reverse("connected-apps"), {"token": others.pk}).status_code == 404
+    assert client.post(reverse("connected-apps"), {"token": "x"}).status_code == 404  # a tampered form: no 500
     others.refresh_from_db()
     assert not others.revoked
 
