@@ -681,5 +681,9 @@ LOGGING = {
         "mcp.server.streamable_http_manager": {"level": "WARNING"},
         # The gateway's HTTP client would log every request to an upstream at INFO; the gateway logs what matters.
         "httpx2": {"level": "WARNING"},
+        # django-oauth-toolkit and oauthlib log authorization codes, redirect URLs and requests at DEBUG; no code or
+        # token is ever logged, whatever LOG_LEVEL says (errcatalog.web.oauth logs each refusal by its error code).
+        "oauthlib": {"level": "INFO"},
+        "oauth2_provider": {"level": "INFO"},
     },
 }

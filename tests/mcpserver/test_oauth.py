@@ -527,3 +527,17 @@ def test_the_401_challenge_under_a_path_that_names_no_server_points_at_the_endpo
     challenge = refused.headers["www-authenticate"]
     assert f'resource_metadata="{_base(mcp.url)}/.well-known/oauth-protected-resource/mcp"' in challenge
     assert "attacker.example" not in challenge
+
+
+def test_no_code_or_token_is_logged_even_at_debug_level(mcp, person, caplog):
+    base = _base(mcp.url)
+    client_id = _register(base).json()["client_id"]
+    verifier, challenge = _pkce()
+    with caplog.at_level(logging.DEBUG):  # an operator's LOG_LEVEL=DEBUG
+        code = _code(asyncio.run(person.consent(_authorize_url(base, client_id, challenge))))
+        tokens = _exchange(base, client_id, code, verifier).json()
+        assert _call(mcp, tokens["access_token"]).status_code == 200
+    # The server's records, not those of the test's own HTTP client (which sees the redirect with the code).
+    logged = "\n".join(record.getMessage() for record in caplog.records if not record.name.startswith("httpcore"))
+    for secret in (code, verifier, tokens["access_token"], tokens["refresh_token"]):
+        assert secret not in logged
