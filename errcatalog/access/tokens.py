@@ -148,7 +148,13 @@ def client_token_revoke(*, token: ClientToken) -> None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
     if token.application_id is not None:
-        held = {"user_id": token.user_id, "application_id": token.application_id}
-        get_refresh_token_model().objects.filter(**held).delete()
-        get_access_token_model().objects.filter(**held).delete()
-        get_grant_model().objects.filter(**held).delete()
+        grant_tokens_delete(grant=token)
+
+
+def grant_tokens_delete(*, grant: ClientToken) -> None:
+    """Delete every access token, refresh token and code the OAuth grant's client holds as its user, so that none is
+    accepted again and no refresh brings one back."""
+    held = {"user_id": grant.user_id, "application_id": grant.application_id}
+    get_refresh_token_model().objects.filter(**held).delete()
+    get_access_token_model().objects.filter(**held).delete()
+    get_grant_model().objects.filter(**held).delete()

@@ -14,6 +14,7 @@ from oauth2_provider.models import AccessToken, Application, RefreshToken
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.oauth import grant_consented
+from errcatalog.access.tokens import client_token_revoke
 from tests.errcatalog.catalog.admin_pages import admin_url, form_data
 
 pytestmark = pytest.mark.django_db
@@ -147,3 +148,33 @@ def test_consenting_again_gives_back_what_the_consent_asks_for(plain_user):
     assert not again.can_read_metrics  # metrics stay staff-only whatever a client asks
     asked = grant_consented(user=plain_user, application=grant.application, scopes=["metrics:read"])
     assert not asked.can_read_metrics
+
+
+def test_deleting_a_grant_in_admin_deletes_its_tokens_as_revoking_does(client, superuser, plain_user):
+    grant = _connected(plain_user)
+    client.force_login(superuser)
+    answer = client.post(admin_url(ClientToken, "delete", grant.pk), {"post": "yes"})
+    assert answer.status_code == 302 and not ClientToken.objects.filter(pk=grant.pk).exists()
+    # Else a refresh token kept would work again as soon as its user consents to that client anew.
+    assert _tokens_of(grant) == 0
+
+
+def test_deleting_a_revoked_grant_leaves_the_tokens_of_the_live_one_after_it(plain_user):
+    old = _connected(plain_user)
+    client_token_revoke(token=old)
+    live = grant_consented(user=plain_user, application=old.application, scopes=["tools"])
+    AccessToken.objects.create(
+        user=plain_user, application=old.application, token="access-again", scope="tools",
+        expires=timezone.now() + timedelta(hours=1),
+    )  # fmt: skip
+    old.delete()
+    assert _tokens_of(live) == 1
+
+
+def test_a_user_or_a_client_with_a_grant_can_be_deleted(plain_user, superuser):
+    grant = _connected(plain_user)
+    grant.application.delete()
+    assert not ClientToken.objects.exists()
+    _connected(superuser, name="ChatGPT")
+    superuser.delete()
+    assert not ClientToken.objects.exists() and not AccessToken.objects.exists()
