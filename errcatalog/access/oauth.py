@@ -83,6 +83,9 @@ def redirect_uri_refusal(uri: str) -> str | None:
         return "A redirect URI must be an absolute URI."
     if parts.fragment:
         return "A redirect URI must not have a fragment."
+    if parts.username is not None or parts.password is not None:
+        # https://claude.ai@attacker.example goes to attacker.example, whatever a person reads first.
+        return "A redirect URI must not name a user or password."
     if parts.scheme == "http" and (host or "").lower() not in _LOOPBACK_HOSTS and not _is_loopback_address(host):
         return "A redirect URI over plain http must point at a loopback address (127.0.0.1, [::1] or localhost)."
     return None

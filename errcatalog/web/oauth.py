@@ -21,7 +21,7 @@ from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import path, reverse
+from django.urls import path
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import TemplateView
@@ -44,6 +44,8 @@ from errcatalog.vocabulary import ROOT_SERVER
 logger = logging.getLogger("errcatalog.oauth")
 
 REGISTRATION_WINDOW_SECONDS = 3600
+# The name of the key or app the connected-apps page revoked last, shown once on the page it redirects to.
+REVOKED_SESSION_KEY = "errcatalog.oauth.revoked"
 PLAIN_PKCE_MESSAGE = (
     "This app signs in with a method that is no longer accepted (PKCE without S256). Ask its maker to update it."
 )
@@ -309,7 +311,9 @@ class ConnectedAppsView(LoginRequiredMixin, TemplateView):
             **super().get_context_data(**kwargs),
             "grants": [(token, _rights_in_words(token)) for token in held if token.is_grant],
             "keys": [(token, _rights_in_words(token)) for token in held if not token.is_grant],
-            "revoked": self.request.GET.get("revoked", ""),
+            # From this person's own revocation just before, never from the URL: a link could make the page say
+            # anything there.
+            "revoked": self.request.session.pop(REVOKED_SESSION_KEY, ""),
         }
 
     def post(self, request, *args, **kwargs):
@@ -318,7 +322,8 @@ class ConnectedAppsView(LoginRequiredMixin, TemplateView):
             raise Http404("No such key or app.")
         token = get_object_or_404(_live_tokens_of(request.user), pk=int(token_id))
         client_token_revoke(token=token)
-        return redirect(f"{reverse('connected-apps')}?{urlencode({'revoked': token.name})}")
+        request.session[REVOKED_SESSION_KEY] = token.name
+        return redirect("connected-apps")
 
 
 def _live_tokens_of(user: Any) -> QuerySet[ClientToken]:

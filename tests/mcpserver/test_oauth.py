@@ -389,7 +389,13 @@ def test_a_redirect_uri_that_was_not_registered_gets_no_redirect(mcp, person, ca
 
 @pytest.mark.parametrize(
     "redirect_uri",
-    ["http://attacker.example/callback", "http://10.0.0.5/callback", "https://example.com/cb#fragment"],
+    [
+        "http://attacker.example/callback",
+        "http://10.0.0.5/callback",
+        "https://example.com/cb#fragment",
+        # The consent page would read "send you back to claude.ai@attacker.example".
+        "https://claude.ai@attacker.example/callback",
+    ],
 )
 def test_registration_refuses_redirect_uris_a_code_could_leak_through(mcp, redirect_uri, caplog):
     with caplog.at_level(logging.WARNING, logger="errcatalog.oauth"):

@@ -130,7 +130,10 @@ def test_everyone_sees_and_revokes_their_own_connected_apps_and_no_one_elses(cli
     assert not others.revoked
 
     answer = client.post(reverse("connected-apps"), {"token": own.pk}, follow=True)
-    assert "Revoked" in answer.content.decode()
+    assert "Revoked “Claude”" in answer.content.decode()
+    assert "Revoked" not in client.get(reverse("connected-apps")).content.decode()  # said once
+    spoofed = client.get(reverse("connected-apps") + "?revoked=your+account.+Call+us")
+    assert "Call us" not in spoofed.content.decode()  # the notice is never the URL's
     own.refresh_from_db()
     assert own.revoked and _tokens_of(own) == 0
 
