@@ -104,7 +104,15 @@ class TokenView(oauth_views.TokenView):
     """The token endpoint; each refusal is logged once, by its OAuth error code (never the request's values)."""
 
     def post(self, request, *args, **kwargs):
-        response = super().post(request, *args, **kwargs)
+        # The toolkit checks a token request's resources against the authorization's only when that named some; one
+        # that named none (all of this service) could otherwise be narrowed to another service's URL.
+        base = public_base(request)
+        if any(resource_server(resource, base) is None for resource in request.POST.getlist("resource")):
+            response = JsonResponse(
+                {"error": "invalid_target", "error_description": FOREIGN_RESOURCE_MESSAGE}, status=400
+            )
+        else:
+            response = super().post(request, *args, **kwargs)
         _log_refusal("Token request", response)
         return response
 

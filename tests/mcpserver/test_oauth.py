@@ -547,3 +547,12 @@ def test_no_code_or_token_is_logged_even_at_debug_level(mcp, person, caplog):
     logged = "\n".join(record.getMessage() for record in caplog.records if not record.name.startswith("httpcore"))
     for secret in (code, verifier, tokens["access_token"], tokens["refresh_token"]):
         assert secret not in logged
+
+
+def test_a_token_request_naming_another_service_is_refused_though_the_authorization_named_none(mcp, person):
+    base = _base(mcp.url)
+    client_id = _register(base).json()["client_id"]
+    verifier, challenge = _pkce()
+    code = _code(asyncio.run(person.consent(_authorize_url(base, client_id, challenge))))
+    refused = _exchange(base, client_id, code, verifier, resource="https://elsewhere.example/mcp")
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_target"
