@@ -136,12 +136,14 @@ def private_allowed(settings):
     settings.OAUTH = {**settings.OAUTH, "CIMD_ALLOW_PRIVATE": True}
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_the_sdks_client_signs_in_with_its_metadata_document_instead_of_registering(
-    mcp, person, document, private_allowed
+    mcp, person, document, private_allowed, mode
 ):
     async def scenario():
         provider = oauth_provider(mcp.url, person, client_metadata_url=document.url)
-        async with oauth_client(mcp.url, provider) as client:
+        async with oauth_client(mcp.url, provider, mode=mode) as client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
             result = await client.call_tool("whoami", {})
             return result.structured_content["client"]
 
