@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TypedDict
 
 import redis
 from django.db import InterfaceError, OperationalError
@@ -35,6 +36,26 @@ REDIS_ERRORS: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
 # What Django raises when the database cannot be reached or the connection broke (not integrity errors: those
 # are the request's own problem).
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+# Errors a Celery task retries, since they pass by themselves. Django wraps the driver's connection errors in these
+# two; redis-py raises its own ConnectionError and TimeoutError (its TimeoutError is not the builtin one).
+TRANSIENT_ERRORS = (OperationalError, InterfaceError, redis.ConnectionError, redis.TimeoutError)
+
+
+class Delivery(TypedDict):
+    acks_late: bool
+    reject_on_worker_lost: bool
+    autoretry_for: tuple[type[BaseException], ...]
+    retry_jitter: bool
+
+
+# What every Celery task of errcatalog shares (the policy is told in errcatalog.outcomes.tasks); each task adds its
+# own backoff and retry count.
+DELIVERY: Delivery = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": TRANSIENT_ERRORS,
+    "retry_jitter": True,
+}
 
 
 class Dependency:

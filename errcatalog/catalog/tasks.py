@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from errcatalog.catalog.allocation import allocate
-from errcatalog.outcomes.tasks import DELIVERY
+from errcatalog.dependencies import DELIVERY
 
 
 # Hourly by default: retries bridge a short database outage; a run that still fails is the next hour's to do.

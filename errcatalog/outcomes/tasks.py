@@ -9,7 +9,7 @@ Every task states its delivery and retry policy here:
   dies, on brokers that can (Redis, AMQP). Every task is safe to run twice: ingest stores each event ID once, and
   the periodic tasks recompute or close what is due. On Celery's filesystem broker a read message is gone, which
   is why outcome batches wait in the spool folder there (``outcomes.spool``), not inside a task.
-- ``autoretry_for=TRANSIENT_ERRORS``: the database or Redis restarting, or a connection cut by a failover, is
+- ``autoretry_for=TRANSIENT_ERRORS`` (``errcatalog.dependencies``): the database or Redis restarting, or a connection cut by a failover, is
   retried with exponential backoff (``retry_backoff`` seconds doubling up to ``retry_backoff_max``, each delay
   drawn at random below that bound by ``retry_jitter`` so a fleet of workers does not retry in step), at most
   ``max_retries`` times. Any other exception fails the task at once.
@@ -20,34 +20,14 @@ Every task states its delivery and retry policy here:
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
-import redis
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
+# The policy every task of errcatalog shares (see above), kept with the errors it retries, below every domain.
+from errcatalog.dependencies import DELIVERY
 from errcatalog.outcomes import ingest, rollups
 from errcatalog.outcomes.episode_store import episode_close_abandoned
-
-# Errors that pass by themselves. Django wraps the driver's connection errors in these two; redis-py raises its
-# own ConnectionError and TimeoutError (its TimeoutError is not the builtin one).
-TRANSIENT_ERRORS = (OperationalError, InterfaceError, redis.ConnectionError, redis.TimeoutError)
-
-
-class Delivery(TypedDict):
-    acks_late: bool
-    reject_on_worker_lost: bool
-    autoretry_for: tuple[type[BaseException], ...]
-    retry_jitter: bool
-
-
-# What every task shares (see above); each decorator adds its own backoff and retry count.
-DELIVERY: Delivery = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "autoretry_for": TRANSIENT_ERRORS,
-    "retry_jitter": True,
-}
 
 
 # Beat sends this every second, and the recorder after each spooled batch: retries only bridge a short outage

@@ -9,8 +9,9 @@ import pytest
 from django.db import InterfaceError, OperationalError
 
 from config.celery import app
+from errcatalog.dependencies import TRANSIENT_ERRORS
 from errcatalog.outcomes import recorder
-from errcatalog.outcomes.tasks import TRANSIENT_ERRORS, compute_rollups, drain_outcomes, ingest_outcomes
+from errcatalog.outcomes.tasks import compute_rollups, drain_outcomes, ingest_outcomes
 
 # The real-worker fixtures of the outcome tests, shared here rather than moved: only these two packages use them.
 from tests.errcatalog.outcomes.conftest import (  # noqa: F401
@@ -28,6 +29,7 @@ TASKS = (
     "errcatalog.close_abandoned_episodes",
     "errcatalog.compute_rollups",
     "errcatalog.allocate_variants",
+    "errcatalog.clear_expired_oauth_tokens",
 )
 
 
