@@ -9,10 +9,10 @@ Every task states its delivery and retry policy here:
   dies, on brokers that can (Redis, AMQP). Every task is safe to run twice: ingest stores each event ID once, and
   the periodic tasks recompute or close what is due. On Celery's filesystem broker a read message is gone, which
   is why outcome batches wait in the spool folder there (``outcomes.spool``), not inside a task.
-- ``autoretry_for=TRANSIENT_ERRORS`` (``errcatalog.dependencies``): the database or Redis restarting, or a connection cut by a failover, is
-  retried with exponential backoff (``retry_backoff`` seconds doubling up to ``retry_backoff_max``, each delay
-  drawn at random below that bound by ``retry_jitter`` so a fleet of workers does not retry in step), at most
-  ``max_retries`` times. Any other exception fails the task at once.
+- ``autoretry_for=TRANSIENT_ERRORS`` (``errcatalog.dependencies``): the database or Redis restarting, or a
+  connection cut by a failover, is retried with exponential backoff (``retry_backoff`` seconds doubling up to
+  ``retry_backoff_max``, each delay drawn at random below that bound by ``retry_jitter`` so a fleet of workers does
+  not retry in step), at most ``max_retries`` times. Any other exception fails the task at once.
 - A failure reaches Sentry (sentry-sdk's Celery integration, with a ``task`` tag: ``config/celery.py``) only when
   the task fails for good: a retry is control flow, not an error. So an outage shorter than the retries leaves
   no Sentry event, and a longer one leaves one per task that gave up.
