@@ -556,3 +556,21 @@ def test_a_token_request_naming_another_service_is_refused_though_the_authorizat
     code = _code(asyncio.run(person.consent(_authorize_url(base, client_id, challenge))))
     refused = _exchange(base, client_id, code, verifier, resource="https://elsewhere.example/mcp")
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_target"
+
+
+def test_the_rate_limit_counts_per_grant_beside_static_keys(mcp, person, settings):
+    settings.MCP = {**settings.MCP, "RATE_LIMIT_PER_MINUTE": 2}
+
+    async def calls(client, n: int) -> list[bool]:
+        return [(await client.call_tool("whoami", {})).is_error for _ in range(n)]
+
+    async def scenario():
+        async with oauth_client(mcp.url, oauth_provider(mcp.url, person)) as client:
+            granted = await calls(client, 3)
+        async with mcp.client() as client:
+            keyed = await calls(client, 1)
+        return granted, keyed
+
+    granted, keyed = asyncio.run(scenario())
+    assert granted == [False, False, True]  # the grant's third call in the minute is the catalog's RATE_LIMIT
+    assert keyed == [False]  # a static key has its own count
