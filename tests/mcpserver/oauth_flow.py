@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import re
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -94,6 +95,23 @@ class Person:
         )
         assert signed_in.status_code == 302, ("sign-in failed", signed_in.status_code)
         return await http.get(url)
+
+
+def call_whoami(url: str, token: str) -> httpx2.Response:
+    """A raw 2026-07-28 ``tools/call`` of ``whoami`` at ``url`` with ``token`` as the bearer: the HTTP answer itself,
+    for tests that look at statuses and challenges."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    params = {"name": "whoami", "arguments": {}, "_meta": meta}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "whoami",
+    }
+    return httpx2.post(url, content=body, headers=headers, timeout=10)
 
 
 def client_metadata(**overrides) -> OAuthClientMetadata:

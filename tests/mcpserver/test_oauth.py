@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import json
 import logging
 import secrets
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -22,7 +21,7 @@ from mcp.client.auth import OAuthFlowError
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_revoke
-from tests.mcpserver.oauth_flow import REDIRECT_URI, MemoryStorage, Person, oauth_client, oauth_provider
+from tests.mcpserver.oauth_flow import REDIRECT_URI, MemoryStorage, Person, call_whoami, oauth_client, oauth_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -203,18 +202,7 @@ def _tokens(base: str, person: Person, resource: str | None = None, scope: str =
 
 
 def _call(mcp, access_token: str, url: str | None = None) -> httpx2.Response:
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-    params = {"name": "whoami", "arguments": {}, "_meta": meta}
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {access_token}",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "whoami",
-    }
-    return httpx2.post(url or mcp.url, content=body, headers=headers, timeout=10)
+    return call_whoami(url or mcp.url, access_token)
 
 
 def test_a_token_is_accepted_only_at_the_resource_it_was_issued_for(mcp, person, caplog):

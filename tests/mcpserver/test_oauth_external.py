@@ -34,6 +34,7 @@ from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_revoke
 from errcatalog.caching import caches_reset
 from tests.mcpserver.conftest import McpTarget
+from tests.mcpserver.oauth_flow import call_whoami
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -169,18 +170,7 @@ def _external_settings(settings, **values) -> None:
 
 
 def _call(url: str, token: str) -> httpx2.Response:
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-    params = {"name": "whoami", "arguments": {}, "_meta": meta}
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {token}",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "whoami",
-    }
-    return httpx2.post(url, content=body, headers=headers, timeout=10)
+    return call_whoami(url, token)
 
 
 def _refusals(caplog) -> list[str]:
