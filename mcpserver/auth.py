@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from errcatalog.access import scopes as scope_names
 from errcatalog.access.bearer import access_token_authenticate
 from errcatalog.access.external import IDENTITY_PROVIDER, IdentityProviderUnavailable
-from errcatalog.access.oauth import MCP_PATH, audience_allows
+from errcatalog.access.oauth import MCP_PATH, audience_allows, resource_metadata_url
 from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate, key_hash
 from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, Dependency
@@ -59,7 +59,6 @@ DATABASE_UNAVAILABLE_MESSAGE = "The token store is unavailable right now, so the
 RETRY_AFTER_SECONDS = b"5"
 NO_SERVER_MESSAGE = "There is no MCP server at this path."
 INSUFFICIENT_SCOPE_MESSAGE = "This token may not call tools: authorize the client again with the scopes named."
-WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
 # Where the pipeline finds the caller, next to the SDK's own "user" (which binds a 2025 session to its token).
 CLIENT_SCOPE_KEY = "errcatalog.client"
 # Where the handlers find the server the request's path names (``mcpserver.server.McpApp`` puts it there):
@@ -475,7 +474,7 @@ class McpHttpGuard:
         params = {
             "realm": "errcatalog",
             **params,
-            "resource_metadata": base + WELL_KNOWN_RESOURCE + _resource_path(asgi_scope),
+            "resource_metadata": resource_metadata_url(base, _resource_path(asgi_scope)),
         }
         params.setdefault("scope", scope_names.scope_string(scope_names.MCP))
         quoted = (f'{key}="{_quoted(value)}"' for key, value in params.items())

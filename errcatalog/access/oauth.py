@@ -47,6 +47,30 @@ _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 GRANT_NAME_MAX_CHARS = 100
 
 
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
+
+
+def public_base(request) -> str:
+    """Where clients reach this service: ``OAUTH["PUBLIC_URL"]``, else a Django request's own scheme and host."""
+    return settings.OAUTH["PUBLIC_URL"] or request.build_absolute_uri("/").rstrip("/")
+
+
+def resource_metadata_url(base: str, path: str) -> str:
+    """The RFC 9728 metadata document of the resource at ``path`` (``/mcp``, ``/mcp/<name>``, ``/api/v1``)."""
+    return f"{base}{WELL_KNOWN_RESOURCE}{path}"
+
+
+def scopes_held(token: ClientToken) -> set[str]:
+    """The scopes a key's or grant's rights stand for (a narrowed grant's: its token's)."""
+    rights = (
+        (scope_names.TOOLS, token.can_call_tools),
+        (scope_names.CATALOG_READ, token.can_read_catalog),
+        (scope_names.CATALOG_WRITE, token.can_write_catalog),
+        (scope_names.METRICS_READ, token.can_read_metrics),
+    )
+    return {scope for scope, held in rights if held}
+
+
 def resource_server(resource: str, base: str) -> str | None:
     """The server a resource indicator names on this service (``ROOT_SERVER`` for /mcp, a name for /mcp/<name>,
     ``API_RESOURCE`` for the REST API), or None when it is not one of ours. A trailing slash makes no difference."""

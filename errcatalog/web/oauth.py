@@ -34,8 +34,10 @@ from errcatalog.access.models import ClientToken
 from errcatalog.access.oauth import (
     API_RESOURCE,
     grant_consented,
+    public_base,
     redirect_uri_refusal,
     resource_server,
+    scopes_held,
 )
 from errcatalog.access.tokens import client_token_revoke
 from errcatalog.dependencies import REDIS_ERRORS
@@ -53,11 +55,6 @@ FOREIGN_RESOURCE_MESSAGE = (
     "This client asked for access to a resource that is not served here. Only this service's MCP endpoint "
     "(/mcp and the servers under it) and its REST API (/api/v1) can be authorized."
 )
-
-
-def public_base(request: HttpRequest) -> str:
-    """Where clients reach this service (``OAUTH["PUBLIC_URL"]``, else the request's own scheme and host)."""
-    return settings.OAUTH["PUBLIC_URL"] or request.build_absolute_uri("/").rstrip("/")
 
 
 def _page(request: HttpRequest) -> dict:
@@ -340,14 +337,8 @@ def _live_tokens_of(user: Any) -> QuerySet[ClientToken]:
 
 
 def _rights_in_words(token: ClientToken) -> list[str]:
-    words = settings.OAUTH2_PROVIDER["SCOPES"]
-    held = [
-        (scopes.TOOLS, token.can_call_tools),
-        (scopes.CATALOG_READ, token.can_read_catalog),
-        (scopes.CATALOG_WRITE, token.can_write_catalog),
-        (scopes.METRICS_READ, token.can_read_metrics),
-    ]
-    return [words[scope] for scope, has in held if has]
+    words, held = settings.OAUTH2_PROVIDER["SCOPES"], scopes_held(token)
+    return [words[scope] for scope in scopes.ALL if scope in held]
 
 
 class LoginView(auth_views.LoginView):

@@ -7,7 +7,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from errcatalog.access.bearer import access_token_authenticate
-from errcatalog.access.oauth import API_PATH, audience_allows, token_narrowed_grant
+from errcatalog.access.oauth import API_PATH, audience_allows, public_base, resource_metadata_url, token_narrowed_grant
 from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate
 
 KEYWORD = "Bearer"
@@ -45,7 +45,7 @@ class ClientTokenAuthentication(authentication.BaseAuthentication):
     def _oauth_grant(request, raw_token: str):
         # An unreachable identity provider (external mode) raises IdentityProviderUnavailable: the API's 503.
         access = access_token_authenticate(raw_token)
-        if access is None or not audience_allows(access.resources, _public_base(request) + request.path):
+        if access is None or not audience_allows(access.resources, public_base(request) + request.path):
             return None
         return token_narrowed_grant(access)
 
@@ -54,12 +54,8 @@ class ClientTokenAuthentication(authentication.BaseAuthentication):
         # OAuth on, it names the API's resource metadata (RFC 9728).
         if settings.OAUTH["MODE"] == "off":
             return f'{KEYWORD} realm="api"'
-        metadata = f"{_public_base(request)}/.well-known/oauth-protected-resource{API_PATH}"
+        metadata = resource_metadata_url(public_base(request), API_PATH)
         return f'{KEYWORD} realm="api", resource_metadata="{metadata}"'
-
-
-def _public_base(request) -> str:
-    return settings.OAUTH["PUBLIC_URL"] or request.build_absolute_uri("/").rstrip("/")
 
 
 class ClientTokenScheme(OpenApiAuthenticationExtension):

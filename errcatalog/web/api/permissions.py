@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.conf import settings
 from django.db import models
 from rest_framework import exceptions, permissions
 
 from errcatalog.access import scopes
 from errcatalog.access.models import ClientToken
-from errcatalog.access.oauth import API_PATH
+from errcatalog.access.oauth import API_PATH, public_base, resource_metadata_url, scopes_held
 
 WRITE_FLAG_MISSING_MESSAGE = "This token is read-only: create one with catalog write rights to change the catalog."
 WRITE_SCOPE_MISSING_MESSAGE = "Changing the catalog needs the catalog:write scope: authorize the client with it."
@@ -35,20 +34,8 @@ class InsufficientScope(exceptions.PermissionDenied):
 
     def __init__(self, message: str, request, *, needed: str) -> None:
         super().__init__(message)
-        grant = request.auth
-        held = {
-            scope
-            for scope, has in (
-                (scopes.TOOLS, grant.can_call_tools),
-                (scopes.CATALOG_READ, grant.can_read_catalog),
-                (scopes.CATALOG_WRITE, grant.can_write_catalog),
-                (scopes.METRICS_READ, grant.can_read_metrics),
-            )
-            if has
-        }
-        base = settings.OAUTH["PUBLIC_URL"] or request.build_absolute_uri("/").rstrip("/")
-        metadata = f"{base}/.well-known/oauth-protected-resource{API_PATH}"
-        wanted = scopes.scope_string({*held, needed})
+        metadata = resource_metadata_url(public_base(request), API_PATH)
+        wanted = scopes.scope_string({*scopes_held(request.auth), needed})
         # DRF's handler sends ``auth_header`` as WWW-Authenticate.
         self.auth_header = f'Bearer error="insufficient_scope", scope="{wanted}", resource_metadata="{metadata}"'
 
