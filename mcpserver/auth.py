@@ -408,7 +408,9 @@ class McpHttpGuard:
                     send, 503, {"error": DATABASE_UNAVAILABLE_MESSAGE}, [(b"retry-after", RETRY_AFTER_SECONDS)]
                 )
                 return
-            if accepted is None or not audience_allows(accepted[0].audiences, self._resource_url(scope, host)):
+            # A static key has no audience: the resource URL is built only for a token bound to one.
+            audiences = accepted[0].audiences if accepted is not None else ()
+            if accepted is None or (audiences and not audience_allows(audiences, self._resource_url(scope, host))):
                 if authorization is not None:
                     # One line per refused token (a request without one is a client discovering the metadata).
                     logger.info(
