@@ -40,12 +40,14 @@ from errcatalog.access.oauth import (
     scopes_held,
 )
 from errcatalog.access.tokens import client_token_revoke
-from errcatalog.dependencies import REDIS_ERRORS
+from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS_ERRORS
 from errcatalog.vocabulary import ROOT_SERVER
 
 logger = logging.getLogger("errcatalog.oauth")
 
 REGISTRATION_WINDOW_SECONDS = 3600
+STORE_DOWN_MESSAGE = "The token store is unavailable right now; try again."
+STORE_RETRY_SECONDS = 5
 # The name of the key or app the connected-apps page revoked last, shown once on the page it redirects to.
 REVOKED_SESSION_KEY = "errcatalog.oauth.revoked"
 PLAIN_PKCE_MESSAGE = (
@@ -109,7 +111,16 @@ class TokenView(oauth_views.TokenView):
                 {"error": "invalid_target", "error_description": FOREIGN_RESOURCE_MESSAGE}, status=400
             )
         else:
-            response = super().post(request, *args, **kwargs)
+            try:
+                response = super().post(request, *args, **kwargs)
+            except DATABASE_ERRORS as exc:
+                # The tokens are in the database: without it none is issued or refreshed. A client retries a 503 (an
+                # MCP client already holding a token goes on calling: the guard accepts it from memory a while).
+                DATABASE.failed(exc)
+                response = JsonResponse(
+                    {"error": "temporarily_unavailable", "error_description": STORE_DOWN_MESSAGE}, status=503
+                )
+                response["Retry-After"] = str(STORE_RETRY_SECONDS)
         _log_refusal("Token request", response)
         return response
 

@@ -30,6 +30,7 @@ from tests.errcatalog.outcomes.conftest import REPO_ROOT, process_environment, w
 from tests.errcatalog.outcomes.recorder_support import free_port
 from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
+from tests.mcpserver.oauth_flow import MemoryStorage, Person, oauth_client, oauth_provider
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # Longer than the MCP token cache (mcpserver.auth.AUTH_CACHE_SECONDS, 5 s): calls after it are answered from the
@@ -143,6 +144,12 @@ def served(tmp_path, postgres, upstream) -> Iterator[tuple[ServedApp, str, str]]
     app.stop()
 
 
+async def _signed_in_call(url: str, storage: MemoryStorage) -> None:
+    async with oauth_client(url, oauth_provider(url, Person("agent-owner", "pw"), storage=storage)) as client:
+        result = await client.call_tool("explain_error", {"code": "NOT_FOUND"})
+        assert not result.is_error
+
+
 def test_mcp_calls_go_on_without_postgres_and_the_rest_answers_json_503(served, postgres, tmp_path):
     app, warm_key, unseen_key = served
     target = McpTarget(app.mcp_url, warm_key)
@@ -168,6 +175,10 @@ def test_mcp_calls_go_on_without_postgres_and_the_rest_answers_json_503(served, 
             return {tool.name for tool in (await client.list_tools()).tools}
 
     wait_until(lambda: "web__echo" in asyncio.run(served_tools()), seconds=30, what="the upstream's tools served")
+    # An OAuth client signs in and calls. First: its consent saves a grant, and any token saved makes the process
+    # check every key again, which it could not do in the outage.
+    oauth = MemoryStorage()
+    asyncio.run(_signed_in_call(app.mcp_url, oauth))
     # Warm: the process loads its catalog snapshot and accepts the token.
     before = asyncio.run(calls(0))
     assert app.get("/api/v1/codes/", key=warm_key).status_code == 200
@@ -193,6 +204,15 @@ def test_mcp_calls_go_on_without_postgres_and_the_rest_answers_json_503(served, 
     assert refused.json() == {
         "error": "The token store is unavailable right now, so the token cannot be checked; try again."
     }
+
+    # An OAuth client signed in before the outage goes on calling (its token accepted from memory, as a key is); its
+    # refresh waits for the database: a JSON 503 the client retries, never a 500.
+    assert "explain_error" in McpTarget(app.mcp_url, oauth.tokens.access_token).tool_names()
+    refresh = {"grant_type": "refresh_token", "client_id": oauth.client_info.client_id}
+    refresh["refresh_token"] = oauth.tokens.refresh_token
+    refreshed = httpx2.post(app.base_url + "/oauth/token/", data=refresh, timeout=10)
+    assert refreshed.status_code == 503 and int(refreshed.headers["retry-after"]) > 0
+    assert refreshed.json()["error"] == "temporarily_unavailable"
 
     # Prometheus's scrape checks its token in the database each time: a JSON 503 with Retry-After, never a 500.
     scraped = app.get("/metrics", key=warm_key)
