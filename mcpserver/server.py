@@ -49,6 +49,7 @@ from mcpserver.calls import ToolCall
 from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
 from mcpserver.gateway import gateway, server_tools
+from mcpserver.gateway.parking import PARK_HEADER, ParkNaming, naming_parked_calls
 from mcpserver.locale import requested_locales
 from mcpserver.offerings import UpstreamOfferings
 from mcpserver.pipeline import call_tool
@@ -593,10 +594,24 @@ class McpApp:
         if body is None:  # the client left before it finished sending the request
             return
         replay = _Replay(body, receive)
-        if any(key in body for key in _NOTIFICATION_KEYS):
-            await self.streaming.handle_request(scope, replay.receive, send)
-        else:
-            await _cancelled_on_disconnect(self.modern.handle_request, scope, replay, send)
+        with naming_parked_calls() as naming:
+            send = _naming_parked_call(send, naming)
+            if any(key in body for key in _NOTIFICATION_KEYS):
+                await self.streaming.handle_request(scope, replay.receive, send)
+            else:
+                await _cancelled_on_disconnect(self.modern.handle_request, scope, replay, send)
+
+
+def _naming_parked_call(send: Send, naming: ParkNaming) -> Send:
+    """``send`` naming, in ``PARK_HEADER``, the parked call the response answers for (``mcpserver.gateway.parking``),
+    so that a load balancer sends the client's next call to this process."""
+
+    async def named(message: Message) -> None:
+        if naming.id is not None and message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), (PARK_HEADER, naming.id.encode())]}
+        await send(message)
+
+    return named
 
 
 # The members of a 2026-07-28 request that ask for notifications during the call: its progress, its log messages. A

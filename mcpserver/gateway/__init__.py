@@ -8,8 +8,8 @@ jobs is a module of its own: the circuit breaker (``breaker``), the SDK client's
 child's stderr (``stderr``), an upstream's requests for input relayed to our client, form and URL mode
 (``elicitation``), and the completion of a URL one relayed to the session it went to (``elicitation_complete``), its
 sampling and roots requests (``sampling``, ``roots``), any of them answered by a 2026-07-28 client in a round trip of
-ours (``round_trip``), what a result says (``results``) and a one-off check (``probe``); a relay of another feature
-gets one too.
+ours (``round_trip``; a 2025-11-25 upstream's call parked meanwhile, ``parking``), what a result says (``results``)
+and a one-off check (``probe``); a relay of another feature gets one too.
 ``served_tools`` is what the pipeline and ``tools/list`` read at ``/mcp``: our enabled tools and the upstreams', one
 mapping; ``server_tools`` what they read at a server's path (``/mcp/<upstream>``: that upstream's tools alone, under
 their own names; a named server's ``/mcp/<name>``: the tools staff composed it of, under ``/mcp``'s names).

@@ -7,7 +7,8 @@ makes of a client finds that call.
 - **In mid-call** (``relay_elicitation``): a 2025-11-25 upstream's ``elicitation/create`` on its session, or a
   2026-07-28 upstream's input request that the SDK's driver hands to the elicitation callback, goes to that call's
   client on its 2025-11-25 session (``ToolContext.elicit``; a URL one, ``CallersClient.elicit_url``).
-- **Across calls**: a 2026-07-28 client answers in a round trip of our own (``round_trip``).
+- **Across calls**: a 2026-07-28 client answers in a round trip of our own (``round_trip``); a 2025-11-25 upstream's
+  call waits for it, parked (``parking``: the parked call is the asker).
 
 Form elicitations are relayed with their messages cut and redacted; URL ones as ``checked_url_elicitation`` checks
 them, and each one relayed to a 2025-11-25 session is remembered for its completion (``elicitation_complete``).

@@ -26,6 +26,7 @@ import mcp_types as types
 from django.conf import settings
 from django.db import close_old_connections
 from mcp_types import URL_ELICITATION_REQUIRED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
@@ -42,13 +43,15 @@ from errcatalog.gateway.services import (
     upstream_health_report,
     upstream_tools_record,
 )
-from mcpserver.calls import RelayedProtocolError, current_tool_call
+from mcpserver.calls import RelayedProtocolError, ToolCall, current_tool_call
 from mcpserver.gateway import notices
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.gateway.elicitation import UrlElicitationRequired
 from mcpserver.gateway.elicitation_complete import forget_session, remember
-from mcpserver.gateway.log_relay import call_logging, client_log, client_log_forget, client_log_level
+from mcpserver.gateway.log_relay import LogSink, call_logging, client_log, client_log_forget, client_log_level
 from mcpserver.gateway.offerings import remember_links
+from mcpserver.gateway.parking import ParkedCall, cancel_all, parked_call
+from mcpserver.gateway.progress import Progress
 from mcpserver.gateway.round_trip import RoundTrip, accepted_requests
 from mcpserver.jsonrpc_errors import FIXED_MESSAGES, sanctioned_error
 from mcpserver.registry import ToolSpec
@@ -200,6 +203,7 @@ class Gateway:
             try:
                 yield
             finally:
+                cancel_all()
                 for connection in self.connections.values():
                     connection.stop()
                 with anyio.move_on_after(STOP_SECONDS, shield=True):
@@ -305,16 +309,21 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         progress = call.context.progress if call.wants_progress else None
         try:
             with call_logging(call.session_id, call.context, call.log_level) as log:
-                result = await connection.call(
-                    upstream_name,
-                    arguments,
-                    ask=call.context.elicit,
-                    round_trip=round_trip,
-                    progress=progress,
-                    callers_client=call.context,
-                    session_id=call.session_id,
-                    log=log,
-                )
+                result = None
+                if round_trip is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                    # A 2025-11-25 upstream asks in mid-call: its call waits for the client's round trips.
+                    result = await _parked(connection, upstream_name, arguments, call, round_trip, progress, log)
+                if result is None:
+                    result = await connection.call(
+                        upstream_name,
+                        arguments,
+                        ask=call.context.elicit,
+                        round_trip=round_trip,
+                        progress=progress,
+                        callers_client=call.context,
+                        session_id=call.session_id,
+                        log=log,
+                    )
         except UrlElicitationRequired as exc:
             # Relayed as the same protocol error to a 2025-11-25 client that takes URL elicitations (the error is
             # gone from 2026-07-28); anyone else gets the catalog's text for it.
@@ -350,6 +359,39 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         upstream=config.name,
         upstream_tool=tool.name,
         execution={"taskSupport": task_support} if task_support is not None else None,
+    )
+
+
+async def _parked(
+    connection: UpstreamConnection,
+    tool: str,
+    arguments: dict[str, Any],
+    call: ToolCall,
+    round_trip: RoundTrip,
+    progress: Progress | None,
+    log: LogSink | None,
+) -> types.CallToolResult | types.InputRequiredResult | None:
+    """A 2026-07-28 client's call of a 2025-11-25 upstream's tool, parked while the upstream waits for the client's
+    answers (``parking``); None when no call can park now."""
+
+    async def start(parked: ParkedCall) -> types.CallToolResult | types.InputRequiredResult:
+        return await connection.call(
+            tool,
+            arguments,
+            ask=parked.ask,
+            callers_client=parked,
+            progress=parked.relay_progress if progress is not None else None,
+            log=parked.request_log(log),
+        )
+
+    return await parked_call(
+        start,
+        upstream=connection.config.name,
+        tool=tool,
+        client_key=call.client.key if call.client else None,
+        round_trip=round_trip,
+        progress=progress,
+        log=log,
     )
 
 

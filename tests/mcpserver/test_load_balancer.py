@@ -35,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.config.compose import service_command
 from tests.errcatalog.outcomes.conftest import WorkerDatabase, wait_until
+from tests.mcpserver.gateway.upstreams import ASKING_SERVER, UpstreamProcess
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -413,3 +414,59 @@ def test_the_load_balancer_is_the_edge_for_forwarded_headers_and_slow_clients(de
         sock.settimeout(60)  # a bound on the wait, not a timing check: the configured limit is 10 s
         answer = sock.recv(4096)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+
+
+@pytest.fixture
+def asking_upstream(tmp_path) -> Iterator[str]:
+    """``asking_server.py`` (a 2025-11-25 upstream that asks in mid-call) over Streamable HTTP, imported into the test
+    database before ``deployment`` starts the web processes on it."""
+    from errcatalog.gateway.services import upstreams_import
+
+    upstream = UpstreamProcess(ASKING_SERVER, "http", log=tmp_path / "asking.log").start()
+    upstreams_import({"mcpServers": {"asking": {"type": "http", "url": upstream.url}}}, actor=None)
+    yield upstream.url
+    upstream.kill()
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_a_2026_call_parked_on_a_2025_upstream_gets_its_answers_on_the_process_that_holds_it(
+    asking_upstream, deployment, progress
+):
+    # Four questions, four answers: without the stick rule, round-robin sends each answer to the process that does
+    # not hold the call, which starts it afresh and asks the first question again (never ending in four rounds).
+    # With progress asked for, each response streams (SSE) and may begin before the upstream asks: named ahead.
+    def one_name_per_question(params) -> dict:
+        return {"name": "Ana"} if "name" in params.requested_schema["properties"] else {"colour": "teal"}
+
+    async def elicitation(context, params) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content=one_name_per_question(params))
+
+    async def sampling(context, params) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="hi"), model="m")
+
+    async def roots(context) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///srv/work")])
+
+    heard: list[str | None] = []
+
+    async def noted(value: float, total: float | None, message: str | None) -> None:
+        heard.append(message)  # asking for progress makes each response a stream
+
+    async def listed() -> set[str]:
+        async with deployment.client(mode="auto") as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    wait_until(lambda: "asking__interview" in asyncio.run(listed()), seconds=60, what="the upstream's tools")
+
+    async def scenario() -> types.CallToolResult:
+        async with deployment.client(
+            mode="auto", elicitation_callback=elicitation, sampling_callback=sampling, list_roots_callback=roots
+        ) as client:
+            assert client.protocol_version == "2026-07-28"
+            return await client.call_tool("asking__interview", {}, progress_callback=noted if progress else None)
+
+    result = asyncio.run(scenario())
+    assert not result.is_error, _text(result)
+    assert _text(result) == "accept:Ana accept:teal model:hi roots:file:///srv/work run:1"
+    assert heard == (["about to ask"] * 2 if progress else [])
+    assert all(status < 400 for _, status, _ in deployment.statuses)

@@ -283,8 +283,10 @@ def test_their_outcomes_are_recorded_under_their_upstream_and_measured_by_it(pub
 
 
 @pytest.mark.parametrize("prefix", ["everything", "everything_http"])
-def test_server_everythings_elicitation_is_relayed_to_a_client_that_can_answer(published, prefix):
-    # A 2025-11-25 upstream asks in mid-call, on its session: relayed while the call is its only one in flight.
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_server_everythings_elicitation_is_relayed_to_a_client_that_can_answer(published, prefix, mode):
+    # A 2025-11-25 upstream asks in mid-call, on its session: relayed while the call is its only one in flight, to a
+    # 2025-11-25 client in mid-call too, to a 2026-07-28 client in a round trip while the upstream call waits.
     app, key = published
     asked: list[types.ElicitRequestFormParams] = []
 
@@ -293,7 +295,7 @@ def test_server_everythings_elicitation_is_relayed_to_a_client_that_can_answer(p
         return types.ElicitResult(action="accept", content={"name": "Ana Lima", "check": True})
 
     async def call() -> types.CallToolResult:
-        async with McpTarget(app.mcp_url, key).client(mode="legacy", elicitation_callback=answer) as client:
+        async with McpTarget(app.mcp_url, key).client(mode=mode, elicitation_callback=answer) as client:
             return await client.call_tool(f"{prefix}__trigger-elicitation-request", {})
 
     result = asyncio.run(call())
@@ -302,7 +304,7 @@ def test_server_everythings_elicitation_is_relayed_to_a_client_that_can_answer(p
     assert params.requested_schema["required"] == ["name"]
     assert not result.is_error and "Ana Lima" in result.model_dump_json()
 
-    declined = _call(app, key, f"{prefix}__trigger-elicitation-request", {}, mode="auto")  # no back channel
+    declined = _call(app, key, f"{prefix}__trigger-elicitation-request", {}, mode=mode)  # no elicitation declared
     assert not declined.is_error and '"action": "decline"' in declined.model_dump_json().replace('\\"', '"')
 
 
@@ -315,8 +317,9 @@ LEAKED = "ghp_clientsAskedForThis1234567890abcdef"
 
 
 @pytest.mark.parametrize("prefix", ["everything", "everything_http"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_server_everythings_sampling_request_reaches_a_client_that_declared_sampling_naming_the_upstream(
-    published, prefix
+    published, prefix, mode
 ):
     app, key = published
     asked: list[types.CreateMessageRequestParams] = []
@@ -327,13 +330,14 @@ def test_server_everythings_sampling_request_reaches_a_client_that_declared_samp
 
     prompt = f"What is six times seven? Authorization: Bearer {LEAKED}"
     arguments = {"prompt": prompt, "maxTokens": 50}
-    result = _call_with(app, key, f"{prefix}__trigger-sampling-request", arguments, mode="legacy",
+    result = _call_with(app, key, f"{prefix}__trigger-sampling-request", arguments, mode=mode,
                         sampling_callback=sample)  # fmt: skip
     (params,) = asked
     upstream = "everything" if prefix == "everything" else "everything-http"
     assert params.system_prompt.startswith(f'The MCP server "{upstream}" (behind the errcatalog gateway)')
     assert params.system_prompt.endswith("You are a helpful test server.")
-    assert params.meta["dev.errcatalog/upstream"] == upstream
+    if mode == "legacy":  # a 2026-07-28 input request reaches the client's callback without its ``_meta``
+        assert params.meta["dev.errcatalog/upstream"] == upstream
     assert params.max_tokens == 50 and params.temperature == 0.7
     text = params.messages[0].content.text
     assert "What is six times seven?" in text and LEAKED not in text and "[REDACTED]" in text
@@ -352,8 +356,8 @@ def test_server_everythings_sampling_request_reaches_a_client_that_declared_samp
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_a_sampling_request_the_client_cannot_take_fails_as_it_does_directly(published, mode):
-    # Without sampling (or, on 2026-07-28, without a back channel to a 2025-11-25 upstream) the upstream hears what a
-    # client without sampling answers; its tool fails, and the model gets catalog text.
+    # Without sampling declared, the upstream hears what a client without sampling answers; its tool fails, and the
+    # model gets catalog text.
     app, key = published
     result = _call(app, key, "everything__trigger-sampling-request", {"prompt": "hi"}, mode=mode)
 
@@ -380,14 +384,15 @@ def test_a_users_rejection_of_the_sampling_request_reaches_the_upstream_as_it_do
 
 
 @pytest.mark.parametrize("prefix", ["everything", "everything_http"])
-def test_server_everythings_roots_request_is_answered_with_the_calling_clients_roots(published, prefix):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_server_everythings_roots_request_is_answered_with_the_calling_clients_roots(published, prefix, mode):
     app, key = published
     roots = types.ListRootsResult(roots=[types.Root(uri="file:///home/ana/project", name="project")])
 
     async def list_roots(context) -> types.ListRootsResult:
         return roots
 
-    result = _call_with(app, key, f"{prefix}__get-roots-list", {}, mode="legacy", list_roots_callback=list_roots)
+    result = _call_with(app, key, f"{prefix}__get-roots-list", {}, mode=mode, list_roots_callback=list_roots)
     expected = _direct("get-roots-list", {}, list_roots_callback=list_roots)
     assert not result.is_error and "file:///home/ana/project" in result.content[0].text
     assert result.content == expected.content
@@ -413,7 +418,8 @@ def test_an_upstream_that_relays_no_sampling_or_roots_does_not_list_the_tools_th
 
 
 @pytest.mark.parametrize("prefix", ["everything", "everything_http"])
-def test_server_everythings_url_elicitation_reaches_a_client_that_takes_urls(published, prefix):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_server_everythings_url_elicitation_reaches_a_client_that_takes_urls(published, prefix, mode):
     app, key = published
     asked: list[types.ElicitRequestURLParams] = []
 
@@ -423,11 +429,12 @@ def test_server_everythings_url_elicitation_reaches_a_client_that_takes_urls(pub
 
     arguments = {"url": "https://example.com/sign-in?step=1", "message": f"Sign in. password={LEAKED}",
                  "elicitationId": f"gateway-{prefix}"}  # fmt: skip
-    result = _call_with(app, key, f"{prefix}__trigger-url-elicitation", arguments, mode="legacy",
+    result = _call_with(app, key, f"{prefix}__trigger-url-elicitation", arguments, mode=mode,
                         elicitation_callback=answer)  # fmt: skip
     (params,) = asked
     assert params.url == "https://example.com/sign-in?step=1"  # the upstream's own address, unchanged
-    assert params.elicitation_id == f"gateway-{prefix}"
+    # 2026-07-28 has no elicitation ids (nor the completion notice that names one).
+    assert params.elicitation_id == (f"gateway-{prefix}" if mode == "legacy" else None)
     assert params.message.startswith("Sign in.") and LEAKED not in params.message
     expected = _direct("trigger-url-elicitation", arguments, elicitation_callback=answer)
     assert not result.is_error and result.content == expected.content

@@ -43,6 +43,8 @@ UPSTREAM_SERVER = str(HERE / "upstream_server.py")
 WATCHED_SERVER = str(HERE / "watched_server.py")
 # An SDK low-level server that asks for a sign-in at a URL and says when it completed (``sign_in_server.py``).
 SIGN_IN_SERVER = str(HERE / "sign_in_server.py")
+# An SDK low-level server that asks its client in mid-call and counts what it ran (``asking_server.py``).
+ASKING_SERVER = str(HERE / "asking_server.py")
 # A raw server that answers the handshake well and its tool calls with HTTP errors and garbage.
 GARBAGE_SERVER = str(HERE / "garbage_server.py")
 
