@@ -39,8 +39,16 @@ import mcp_types as types
 
 from mcpserver.gateway.log_relay import LogSink
 from mcpserver.gateway.progress import Progress
-from mcpserver.gateway.roots import MAX_ROOTS
-from mcpserver.gateway.round_trip import ELICIT, ELICIT_URL, LIST_ROOTS, RELAY_PREFIX, SAMPLE, RoundTrip
+from mcpserver.gateway.round_trip import (
+    ELICIT,
+    ELICIT_URL,
+    LIST_ROOTS,
+    RELAY_PREFIX,
+    SAMPLE,
+    Answer,
+    RoundTrip,
+    answer_of,
+)
 from mcpserver.registry import ClientCannotAnswer, UserAnswer
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -56,7 +64,6 @@ STATE_VERSION = 1
 PARK_HEADER = b"errcatalog-park"
 _ID_BYTES = 8
 
-Answer = types.ElicitResult | types.CreateMessageResult | types.ListRootsResult
 Start = Callable[["ParkedCall"], Coroutine[Any, Any, types.CallToolResult | types.InputRequiredResult]]
 
 
@@ -162,7 +169,7 @@ class ParkedCall:
             try:
                 if self._shown is not None:
                     key, question = self._shown
-                    answer = _answer((responses or {}).get(key), question.answer_type)
+                    answer = answer_of((responses or {}).get(key), question.answer_type)
                     if answer is None:
                         return self._input_required(key, question)
                     self._shown = None
@@ -199,20 +206,6 @@ class ParkedCall:
         return types.InputRequiredResult(
             input_requests={key: question.request}, request_state=json.dumps(state, separators=(",", ":"))
         )
-
-
-def _answer(raw: Any, answer_type: type[Answer]) -> Answer | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        raw = raw.model_dump(by_alias=True, exclude_none=True)
-    try:
-        answer = answer_type.model_validate(raw, by_name=False)
-    except ValueError:
-        return None
-    if isinstance(answer, types.ListRootsResult):
-        answer = types.ListRootsResult(roots=answer.roots[:MAX_ROOTS])
-    return answer
 
 
 # --- The process's parked calls -----------------------------------------------------------------------------------

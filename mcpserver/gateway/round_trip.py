@@ -39,7 +39,9 @@ RELAY_STATE_VERSION = 2
 RELAY_MAX_REQUESTS = 8
 RELAY_MAX_STATE = 16384
 _RELAY_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-_ANSWER_TYPES: Mapping[str, type[types.Result]] = {
+# A client's answer to a relayed request.
+Answer = types.ElicitResult | types.CreateMessageResult | types.ListRootsResult
+_ANSWER_TYPES: Mapping[str, type[Answer]] = {
     ELICIT: types.ElicitResult,
     SAMPLE: types.CreateMessageResult,
     LIST_ROOTS: types.ListRootsResult,
@@ -84,19 +86,27 @@ class RoundTrip:
         for key, method in keys.items() if isinstance(keys, dict) else ():
             raw = (self.input_responses or {}).get(f"{RELAY_PREFIX}{key}") if isinstance(key, str) else None
             answer_type = _ANSWER_TYPES.get(method) if isinstance(method, str) else None
-            if raw is None or answer_type is None:
-                continue
-            if not isinstance(raw, Mapping):
-                raw = raw.model_dump(by_alias=True, exclude_none=True)
-            try:
-                answer = answer_type.model_validate(raw, by_name=False)
-            except ValueError:
-                continue
-            if isinstance(answer, types.ListRootsResult):
-                answer = types.ListRootsResult(roots=answer.roots[:MAX_ROOTS])
-            answers[key] = answer
+            answer = answer_of(raw, answer_type) if answer_type is not None else None
+            if answer is not None:
+                answers[key] = answer
         upstream_state = relay.get("state")
         return (upstream_state if isinstance(upstream_state, str) else None), (answers or None)
+
+
+def answer_of(raw: Any, answer_type: type[Answer]) -> Answer | None:
+    """A client's answer to one relayed request, as the upstream gets it (roots cut to ``MAX_ROOTS``); None when the
+    client gave none, or not one of that type."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raw = raw.model_dump(by_alias=True, exclude_none=True)
+    try:
+        answer = answer_type.model_validate(raw, by_name=False)
+    except ValueError:
+        return None
+    if isinstance(answer, types.ListRootsResult):
+        del answer.roots[MAX_ROOTS:]  # a fresh model of ours
+    return answer
 
 
 async def round_trip_call(
