@@ -49,7 +49,7 @@ from mcpserver.calls import ToolCall
 from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
 from mcpserver.gateway import gateway, server_tools
-from mcpserver.gateway.parking import PARK_HEADER, ParkNaming, naming_parked_calls
+from mcpserver.gateway.parking import PARK_HEADER, ParkNaming, park_naming
 from mcpserver.locale import requested_locales
 from mcpserver.offerings import UpstreamOfferings
 from mcpserver.pipeline import call_tool
@@ -594,12 +594,16 @@ class McpApp:
         if body is None:  # the client left before it finished sending the request
             return
         replay = _Replay(body, receive)
-        with naming_parked_calls() as naming:
+        naming = ParkNaming()
+        token = park_naming.set(naming)
+        try:
             send = _naming_parked_call(send, naming)
-            if any(key in body for key in _NOTIFICATION_KEYS):
+            if _PROGRESS_KEY in body or _LOG_LEVEL_KEY in body:
                 await self.streaming.handle_request(scope, replay.receive, send)
             else:
                 await _cancelled_on_disconnect(self.modern.handle_request, scope, replay, send)
+        finally:
+            park_naming.reset(token)
 
 
 def _naming_parked_call(send: Send, naming: ParkNaming) -> Send:
@@ -616,7 +620,7 @@ def _naming_parked_call(send: Send, naming: ParkNaming) -> Send:
 
 # The members of a 2026-07-28 request that ask for notifications during the call: its progress, its log messages. A
 # plain substring test of the body: a false positive (the bytes inside an argument) only costs the streaming path.
-_NOTIFICATION_KEYS = (b'"progressToken"', b'"io.modelcontextprotocol/logLevel"')
+_PROGRESS_KEY, _LOG_LEVEL_KEY = b'"progressToken"', b'"io.modelcontextprotocol/logLevel"'
 
 
 async def _request_body(receive: Receive) -> bytes | None:

@@ -18,13 +18,12 @@ which also holds the resource subscriptions of the shared channel (``listen_to``
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import logging
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -102,14 +101,26 @@ def shares_child(config: UpstreamConfig) -> bool:
     return config.transport == Transport.STDIO and config.session_mode != SessionMode.PER_CLIENT
 
 
-@contextlib.contextmanager
-def _own_session_scope() -> Iterator[None]:
-    """The block of one call: the own session it uses (``_own_session``) is forgotten after."""
-    token = _own_session.set(None)
-    try:
-        yield
-    finally:
-        _own_session.reset(token)
+class _Classified:
+    """The block of one request to the upstream: the own session it uses (``_own_session``) is forgotten after, and
+    its failure is raised as ``UpstreamConnection._classified`` names it. A class, not a generator: it is on every
+    call's path."""
+
+    __slots__ = ("_connection", "_token", "_what")
+
+    def __init__(self, connection: UpstreamConnection, what: str) -> None:
+        self._connection, self._what = connection, what
+
+    def __enter__(self) -> None:
+        self._token = _own_session.set(None)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            error = self._connection._classified(exc, self._what) if exc is not None else None
+            if error is not None:
+                raise error from None
+        finally:
+            _own_session.reset(self._token)
 
 
 class UpstreamConnection:
@@ -492,7 +503,7 @@ class UpstreamConnection:
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
-        with asking(ask, callers_client) as asker, _own_session_scope(), self._classified(tool):
+        with asking(ask, callers_client) as asker, _Classified(self, tool):
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
                     own = self._own_key(session_id)
@@ -530,7 +541,7 @@ class UpstreamConnection:
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(self.config.name, "circuit open", retry_after=max(1, round(wait)))
-        with _own_session_scope(), self._classified(what):
+        with _Classified(self, what):
             with anyio.fail_after(self.config.timeout_seconds):
                 async with self.limiter:
                     if channel == notices.SHARED:
@@ -558,29 +569,25 @@ class UpstreamConnection:
         connects."""
         return await self._client_or_wait()
 
-    @contextlib.contextmanager
-    def _classified(self, what: str) -> Iterator[None]:
-        """Every way a request to the upstream can fail, as the ``UpstreamError`` the catalog's rules classify; the
-        circuit breaker and the connection's health are told as they go."""
+    def _classified(self, exc: BaseException, what: str) -> BaseException | None:
+        """Every way a request to the upstream can fail, as the ``UpstreamError`` the catalog's rules classify (None:
+        ``exc`` goes on as it is); the circuit breaker and the connection's health are told as they go."""
         name = self.config.name
-        try:
-            yield
-        except TimeoutError:
+        if isinstance(exc, TimeoutError):
             self.breaker.failed()
-            raise self._noted(
-                UpstreamTimeout(name, f"no answer from {what} within {self.config.timeout_seconds:g} s")
-            ) from None
-        except MCPError as exc:
-            raise self._jsonrpc_failure(exc) from None
-        except UpstreamConnectionError:
+            return self._noted(UpstreamTimeout(name, f"no answer from {what} within {self.config.timeout_seconds:g} s"))
+        if isinstance(exc, MCPError):
+            return self._jsonrpc_failure(exc)
+        if isinstance(exc, UpstreamConnectionError):
             self.breaker.failed()
-            raise
-        except (ValidationError, ValueError) as exc:  # the answer is not MCP (pydantic, JSON)
+            return None
+        if isinstance(exc, ValidationError | ValueError):  # the answer is not MCP (pydantic, JSON)
             self.breaker.succeeded()  # it answered: the transport works
-            raise self._noted(UpstreamProtocolError(name, exc, secrets=self._secrets)) from None
-        except (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            return self._noted(UpstreamProtocolError(name, exc, secrets=self._secrets))
+        if isinstance(exc, OSError | httpx2.TransportError | anyio.BrokenResourceError | anyio.ClosedResourceError):
             self._connection_lost()
-            raise self._noted(UpstreamConnectionError(name, exc, secrets=self._secrets)) from None
+            return self._noted(UpstreamConnectionError(name, exc, secrets=self._secrets))
+        return None
 
     def _own_key(self, session_id: str | None) -> tuple[str, bool] | None:
         """The key of the call's own upstream session and whether it serves this request only; None: the shared

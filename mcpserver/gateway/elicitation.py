@@ -17,9 +17,8 @@ Anything else is declined, as without a client that can answer.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -84,15 +83,21 @@ class Asker:
 _ASKER: ContextVar[Asker | None] = ContextVar("upstream_asker", default=None)
 
 
-@contextlib.contextmanager
-def asking(ask: Ask | None, client: CallersClient | None = None) -> Iterator[Asker]:
-    """The asker of the call forwarded inside the block, found by ``caller`` in this task."""
-    asker = Asker(ask, client)
-    token = _ASKER.set(asker)
-    try:
-        yield asker
-    finally:
-        _ASKER.reset(token)
+class asking:  # lower case: used as a function, ``with asking(ask, client) as asker``
+    """The asker of the call forwarded inside the block, found by ``caller`` in this task. A class, not a generator:
+    it is on every call's path."""
+
+    __slots__ = ("_asker", "_token")
+
+    def __init__(self, ask: Ask | None, client: CallersClient | None = None) -> None:
+        self._asker = Asker(ask, client)
+
+    def __enter__(self) -> Asker:
+        self._token = _ASKER.set(self._asker)
+        return self._asker
+
+    def __exit__(self, *exc: object) -> None:
+        _ASKER.reset(self._token)
 
 
 def caller(in_flight: Sequence[Asker]) -> Asker | None:

@@ -23,9 +23,8 @@ A message below the client's level is not relayed, whatever the upstream sends.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, get_args
 
@@ -129,22 +128,33 @@ def client_log_forget(session_id: str) -> None:
     _client_logs.pop(session_id)
 
 
-@contextlib.contextmanager
-def call_logging(
-    session_id: str | None, sender: LogSender | None, request_level: str | None
-) -> Iterator[LogSink | None]:
+class call_logging:  # lower case: used as a function, ``with call_logging(...) as sink``
     """The sink of one forwarded call's upstream log messages: its 2025-11-25 session's account (the call counted in
-    flight meanwhile), its 2026-07-28 request when it opted in, else None (nothing is relayed)."""
-    if session_id is None or sender is None:
-        yield RequestLog(sender, request_level) if sender is not None and request_level in LEVELS else None
-        return
-    account = client_log(session_id)
-    account.calls.append(sender)
-    account.last = sender
-    try:
-        yield account
-    finally:
-        account.calls.remove(sender)
+    flight meanwhile), its 2026-07-28 request when it opted in, else None (nothing is relayed). A class, not a
+    generator: it is on every call's path."""
+
+    __slots__ = ("_account", "_sender", "_sink")
+
+    def __init__(self, session_id: str | None, sender: LogSender | None, request_level: str | None) -> None:
+        self._account: ClientLog | None = None
+        self._sender = sender
+        self._sink: LogSink | None
+        if session_id is None or sender is None:
+            self._sink = RequestLog(sender, request_level) if sender is not None and request_level in LEVELS else None
+        else:
+            self._account = self._sink = client_log(session_id)
+
+    def __enter__(self) -> LogSink | None:
+        account = self._account
+        if account is not None and self._sender is not None:
+            account.calls.append(self._sender)
+            account.last = self._sender
+        return self._sink
+
+    def __exit__(self, *exc: object) -> None:
+        account = self._account
+        if account is not None and self._sender is not None:
+            account.calls.remove(self._sender)
 
 
 async def relay_log(

@@ -25,12 +25,11 @@ goes as without a client that can answer (the upstream hears what such a client 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import logging
 import secrets
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,18 +223,8 @@ class ParkNaming:
         self.id: str | None = None
 
 
-_naming: ContextVar[ParkNaming | None] = ContextVar("errcatalog_park_naming", default=None)
-
-
-@contextlib.contextmanager
-def naming_parked_calls() -> Iterator[ParkNaming]:
-    """The naming of the parked call a request inside the block answers for."""
-    naming = ParkNaming()
-    token = _naming.set(naming)
-    try:
-        yield naming
-    finally:
-        _naming.reset(token)
+# The naming of the parked call the request under way answers for, set by ``mcpserver.server`` around a request.
+park_naming: ContextVar[ParkNaming | None] = ContextVar("errcatalog_park_naming", default=None)
 
 
 def parked_count() -> int:
@@ -284,7 +273,7 @@ async def parked_call(
         responses = None
     else:
         responses = round_trip.input_responses
-    naming = _naming.get()
+    naming = park_naming.get()
     if naming is not None:
         naming.id = parked.id
     result = None

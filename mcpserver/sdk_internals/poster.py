@@ -72,6 +72,12 @@ def stamped(session: ClientSession, data: dict[str, Any]) -> dict[str, str]:
     return dict(options.get("headers", {}))
 
 
+def call_request(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A ``tools/call`` request's method and params as the SDK's client dumps its ``types.CallToolRequest`` (the
+    arguments are JSON already: they came in a request), built without the model on every call's path."""
+    return {"method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+
+
 async def post_tool_call(
     client: Client,
     poster: aiohttp.ClientSession,
@@ -84,9 +90,7 @@ async def post_tool_call(
     ``MCPError``, ``ValueError`` (not MCP) or ``anyio.ClosedResourceError`` (the session ended) the SDK's client
     would raise."""
     session = client.session
-    data = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)).model_dump(
-        by_alias=True, mode="json", exclude_none=True
-    )
+    data = call_request(tool, arguments)
     headers = {**POST_HEADERS, **stamped(session, data)}
     body = json.dumps({"jsonrpc": "2.0", "id": request_id, **data}, separators=(",", ":"))
     try:

@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.server import Server
 from mcp_types.methods import validate_server_result
 
-from mcpserver.sdk_internals.poster import POST_HEADERS, stamped
+from mcpserver.sdk_internals.poster import POST_HEADERS, call_request, stamped
 from tests.mcpserver.sdk_internals.support import revisit, sdk_source
 
 
@@ -50,6 +50,14 @@ def test_a_2026_call_is_stamped_with_its_meta_and_the_routing_headers():
     assert {k.lower(): v for k, v in headers.items() if k.lower() in routing} == routing, revisit(
         "poster", f"_stamp adds the headers {headers}"
     )
+
+
+def test_a_call_request_is_built_as_the_sdk_dumps_its_model():
+    arguments = {"text": "hi", "n": 2, "nested": {"list": [1, None, "x"]}, "none": None}
+    sdk = types.CallToolRequest(params=types.CallToolRequestParams(name="echo", arguments=arguments)).model_dump(
+        by_alias=True, mode="json", exclude_none=True
+    )
+    assert call_request("echo", arguments) == sdk, revisit("poster", f"the SDK dumps a tools/call request as {sdk}")
 
 
 def test_the_session_stamps_its_own_requests_with_the_same_private_stamp():
