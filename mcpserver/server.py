@@ -597,11 +597,10 @@ class McpApp:
         naming = ParkNaming()
         token = park_naming.set(naming)
         try:
-            send = _naming_parked_call(send, naming)
             if _PROGRESS_KEY in body or _LOG_LEVEL_KEY in body:
-                await self.streaming.handle_request(scope, replay.receive, send)
+                await self.streaming.handle_request(scope, replay.receive, _naming_parked_call(send, naming))
             else:
-                await _cancelled_on_disconnect(self.modern.handle_request, scope, replay, send)
+                await _cancelled_on_disconnect(self.modern.handle_request, scope, replay, send, naming)
         finally:
             park_naming.reset(token)
 
@@ -611,11 +610,17 @@ def _naming_parked_call(send: Send, naming: ParkNaming) -> Send:
     so that a load balancer sends the client's next call to this process."""
 
     async def named(message: Message) -> None:
-        if naming.id is not None and message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", ()), (PARK_HEADER, naming.id.encode())]}
-        await send(message)
+        await send(_park_named(message, naming))
 
     return named
+
+
+def _park_named(message: Message, naming: ParkNaming) -> Message:
+    """A response's start with ``PARK_HEADER`` naming the parked call ``naming`` holds, if any; any other message as
+    it is."""
+    if naming.id is None or message["type"] != "http.response.start":
+        return message
+    return {**message, "headers": [*message.get("headers", ()), (PARK_HEADER, naming.id.encode())]}
 
 
 # The members of a 2026-07-28 request that ask for notifications during the call: its progress, its log messages. A
@@ -671,11 +676,16 @@ _watchers: set[asyncio.Task[None]] = set()
 
 
 async def _cancelled_on_disconnect(
-    handle: Callable[[Scope, Receive, Send], Awaitable[None]], scope: Scope, replay: _Replay, send: Send
+    handle: Callable[[Scope, Receive, Send], Awaitable[None]],
+    scope: Scope,
+    replay: _Replay,
+    send: Send,
+    naming: ParkNaming | None = None,
 ) -> None:
     """Run ``handle`` for a request whose body ``replay`` holds, cancelled if the client disconnects before its
     answer was sent (the call is then cancelled upstream too, and frees its slot). A disconnection reported after the
-    answer (the ASGI server's way of saying the exchange is over) cancels nothing.
+    answer (the ASGI server's way of saying the exchange is over) cancels nothing. The response names the parked call
+    ``naming`` holds, if any (``_naming_parked_call``).
 
     The watcher is a plain task, started only once the call has run ``WATCH_AFTER_SECONDS`` (a client that left
     sooner is seen as soon as it starts), that ends by itself once the answer is sent, when the ASGI server reports
@@ -687,9 +697,12 @@ async def _cancelled_on_disconnect(
 
     async def tracked_send(message: Message) -> None:
         nonlocal answered
-        await send(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            answered = True
+        if message["type"] == "http.response.body":
+            await send(message)
+            if not message.get("more_body", False):
+                answered = True
+            return
+        await send(_park_named(message, naming) if naming is not None else message)
 
     async def watch() -> None:
         with contextlib.suppress(Exception):  # a connection that fails to report is one that left
