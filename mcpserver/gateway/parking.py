@@ -13,7 +13,7 @@ runs in a task of its own (``ParkedCall``) while the client's requests come and 
   its result. The upstream's tool runs once, as for a client with a back channel.
 
 A parked call lives in the process that started it, for as long as the upstream's timeout allows (which counts the
-user's time, as in mid-call). Its requests' keys name it (``upstream:<id>.<n>``) and the first answer's HTTP response
+user's time, as in mid-call). Its requests' keys name it (``upstream:<id>.<n>``) and each HTTP response that asks
 names it in ``PARK_HEADER``, so that a load balancer can send the client's next call to that process
 (``deploy/haproxy/haproxy.cfg``); a call that reaches a process that does not hold it (another process, or after the
 timeout) starts afresh, and the upstream asks again. A client whose request ends while the upstream works (it went
