@@ -19,6 +19,7 @@ import os
 from django.conf import settings
 from django.core.asgi import get_asgi_application
 
+from config.access_log import redact_access_log
 from config.request_head import refuse_request_head, request_head_bytes
 from config.tracing import configure_tracing
 
@@ -27,6 +28,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Before Django builds its middleware chain, which the Django instrumentation adds to (when OTEL_* asks for traces).
 tracer_provider = configure_tracing()
 django_application = get_asgi_application()  # sets Django up before anything imports models
+redact_access_log()  # after Django's LOGGING, which leaves uvicorn's loggers as uvicorn set them
 
 from config.metrics import metrics_app  # noqa: E402
 from errcatalog.outcomes import recorder  # noqa: E402

@@ -27,6 +27,8 @@ STARTUP_LINES = (
     "Application startup complete.",
     "Uvicorn running on",
 )
+# Credentials a client puts in a URL: the access log shows each redacted.
+QUERY_SECRETS = ("ecAccessTok3nInTheQuery", "clientS3cretInTheQuery", "authC0deInTheQuery")
 ADMIN_CSS = Path(django.contrib.admin.__file__).parent / "static/admin/css/base.css"
 SWAGGER_JS = Path(drf_spectacular_sidecar.__file__).parent / "static/drf_spectacular_sidecar/swagger-ui-dist"
 
@@ -56,6 +58,9 @@ def served_log(dev_up) -> str:
         status, _headers, _body = fetch(base + path)
         assert status == 200, path
     assert fetch(base + "/no-such-page/")[0] == 404
+    # Credentials where they never belong: in a query string (refused by /mcp; ignored by the login page).
+    assert fetch(base + f"/mcp?access_token={QUERY_SECRETS[0]}&x=1")[0] == 401
+    assert fetch(base + f"/admin/login/?next=/&Client_Secret={QUERY_SECRETS[1]}&code={QUERY_SECRETS[2]}")[0] == 200
     # An MCP call with the printed token, through the SDK's client.
     assert "send_email" in asyncio.run(tool_names(dev_up.mcp_url, dev_up.printed_key()))
     return dev_up.stderr()
@@ -66,6 +71,14 @@ def test_each_startup_line_is_logged_once(served_log):
         assert served_log.count(line) == 1, (line, served_log)
     # The SDK's line came once per session manager, and we run two.
     assert "session manager started" not in served_log
+
+
+def test_the_access_log_shows_no_credential_from_a_query_string(served_log, dev_up):
+    access = dev_up.printed()  # uvicorn writes its access log to stdout
+    assert '"GET /mcp?access_token=[REDACTED]&x=1 HTTP/1.1" 401' in access
+    assert "Client_Secret=[REDACTED]&code=[REDACTED] HTTP/1.1" in access
+    for secret in QUERY_SECRETS:
+        assert secret not in access + served_log
 
 
 def test_a_404_is_logged_once(served_log):
