@@ -57,6 +57,22 @@ def test_scoped_token_sees_and_calls_only_its_tools(mcp, token_owner):
         assert not allowed.is_error
 
 
+def test_a_key_that_calls_no_tool_lists_none_and_calls_none(mcp, token_owner):
+    # ``token_create --no-tools``: a key for reading the catalog (its resources stay readable).
+    _token, key = client_token_create(user=token_owner, name="reader", can_call_tools=False)
+
+    async def scenario(client):
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        denied = await client.call_tool("explain_error", {"code": "NOT_FOUND"})
+        resources = (await client.list_resources()).resources
+        return names, denied, resources
+
+    for names, denied, resources in mcp.run(scenario, key=key).values():
+        assert names == []
+        assert denied.is_error and denied.structured_content["code"] == "FUNCTION_NOT_FOUND"
+        assert resources
+
+
 def test_a_scoped_token_gets_the_same_answer_for_a_hidden_tool_as_for_a_missing_one(mcp, token_owner):
     _token, key = client_token_create(user=token_owner, name="scoped", tool_scope=["explain_error"])
 

@@ -1,4 +1,4 @@
-"""``manage.py token_create --user U --name N [--write] [--metrics] [--no-catalog] [--report-outcomes
+"""``manage.py token_create --user U --name N [--write] [--metrics] [--no-catalog] [--no-tools] [--report-outcomes
 [--count-for-allocation]] [--tool T ...] [--server S ...]``: a client token.
 
 Its key is printed once, alone on stdout (so ``KEY=$(manage.py token_create ...)`` works); the explanation goes
@@ -37,6 +37,13 @@ class Command(BaseCommand):
             help="Hide the catalog's MCP resources and prompts from this token (they are readable by default).",
         )
         parser.add_argument(
+            "--no-tools",
+            dest="tools",
+            action="store_false",
+            help="Refuse this token's MCP tool calls (403): for a key that only reads the catalog or metrics, or "
+            "reports outcomes. Tools are callable by default.",
+        )
+        parser.add_argument(
             "--report-outcomes",
             action="store_true",
             help="Allow reporting outcomes of calls to the tools it may call (POST /api/v1/outcomes/), rate-limited.",
@@ -71,6 +78,7 @@ class Command(BaseCommand):
         write: bool,
         metrics: bool,
         catalog: bool,
+        tools: bool,
         report_outcomes: bool,
         count_for_allocation: bool,
         tool: list[str],
@@ -92,6 +100,8 @@ class Command(BaseCommand):
         bad = [s for s in server if not is_server_name(s)]
         if bad:
             raise CommandError(f"Not a server name ({SERVER_NAME_RULE}): {', '.join(map(repr, bad))}.")
+        if tool and not tools:
+            raise CommandError("--tool limits the tools a token may call, and --no-tools lets it call none: give one.")
         if count_for_allocation and not report_outcomes:
             raise CommandError("--count-for-allocation needs --report-outcomes: the token reports nothing otherwise.")
         token, raw_key = client_token_create(
@@ -102,10 +112,11 @@ class Command(BaseCommand):
             can_write_catalog=write,
             can_read_metrics=metrics,
             can_read_catalog=catalog,
+            can_call_tools=tools,
             can_report_outcomes=report_outcomes,
             outcomes_count_for_allocation=count_for_allocation,
         )
-        scope = ", ".join(token.tool_scope) if token.tool_scope else "all tools"
+        scope = ", ".join(token.tool_scope) if token.tool_scope else "all tools" if tools else "no tool calls"
         if token.servers:
             scope += " on " + ", ".join(f"/mcp/{s}".rstrip("/") for s in token.servers)
         rights = "catalog read and write" if write else "catalog read-only"

@@ -112,6 +112,7 @@ def test_token_create_defaults_to_read_only_and_every_tool(plain_user):
     assert not token.can_write_catalog and token.tool_scope == []
     assert not token.can_read_metrics
     assert token.can_read_catalog  # the catalog's MCP resources and prompts
+    assert token.can_call_tools
 
 
 def test_token_create_no_catalog_hides_the_catalogs_resources_and_prompts(plain_user):
@@ -121,6 +122,17 @@ def test_token_create_no_catalog_hides_the_catalogs_resources_and_prompts(plain_
     token = client_token_authenticate(out.getvalue().strip())
     assert not token.can_read_catalog
     assert "no catalog resources or prompts" in err.getvalue()
+
+
+def test_token_create_no_tools_makes_a_key_that_calls_no_tool(plain_user):
+    out, err = StringIO(), StringIO()
+    call_command("token_create", "--user", "reader", "--name", "reader", "--no-tools", stdout=out, stderr=err)
+
+    token = client_token_authenticate(out.getvalue().strip())
+    assert not token.can_call_tools and token.can_read_catalog
+    assert "no tool calls" in err.getvalue()
+    with pytest.raises(CommandError, match="--no-tools"):
+        call_command("token_create", "--user", "reader", "--name", "x", "--no-tools", "--tool", "send_email")
 
 
 def test_token_create_metrics_makes_a_monitoring_key(plain_user):
