@@ -13,8 +13,9 @@ Reaches, each with why and its plain path:
 
 - ``tool_calls.ModernToolCalls`` and ``wire`` (a copy of ``ServerRunner._serialize``): a 2026-07-28 ``tools/call``
   answered by our innermost server middleware, its result dumped, validated and stamped as the runner would, a
-  repeated failure's form made once (about an eighth of such a call). Plain path: no such middleware; the runner
-  calls ``mcpserver.server.handle_call_tool`` and serialises each result itself.
+  repeated failure's form made once (about an eighth of such a call), and an upstream's result the poster read sent
+  on in the form it was checked in (``wire.forwarded``) when only its ``_meta`` changed. Plain path: no such
+  middleware; the runner calls ``mcpserver.server.handle_call_tool`` and serialises each result itself.
 - ``otel.spans_only_when``: the SDK's per-message span middleware, imported from the private ``mcp.server._otel`` to
   be found in ``Server.middleware`` and put behind a check (untraced, it still builds a span per message, about a
   tenth of a simple call). Plain path: the middleware stays as the SDK installs it.

@@ -30,9 +30,9 @@ import mcp_types as types
 from mcp.client import Client
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp_types.methods import validate_server_result
 
 from mcpserver.sdk_internals import fast_paths
+from mcpserver.sdk_internals.wire import forwarded
 
 # Keys of the JSON-RPC error data a failed POST is answered with: the HTTP error status, or that the request never
 # got an answer (refused, cut off) and the class of the failure.
@@ -114,8 +114,7 @@ async def post_tool_call(
         raise ValueError("a JSON-RPC response without a result")
     if raw.get("resultType") == "input_required":
         return await client.call_tool(tool, arguments)
-    validate_server_result("tools/call", client.protocol_version, raw)
-    result = types.CallToolResult.model_validate(raw, by_name=False)
+    result = forwarded(raw, client.protocol_version)  # checked as ``validate_server_result`` checks it
     if not result.is_error:
         await session.validate_tool_result(tool, result)
     return result

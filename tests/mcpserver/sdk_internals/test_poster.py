@@ -86,3 +86,7 @@ def test_the_answer_is_checked_with_what_the_session_checks_it_with():
     assert "validate_server_result(" in sdk_source("client/session.py"), revisit(
         "poster", "the SDK's client session no longer validates results with validate_server_result"
     )
+    # ``wire.forwarded`` checks with serialize_server_result, keeping the form validate_server_result throws away.
+    assert "serialize_server_result(method, version, data" in inspect.getsource(validate_server_result), revisit(
+        "poster", "validate_server_result no longer checks with serialize_server_result"
+    )

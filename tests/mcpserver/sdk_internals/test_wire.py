@@ -17,10 +17,13 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.runner import ServerRunner, _dump_result
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, JSONRPCResponse
+from mcp_types.methods import validate_server_result
+from pydantic import ValidationError
 
 from errcatalog.caching import caches_invalidate
 from errcatalog.render import Failure, ParameterFault, render
 from mcpserver import pipeline
+from mcpserver.gateway.results import without_protocol_meta
 from mcpserver.sdk_internals import wire
 from mcpserver.server import SERVER_INFO, SERVER_NAME, SERVER_VERSION
 from tests.mcpserver.sdk_internals.support import revisit
@@ -128,3 +131,40 @@ def test_a_result_that_does_not_fit_the_versions_schema_is_an_internal_error_and
     assert raised.value.error.message == "Handler returned an invalid result"
     assert "secret-in-the-result" not in json.dumps(raised.value.error.model_dump(mode="json"))
     assert "does not fit the 2025-11-25 schema" in caplog.text
+
+
+# Results as upstreams send them (2026-07-28, whose results carry ``resultType``), one per kind of content, with the
+# upstream's identity in ``_meta``.
+UPSTREAM_ANSWERS = [
+    {"content": [{"type": "text", "text": "hi", "annotations": {"audience": ["user"], "priority": 0.5}}]},
+    {"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}], "isError": False},
+    {"content": [{"type": "audio", "data": "aGk=", "mimeType": "audio/wav"}]},
+    {"content": [{"type": "resource_link", "uri": "file:///a.txt", "name": "a", "size": 2}]},
+    {"content": [{"type": "resource", "resource": {"uri": "file:///a.txt", "text": "a", "mimeType": "text/plain"}}]},
+    {"content": [], "structuredContent": {"n": 1, "nested": {"list": [1.5, None, "x"]}}, "extra": "dropped"},
+]
+
+
+@pytest.mark.parametrize("raw", UPSTREAM_ANSWERS)
+def test_a_forwarded_result_goes_out_as_the_same_result_read_plainly_would(raw):
+    version = "2026-07-28"
+    raw = {**raw, "resultType": "complete", "_meta": {types.SERVER_INFO_META_KEY: UPSTREAM, "trace": "t1"}}
+    plain = without_protocol_meta(types.CallToolResult.model_validate(raw, by_name=False))
+    forwarded = without_protocol_meta(wire.forwarded(raw, version))
+    assert wire._surface_form(forwarded, version) is not None  # the kept form is the one sent
+    assert wire.wire_result(forwarded, version, server_info=SERVER_INFO) == sdk_form(plain, version)
+    # Changed in any other way than its _meta, or sent to a client of another version: dumped and checked afresh.
+    changed = forwarded.model_copy(update={"content": [types.TextContent(type="text", text="other")]})
+    assert wire._surface_form(changed, version) is None
+    assert wire.wire_result(changed, version, server_info=SERVER_INFO) == sdk_form(
+        plain.model_copy(update={"content": changed.content}), version
+    )
+    assert wire._surface_form(forwarded, "2025-11-25") is None
+    assert wire.wire_result(forwarded, "2025-11-25", server_info=SERVER_INFO) == sdk_form(plain, "2025-11-25")
+
+
+def test_a_forwarded_result_is_checked_as_the_sdks_client_checks_one():
+    with pytest.raises(ValidationError):
+        wire.forwarded({"content": "not a list"}, "2026-07-28")
+    with pytest.raises(ValidationError):
+        validate_server_result("tools/call", "2026-07-28", {"content": "not a list"})
