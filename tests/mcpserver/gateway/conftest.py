@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,32 @@ from tests.mcpserver.gateway.upstreams import (
     everything_server,
     gateway_environment,
 )
+
+
+@contextlib.contextmanager
+def gateway_before(
+    folder: Path, name: str, script: str, tools: set[str], *, shell: str | None = None
+) -> Iterator[tuple[McpTarget, dict[str, str], UpstreamProcess]]:
+    """Production's served app in front of one upstream script over Streamable HTTP (``python SCRIPT http PORT``),
+    imported as ``name`` the way an operator imports it; ``shell`` runs in ``manage.py shell`` before the app starts
+    (an upstream's limits, say). Yields a target with a token of ``agent-owner``, the app's environment and the
+    upstream's process, once the app lists ``tools``."""
+    upstream = UpstreamProcess(script, "http", log=folder / "upstream.log").start()
+    env = gateway_environment(folder / "data")
+    servers_file = folder / "mcp.json"
+    servers_file.write_text(json.dumps({"mcpServers": {name: {"type": "http", "url": upstream.url}}}))
+    manage(env, "catalog_import", str(servers_file))
+    if shell is not None:
+        manage(env, "shell", "-c", shell)
+    key = new_token(env, name)
+    app = ServedApp(env, folder).start()
+    try:
+        target = McpTarget(app.mcp_url, key)
+        wait_until(lambda: tools <= target.tool_names(), seconds=90, what="the upstream's tools")
+        yield target, env, upstream
+    finally:
+        app.stop()
+        upstream.kill()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ memory alone: the channel two sessions share, the session that ended, its bounds
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 
 import anyio
@@ -19,11 +18,10 @@ from mcp.shared.exceptions import MCPError
 
 from mcpserver.gateway import elicitation_complete
 from mcpserver.gateway.elicitation_complete import RelayedElicitations, relay_completion, remember
-from tests.config.served_app import ServedApp, manage, new_token
-from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
+from tests.mcpserver.gateway.conftest import gateway_before
 from tests.mcpserver.gateway.sign_in_server import HOSTILE, SIGN_IN_URL
-from tests.mcpserver.gateway.upstreams import SIGN_IN_SERVER, UpstreamProcess, gateway_environment
+from tests.mcpserver.gateway.upstreams import SIGN_IN_SERVER
 
 SIGN_IN, NEEDS_SIGN_IN, FINISH = "signin__sign_in", "signin__needs_sign_in", "signin__finish"
 # How long a client waits for a notification that is on its way.
@@ -32,19 +30,9 @@ HEARD_SECONDS = 20
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Iterator[McpTarget]:
-    folder = tmp_path_factory.mktemp("elicitation-complete")
-    upstream = UpstreamProcess(SIGN_IN_SERVER, "http", log=folder / "upstream.log").start()
-    env = gateway_environment(folder / "data")
-    servers_file = folder / "mcp.json"
-    servers_file.write_text(json.dumps({"mcpServers": {"signin": {"type": "http", "url": upstream.url}}}))
-    manage(env, "catalog_import", str(servers_file))
-    key = new_token(env, "sign-in")
-    app = ServedApp(env, folder).start()
-    target = McpTarget(app.mcp_url, key)
-    wait_until(lambda: {SIGN_IN, FINISH} <= target.tool_names(), seconds=90, what="the upstream's tools")
-    yield target
-    app.stop()
-    upstream.kill()
+    with gateway_before(tmp_path_factory.mktemp("elicitation-complete"), "signin", SIGN_IN_SERVER,
+                        {SIGN_IN, FINISH}) as (target, _, _):  # fmt: skip
+        yield target
 
 
 class Client:

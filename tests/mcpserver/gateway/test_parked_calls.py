@@ -10,7 +10,6 @@ Then the parked calls of one process alone: their bounds, an answer to another c
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 
 import anyio
@@ -23,10 +22,11 @@ from mcp.shared.exceptions import MCPError
 from mcpserver.gateway import parking
 from mcpserver.gateway.parking import ParkedCall, parked_call
 from mcpserver.gateway.round_trip import ELICIT, RoundTrip
-from tests.config.served_app import ServedApp, manage, new_token
+from tests.config.served_app import new_token
 from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.upstreams import ASKING_SERVER, UpstreamProcess, gateway_environment
+from tests.mcpserver.gateway.conftest import gateway_before
+from tests.mcpserver.gateway.upstreams import ASKING_SERVER, UpstreamProcess
 
 INTERVIEW, ASK_THEN_WAIT, COUNTS = "asking__interview", "asking__ask_then_wait", "asking__counts"
 # The upstream's timeout, which a parked call's wait for its client counts in; its one slot makes a call that still
@@ -37,22 +37,12 @@ ROOTS = types.ListRootsResult(roots=[types.Root(uri="file:///home/ana/project", 
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[tuple[McpTarget, dict[str, str], str]]:
+def served(tmp_path_factory) -> Iterator[tuple[McpTarget, dict[str, str], UpstreamProcess]]:
+    limits = ("from errcatalog.gateway.models import Upstream; "
+              f"Upstream.objects.update(max_concurrency=1, timeout_seconds={TIMEOUT_SECONDS})")  # fmt: skip
     folder = tmp_path_factory.mktemp("parked")
-    upstream = UpstreamProcess(ASKING_SERVER, "http", log=folder / "upstream.log").start()
-    env = gateway_environment(folder / "data")
-    servers_file = folder / "mcp.json"
-    servers_file.write_text(json.dumps({"mcpServers": {"asking": {"type": "http", "url": upstream.url}}}))
-    manage(env, "catalog_import", str(servers_file))
-    manage(env, "shell", "-c", "from errcatalog.gateway.models import Upstream; "
-           f"Upstream.objects.update(max_concurrency=1, timeout_seconds={TIMEOUT_SECONDS})")  # fmt: skip
-    key = new_token(env, "parked")
-    app = ServedApp(env, folder).start()
-    target = McpTarget(app.mcp_url, key)
-    wait_until(lambda: {INTERVIEW, COUNTS} <= target.tool_names(), seconds=90, what="the upstream's tools")
-    yield target, env, upstream.url
-    app.stop()
-    upstream.kill()
+    with gateway_before(folder, "asking", ASKING_SERVER, {INTERVIEW, COUNTS}, shell=limits) as served:
+        yield served
 
 
 class Answers:
@@ -84,21 +74,21 @@ class Answers:
         }
 
 
-def _counts(upstream: str) -> dict[str, int]:
+def _counts(upstream: UpstreamProcess) -> dict[str, int]:
     """What the upstream ran, asked of it directly (past the gateway and its slots)."""
 
     async def call() -> str:
-        async with Client(streamable_http_client(upstream), mode="legacy") as client:
+        async with Client(streamable_http_client(upstream.url), mode="legacy") as client:
             return (await client.call_tool("counts", {})).content[0].text
 
     return {name: int(value) for name, value in (part.split(":") for part in asyncio.run(call()).split())}
 
 
-def _interviews(upstream: str) -> int:
+def _interviews(upstream: UpstreamProcess) -> int:
     return _counts(upstream)["interviews"]
 
 
-def _cancelled(upstream: str) -> int:
+def _cancelled(upstream: UpstreamProcess) -> int:
     return _counts(upstream)["cancelled"]
 
 
@@ -224,6 +214,38 @@ def test_an_answer_comes_back_only_with_the_state_of_its_own_call_and_client(ser
 
     result = asyncio.run(scenario())
     assert not result.is_error and result.content[0].text == "accept:Ana"
+
+
+def test_an_upstream_killed_while_a_call_waits_for_its_client_is_answered_from_the_catalog(served):
+    # The upstream dies while its call is parked: the client's answer gets the catalog's text for a lost upstream
+    # (none of the upstream's words), the call is let go, and once the upstream is back a new call goes through.
+    target, _, upstream = served
+
+    async def scenario() -> types.CallToolResult:
+        async with target.client(elicitation_callback=Answers().elicitation) as client:
+            first = await client.session.call_tool(ASK_THEN_WAIT, {"seconds": 0}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            (key,) = first.input_requests
+            upstream.kill()
+            answer = {key: types.ElicitResult(action="accept", content={"name": "Ana"})}
+            return await client.session.call_tool(
+                ASK_THEN_WAIT, {"seconds": 0}, input_responses=answer, request_state=first.request_state
+            )
+
+    try:
+        result = asyncio.run(scenario())
+        assert result.is_error and result.structured_content["code"] == "NETWORK_ERROR", result
+        assert result.structured_content["retryable"] is True
+    finally:
+        if upstream.process is not None and upstream.process.poll() is not None:
+            upstream.start()
+    answers = Answers()
+
+    async def again() -> types.CallToolResult:
+        async with target.client(**answers.options()) as client:
+            return await client.call_tool(ASK_THEN_WAIT, {"seconds": 0})
+
+    wait_until(lambda: not asyncio.run(again()).is_error, seconds=30, what="the gateway to reach the upstream again")
 
 
 # --- The parked calls of one process ------------------------------------------------------------------------------
