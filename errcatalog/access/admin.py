@@ -20,6 +20,7 @@ from oauth2_provider.models import (
 from errcatalog import input_limits
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create, client_token_grant_denial, client_token_revoke
+from errcatalog.admin_display import fixed_width_time
 from errcatalog.vocabulary import ROOT_SERVER, SERVER_NAME_RULE, TOOL_NAME_RULE, is_server_name, is_tool_name
 
 # Short JSON lists (["send_email"]) fit on one line. Deeper nesting than the REST API accepts is
@@ -113,8 +114,8 @@ class ClientTokenAdmin(admin.ModelAdmin):
         "can_write_catalog",
         "can_read_metrics",
         "servers_allowed",
-        "created_at",
-        "last_used_at",
+        "created",
+        "last_used",
         "revoked",
     )
     list_filter = (*_RIGHTS, ("application", admin.EmptyFieldListFilter), ("revoked_at", admin.EmptyFieldListFilter))
@@ -183,6 +184,14 @@ class ClientTokenAdmin(admin.ModelAdmin):
         if not obj.servers:
             return "all"
         return ", ".join("/mcp" if server == ROOT_SERVER else f"/mcp/{server}" for server in obj.servers)
+
+    @admin.display(description="Created at", ordering="created_at")
+    def created(self, obj: ClientToken) -> str:
+        return fixed_width_time(obj.created_at)
+
+    @admin.display(description="Last used at", ordering="last_used_at")
+    def last_used(self, obj: ClientToken) -> str:
+        return fixed_width_time(obj.last_used_at)
 
     @admin.display(description="Revoked", boolean=True, ordering="revoked_at")
     def revoked(self, obj: ClientToken) -> bool:

@@ -31,9 +31,9 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
-from django.utils.timezone import localtime
 from simple_history.admin import SimpleHistoryAdmin
 
+from errcatalog.admin_display import fixed_width_time
 from errcatalog.catalog import services
 from errcatalog.catalog.document import catalog_document_from_db, dump_catalog
 from errcatalog.catalog.lint import RowFinding, hint_findings, variant_findings
@@ -85,9 +85,7 @@ _JSON_LINE = {
 
 @admin.display(description="Updated", ordering="updated_at")
 def _updated(obj: ErrorCode | TemplateVariant) -> str:
-    """A fixed-width local time: the locale's "Sept. 30, 2026, 12:59 p.m." grows and shrinks with the date, and a
-    list page that fits a laptop screen in November may not in September."""
-    return localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M")
+    return fixed_width_time(obj.updated_at)
 
 
 def _max_chars() -> int:
