@@ -10,7 +10,6 @@ its modern entry), so routing by the same header never sends a request where it 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import hashlib
@@ -37,7 +36,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.render.entries import CatalogSnapshot
@@ -48,8 +47,9 @@ from mcpserver.calls import ToolCall
 from mcpserver.changes import ChangeFeed
 from mcpserver.extensions import autodiscover_extensions
 from mcpserver.gateway import gateway, server_tools
-from mcpserver.gateway.parking import PARK_HEADER, ParkNaming, park_naming
+from mcpserver.gateway.parking import ParkNaming, park_naming
 from mcpserver.locale import requested_locales
+from mcpserver.long_calls import WatchedCall, naming_parked_call, replayed, request_body
 from mcpserver.offerings import UpstreamOfferings
 from mcpserver.pipeline import call_tool
 from mcpserver.reference import HANDLED, CatalogReader
@@ -328,6 +328,10 @@ async def _answer(
         logger.exception("The pipeline failed on a call of %s", safe_identifier(params.name))
         sentry_sdk.capture_exception(exc, fingerprint=["errcatalog", "pipeline"])
         raise MCPError(INTERNAL_ERROR, "Internal error") from None
+    finally:
+        # The context and its call refer to each other: unlinked once the call is answered, the request's objects
+        # are freed at once rather than left as a reference cycle for the garbage collector.
+        context.call = None
 
 
 def _log_level_requested(params: types.CallToolRequestParams) -> str | None:
@@ -581,156 +585,35 @@ class McpApp:
             _modern_server.reset(token)
 
     async def _long_call(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A 2026-07-28 call that may run long, cancelled when its client goes away (2026-07-28 has no
-        client-to-server notifications: closing the request is how a client cancels it).
+        """A 2026-07-28 call that may run long, cancelled when its client goes away (``mcpserver.long_calls``).
 
         One that asked for notifications (a ``progressToken``, a log level in ``_meta``) goes to the streaming
         manager, which sends them and sees the client leave. Any other is answered as JSON by ``self.modern``, cheaper
-        per call than the streaming manager's deferred answer (``bench/gateway_bench.py``), with
-        ``_cancelled_on_disconnect`` watching the connection.
+        per call than the streaming manager's deferred answer (``bench/gateway_bench.py``), as a ``WatchedCall``.
+        Either way the response names the call's parked upstream call, if it has one (``ParkNaming``).
         """
-        body = await _request_body(receive)
+        body = await request_body(receive)
         if body is None:  # the client left before it finished sending the request
             return
-        replay = _Replay(body, receive)
-        naming = ParkNaming()
-        token = park_naming.set(naming)
+        if _PROGRESS_KEY in body or _LOG_LEVEL_KEY in body:
+            naming = ParkNaming()
+            token = park_naming.set(naming)
+            try:
+                await self.streaming.handle_request(scope, replayed(body, receive), naming_parked_call(send, naming))
+            finally:
+                park_naming.reset(token)
+            return
+        call = WatchedCall(body, receive, send)
+        token = park_naming.set(call)
         try:
-            if _PROGRESS_KEY in body or _LOG_LEVEL_KEY in body:
-                await self.streaming.handle_request(scope, replay.receive, _naming_parked_call(send, naming))
-            else:
-                await _cancelled_on_disconnect(self.modern.handle_request, scope, replay, send, naming)
+            await call.run(self.modern.handle_request, scope)
         finally:
             park_naming.reset(token)
-
-
-def _naming_parked_call(send: Send, naming: ParkNaming) -> Send:
-    """``send`` naming, in ``PARK_HEADER``, the parked call the response answers for (``mcpserver.gateway.parking``),
-    so that a load balancer sends the client's next call to this process."""
-
-    async def named(message: Message) -> None:
-        await send(_park_named(message, naming))
-
-    return named
-
-
-def _park_named(message: Message, naming: ParkNaming) -> Message:
-    """A response's start with ``PARK_HEADER`` naming the parked call ``naming`` holds, if any; any other message as
-    it is."""
-    if naming.id is None or message["type"] != "http.response.start":
-        return message
-    return {**message, "headers": [*message.get("headers", ()), (PARK_HEADER, naming.id.encode())]}
 
 
 # The members of a 2026-07-28 request that ask for notifications during the call: its progress, its log messages. A
 # plain substring test of the body: a false positive (the bytes inside an argument) only costs the streaming path.
 _PROGRESS_KEY, _LOG_LEVEL_KEY = b'"progressToken"', b'"io.modelcontextprotocol/logLevel"'
-
-
-async def _request_body(receive: Receive) -> bytes | None:
-    """The whole request body (the guard has bounded its size), or None when the client disconnected first."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-class _Replay:
-    """``receive`` for a handler, giving it the body read already, then the client's disconnection once the watcher
-    saw it (only the watcher reads the connection after the body)."""
-
-    __slots__ = ("_body", "_disconnected", "_gone", "connection")
-
-    def __init__(self, body: bytes, connection: Receive) -> None:
-        self._body: bytes | None = body
-        self.connection = connection
-        self._gone = False
-        self._disconnected: asyncio.Event | None = None  # made only for a handler that reads past the body
-
-    async def receive(self) -> Message:
-        if self._body is not None:
-            body, self._body = self._body, None
-            return {"type": "http.request", "body": body, "more_body": False}
-        if not self._gone:
-            if self._disconnected is None:
-                self._disconnected = asyncio.Event()
-            await self._disconnected.wait()
-        return {"type": "http.disconnect"}
-
-    def disconnect(self) -> None:
-        self._gone = True
-        if self._disconnected is not None:
-            self._disconnected.set()
-
-
-# How long a long call runs before its connection is watched: most calls are answered sooner, and an abandoned one
-# is cancelled this much later at most.
-WATCH_AFTER_SECONDS = 0.1
-# The watchers running (the event loop keeps only weak references to tasks).
-_watchers: set[asyncio.Task[None]] = set()
-
-
-async def _cancelled_on_disconnect(
-    handle: Callable[[Scope, Receive, Send], Awaitable[None]],
-    scope: Scope,
-    replay: _Replay,
-    send: Send,
-    naming: ParkNaming | None = None,
-) -> None:
-    """Run ``handle`` for a request whose body ``replay`` holds, cancelled if the client disconnects before its
-    answer was sent (the call is then cancelled upstream too, and frees its slot). A disconnection reported after the
-    answer (the ASGI server's way of saying the exchange is over) cancels nothing. The response names the parked call
-    ``naming`` holds, if any (``_naming_parked_call``).
-
-    The watcher is a plain task, started only once the call has run ``WATCH_AFTER_SECONDS`` (a client that left
-    sooner is seen as soon as it starts), that ends by itself once the answer is sent, when the ASGI server reports
-    the exchange over: a quick call pays for a timer, not a task, and an answered one for no cancellation."""
-    answered = False
-    # The call's cancel scope: asyncio's own, lighter than anyio's on every call, moved to now to cancel the call.
-    call = asyncio.timeout(None)
-    loop = asyncio.get_running_loop()
-    watcher: asyncio.Task[None] | None = None
-
-    async def tracked_send(message: Message) -> None:
-        nonlocal answered
-        if message["type"] == "http.response.body":
-            await send(message)
-            if not message.get("more_body", False):
-                answered = True
-            return
-        await send(_park_named(message, naming) if naming is not None else message)
-
-    async def watch() -> None:
-        with contextlib.suppress(Exception):  # a connection that fails to report is one that left
-            while (await replay.connection())["type"] != "http.disconnect":
-                pass
-        replay.disconnect()
-        if not answered:
-            with contextlib.suppress(RuntimeError):  # the call ended meanwhile: nothing to cancel
-                call.reschedule(loop.time())
-
-    def start_watching() -> None:
-        nonlocal watcher
-        if not answered:
-            watcher = loop.create_task(watch())
-            _watchers.add(watcher)
-            watcher.add_done_callback(_watchers.discard)
-
-    timer = loop.call_later(WATCH_AFTER_SECONDS, start_watching)
-    try:
-        async with call:
-            await handle(scope, replay.receive, tracked_send)
-    except TimeoutError:
-        if not call.expired():  # the handler's own, not the client's leaving
-            raise
-    finally:
-        timer.cancel()
-        if watcher is not None and not answered:  # no answer for the ASGI server to end the exchange with
-            watcher.cancel()
 
 
 async def _load_catalog() -> CatalogSnapshot | None:

@@ -18,6 +18,7 @@ which also holds the resource subscriptions of the shared channel (``listen_to``
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import logging
@@ -145,7 +146,9 @@ class UpstreamConnection:
         self.last_failure_at: float | None = None
         self.connected_at: float | None = None
         self.breaker = CircuitBreaker(settings["BREAKER_FAILURES"], settings["BREAKER_SECONDS"])
-        self.limiter = anyio.CapacityLimiter(config.max_concurrency)
+        # The calls and requests in flight at once (asyncio's own semaphore and timeout on this path: anyio's limiter
+        # and ``fail_after`` cost a forwarded call several times as much, ``bench/gateway_bench.py``).
+        self.limiter = asyncio.Semaphore(config.max_concurrency)
         self.in_flight = 0
         self._askers: list[Asker] = []
         # Where the shared session's log messages go: the sinks of the calls in flight on it (``log_relay``).
@@ -504,23 +507,22 @@ class UpstreamConnection:
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
         with asking(ask, callers_client) as asker, _Classified(self, tool):
-            with anyio.fail_after(self.config.timeout_seconds):
-                async with self.limiter:
-                    own = self._own_key(session_id)
-                    if own is None:
-                        client = await self.client_for()
-                        poster = self._poster
-                        self.in_flight += 1
-                        self._askers.append(asker)
-                        self._log_sinks.append(log)
-                        try:
-                            result = await self._forward(client, poster, tool, arguments, round_trip, progress, log)
-                        finally:
-                            self.in_flight -= 1
-                            self._askers.remove(asker)
-                            self._log_sinks.remove(log)
-                    else:
-                        result = await self._call_own(*own, asker, tool, arguments, round_trip, progress, log)
+            async with asyncio.timeout(self.config.timeout_seconds), self.limiter:
+                own = self._own_key(session_id)
+                if own is None:
+                    client = await self.client_for()
+                    poster = self._poster
+                    self.in_flight += 1
+                    self._askers.append(asker)
+                    self._log_sinks.append(log)
+                    try:
+                        result = await self._forward(client, poster, tool, arguments, round_trip, progress, log)
+                    finally:
+                        self.in_flight -= 1
+                        self._askers.remove(asker)
+                        self._log_sinks.remove(log)
+                else:
+                    result = await self._call_own(*own, asker, tool, arguments, round_trip, progress, log)
         self.breaker.succeeded()
         if isinstance(result, types.InputRequiredResult):
             return result
@@ -542,25 +544,24 @@ class UpstreamConnection:
         if wait is not None:
             raise UpstreamUnavailable(self.config.name, "circuit open", retry_after=max(1, round(wait)))
         with _Classified(self, what):
-            with anyio.fail_after(self.config.timeout_seconds):
-                async with self.limiter:
-                    if channel == notices.SHARED:
-                        client = await self.client_for()
+            async with asyncio.timeout(self.config.timeout_seconds), self.limiter:
+                if channel == notices.SHARED:
+                    client = await self.client_for()
+                    self.in_flight += 1
+                    try:
+                        result = await send(client)
+                    finally:
+                        self.in_flight -= 1
+                else:
+                    async with self.own_sessions.use(channel) as own:
+                        _own_session.set(own)
+                        assert own.client is not None
                         self.in_flight += 1
                         try:
-                            result = await send(client)
+                            result = await send(own.client)
                         finally:
                             self.in_flight -= 1
-                    else:
-                        async with self.own_sessions.use(channel) as own:
-                            _own_session.set(own)
-                            assert own.client is not None
-                            self.in_flight += 1
-                            try:
-                                result = await send(own.client)
-                            finally:
-                                self.in_flight -= 1
-                            own.holds = max(0, own.holds + hold)
+                        own.holds = max(0, own.holds + hold)
         self.breaker.succeeded()
         return result
 

@@ -79,6 +79,10 @@ async def _with_progress(client: Client, name: str, arguments: dict) -> tuple[ty
     return result, seen
 
 
+async def _ignored(value: float, total: float | None, message: str | None) -> None:
+    pass
+
+
 def _direct_progress(arguments: dict) -> tuple[types.CallToolResult, list[tuple]]:
     async def call() -> tuple[types.CallToolResult, list[tuple]]:
         node, script = everything_server()
@@ -122,16 +126,22 @@ def test_a_call_without_a_progress_token_gets_no_progress(served, prefix, mode):
     assert notifications == []
 
 
+@pytest.mark.parametrize("progress", [False, True], ids=["quiet", "progress"])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("prefix", PREFIXES)
-def test_abandoned_long_calls_free_their_slots_at_once(served, prefix, mode):
+def test_abandoned_long_calls_free_their_slots_at_once(served, prefix, mode, progress):
     """Ten long calls, each on a connection of its own, abandoned after a second; then a quick call. With the slots
-    still held, the quick call would wait for one until the long calls end, a minute later."""
+    still held, the quick call would wait for one until the long calls end, a minute later. A call that asked for
+    progress is answered over a stream (SSE) in both generations; one that did not, as JSON in 2026-07-28."""
 
     async def long_call(started: asyncio.Event) -> None:
         async with served.client(mode=mode) as client:
             started.set()
-            await client.call_tool(f"{prefix}__{LONG}", {"duration": LONG_SECONDS, "steps": LONG_SECONDS})
+            await client.call_tool(
+                f"{prefix}__{LONG}",
+                {"duration": LONG_SECONDS, "steps": LONG_SECONDS},
+                progress_callback=_ignored if progress else None,
+            )
 
     async def scenario() -> types.CallToolResult:
         events = [asyncio.Event() for _ in range(10)]
