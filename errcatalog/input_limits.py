@@ -39,6 +39,16 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
     return max(accumulate(steps), default=0) > limit
 
 
+def json_loads_bounded(text: bytes | str, max_depth: int) -> Any:
+    """``json.loads`` for a document from outside: one nested deeper than ``max_depth`` is refused as invalid JSON
+    (``json.JSONDecodeError``, a ``ValueError``, which every reader of a body handles) before the decoder, whose
+    ``RecursionError`` no caller expects, sees it."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if json_depth_exceeds(raw, max_depth):
+        raise json.JSONDecodeError(f"nested deeper than {max_depth} levels", "", 0)
+    return json.loads(text)
+
+
 def depth_bounded_json_decoder(max_depth: int) -> type[json.JSONDecoder]:
     """A ``json.JSONDecoder`` that refuses text nesting deeper than ``max_depth`` as invalid JSON
     (``JSONDecodeError``, which every caller of a decoder handles) before decoding it: for Django's form

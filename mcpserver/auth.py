@@ -46,6 +46,7 @@ from errcatalog.access.oauth import MCP_PATH, audience_allows, resource_metadata
 from errcatalog.access.tokens import KEY_PREFIX, client_token_authenticate, key_hash
 from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, Dependency
+from errcatalog.input_limits import json_loads_bounded
 from errcatalog.vocabulary import ROOT_SERVER
 from mcpserver.jsonrpc_errors import screened_send
 
@@ -535,8 +536,10 @@ def _calls_a_tool(body: bytes) -> bool:
     if b"tools/call" not in body:
         return False
     try:
-        message = json.loads(body)
+        message = json_loads_bounded(body, settings.ERRCATALOG["API_MAX_JSON_DEPTH"])
     except ValueError:
-        return False  # the SDK answers a parse error
+        # Not JSON, or nested deeper than any request of ours: the SDK answers a parse error, or the call is refused
+        # later as any call of a tool the token may not use.
+        return False
     messages = message if isinstance(message, list) else [message]
     return any(isinstance(item, dict) and item.get("method") == "tools/call" for item in messages)

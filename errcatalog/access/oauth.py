@@ -115,6 +115,32 @@ def redirect_uri_refusal(uri: str) -> str | None:
     return None
 
 
+def client_metadata_refusal(metadata: dict) -> tuple[str, str] | None:
+    """Why a client may not register with ``metadata`` (RFC 7591: by dynamic registration, its update, or a Client
+    ID Metadata Document), as an RFC 7591 error code and a reason, or None. Its redirect URIs follow
+    ``redirect_uri_refusal``; its grant types, response types and token endpoint authentication method must be ones
+    this server offers (its metadata's ``*_supported`` lists): a client registered as ``client_credentials``, say,
+    would hold tokens that no person consented to."""
+    uris = metadata.get("redirect_uris")
+    for uri in uris if isinstance(uris, list) else ():
+        refusal = redirect_uri_refusal(uri) if isinstance(uri, str) else None
+        if refusal is not None:
+            return "invalid_redirect_uri", refusal
+    offered = (
+        ("grant_types", oauth2_settings.OAUTH2_GRANT_TYPES_SUPPORTED),
+        ("response_types", oauth2_settings.OAUTH2_RESPONSE_TYPES_SUPPORTED),
+    )
+    for name, supported in offered:
+        values = metadata.get(name, [])
+        if not isinstance(values, list) or not all(isinstance(value, str) and value in supported for value in values):
+            return "invalid_client_metadata", f"{name} may name only {', '.join(supported)}."
+    method = metadata.get("token_endpoint_auth_method")
+    supported = oauth2_settings.OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED
+    if method is not None and method not in supported:
+        return "invalid_client_metadata", f"token_endpoint_auth_method must be one of {', '.join(supported)}."
+    return None
+
+
 def _is_loopback_address(host: str | None) -> bool:
     try:
         return host is not None and ipaddress.ip_address(host).is_loopback
@@ -237,19 +263,18 @@ def oauth_access_authenticate(raw_token: str) -> OAuthAccess | None:
 
 class MetadataFetcher(SafeMetadataFetcher):
     """django-oauth-toolkit's SSRF-hardened fetcher of Client ID Metadata Documents (https only, public addresses
-    only, no redirects, bounded in time and size), which also refuses a document whose redirect URIs we would not
-    register. With ``OAUTH["CIMD_ALLOW_PRIVATE"]`` (development and tests), loopback and private hosts are fetched
-    too, still over verified https, without redirects and within the same bounds."""
+    only, no redirects, bounded in time and size), which also refuses a document that registration would refuse
+    (``client_metadata_refusal``). With ``OAUTH["CIMD_ALLOW_PRIVATE"]`` (development and tests), loopback and private
+    hosts are fetched too, still over verified https, without redirects and within the same bounds."""
 
     def fetch(self, client_id):
         if settings.OAUTH["CIMD_ALLOW_PRIVATE"]:
             metadata, max_age = self._fetch_from_any_address(client_id)
         else:
             metadata, max_age = super().fetch(client_id)
-        for uri in metadata.get("redirect_uris") or ():
-            refusal = redirect_uri_refusal(uri) if isinstance(uri, str) else None
-            if refusal is not None:
-                raise CIMDError(refusal)
+        refusal = client_metadata_refusal(metadata)
+        if refusal is not None:
+            raise CIMDError(refusal[1])
         return metadata, max_age
 
     def _fetch_from_any_address(self, client_id):

@@ -286,6 +286,7 @@ def upstreams_sync(
     if replace:
         names = {entry["name"] for entry in entries}
         for upstream in Upstream.objects.exclude(name__in=names):
+            _check_model_permission(actor, "delete", upstream.name)
             upstream_delete(actor=actor, upstream=upstream, change_reason=change_reason)
             summary.deleted.append(upstream.name)
     return summary
@@ -299,16 +300,33 @@ def _upsert(
     summary: UpstreamImportSummary,
     only_missing: bool = False,
 ) -> None:
-    existing = Upstream.objects.filter(name=fields["name"]).first()
+    name = fields["name"]
+    existing = Upstream.objects.filter(name=name).first()
     if existing is None:
+        _check_model_permission(actor, "add", name)
         upstream_create(actor=actor, change_reason=change_reason, **fields)
-        summary.created.append(fields["name"])
-    elif not only_missing and upstream_update(
-        actor=actor, upstream=existing, change_reason=change_reason, **_changed(existing, fields)
-    ):
-        summary.updated.append(fields["name"])
+        summary.created.append(name)
+        return
+    changes = {} if only_missing else _changed(existing, fields)
+    if changes:
+        _check_model_permission(actor, "change", name)
+    if changes and upstream_update(actor=actor, upstream=existing, change_reason=change_reason, **changes):
+        summary.updated.append(name)
     else:
-        summary.unchanged.append(fields["name"])
+        summary.unchanged.append(name)
+
+
+def _check_model_permission(actor: Actor | None, action: str, name: str) -> None:
+    """An import writes a row only as far as its actor may in admin: creating an upstream takes the permission to
+    add upstreams, changing one (a name already taken) the permission to change them, deleting one the permission to
+    delete them. Otherwise "import" would be a way round them."""
+    if actor is None or actor.is_superuser:
+        return
+    has_perm = getattr(actor, "has_perm", None)
+    if not (has_perm and has_perm(f"errcatalog.{action}_upstream")):
+        raise PermissionDenied(
+            f"{name}: you may not {action} upstreams, and the import would {action} this one. Nothing was imported."
+        )
 
 
 def _changed(upstream: Upstream, fields: Mapping[str, Any]) -> dict[str, Any]:

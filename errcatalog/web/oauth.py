@@ -33,6 +33,7 @@ from errcatalog.access import scopes
 from errcatalog.access.models import ClientToken
 from errcatalog.access.oauth import (
     API_RESOURCE,
+    client_metadata_refusal,
     grant_consented,
     public_base,
     redirect_uri_refusal,
@@ -41,6 +42,7 @@ from errcatalog.access.oauth import (
 )
 from errcatalog.access.tokens import client_token_revoke
 from errcatalog.dependencies import DATABASE, DATABASE_ERRORS, REDIS_ERRORS
+from errcatalog.input_limits import json_depth_exceeds
 from errcatalog.vocabulary import ROOT_SERVER
 
 logger = logging.getLogger("errcatalog.oauth")
@@ -156,6 +158,10 @@ class ServerMetadataView(oauth_views.OAuthServerMetadataView):
     """RFC 8414 metadata; the issuer is this service's public base."""
 
 
+class _ConsentSkipped(Exception):
+    """The toolkit tried to issue a code without asking the person."""
+
+
 class AuthorizeView(oauth_views.AuthorizationView):
     """The consent page: who asks, where they send you back to, what for, and a grant recorded when you allow."""
 
@@ -175,7 +181,14 @@ class AuthorizeView(oauth_views.AuthorizationView):
             # right taken away from its grant without anyone being asked.
             request.GET = request.GET.copy()
             del request.GET["approval_prompt"]
-        return super().get(request, *args, **kwargs)
+        try:
+            return super().get(request, *args, **kwargs)
+        except _ConsentSkipped:
+            # The client's record says "skip authorization" (set in a shell, an old admin or a data import): never
+            # honoured, since whoever may edit a client's record would otherwise hold a code for anyone who opens its
+            # link. The toolkit had the page's context ready (``oauth2_data``) when it tried to skip it.
+            logger.warning("A client marked to skip consent asked for authorization: the person is asked")
+            return self.render_to_response(self.get_context_data(**self.oauth2_data))
 
     def _plain_pkce(self, query):
         # The toolkit refuses "plain" only once the person has consented; refused here, nobody is asked in vain.
@@ -232,6 +245,10 @@ class AuthorizeView(oauth_views.AuthorizationView):
         return super().error_response(error, application, **kwargs)
 
     def create_authorization_response(self, request, scopes, credentials, allow):
+        # A code is issued only for a person's answer to the consent page, which is a POST: the toolkit's GET issues
+        # one at once for a client whose record says to skip the page.
+        if request.method != "POST":
+            raise _ConsentSkipped
         response = super().create_authorization_response(
             request=request, scopes=scopes, credentials=credentials, allow=allow
         )
@@ -269,10 +286,9 @@ class RegisterView(oauth_views.DynamicClientRegistrationView):
             )
             response["Retry-After"] = str(REGISTRATION_WINDOW_SECONDS)
             return response
-        refusal = self._redirect_uri_refusal(request.body)
+        refusal = _metadata_refusal(request.body)
         if refusal is not None:
-            logger.warning("Client registration refused: %s", refusal)
-            return JsonResponse({"error": "invalid_redirect_uri", "error_description": refusal}, status=400)
+            return refusal
         response = super().post(request, *args, **kwargs)
         if response.status_code >= 400:
             logger.warning("Client registration refused with HTTP %d", response.status_code)
@@ -288,30 +304,39 @@ class RegisterView(oauth_views.DynamicClientRegistrationView):
             # The cache (Redis) is down: registering goes on, as every other request does without it.
             return True
 
-    @staticmethod
-    def _redirect_uri_refusal(body: bytes) -> str | None:
+
+def _metadata_refusal(body: bytes) -> JsonResponse | None:
+    """The answer to a registration or update whose client metadata is refused here (``client_metadata_refusal``),
+    logged once, or None.
+
+    The body is held to the JSON depth every other body is held to before anything reads it: the toolkit's reading
+    would end a deeper one in a ``RecursionError`` (a 500). What is not JSON, or not an object, is the toolkit's to
+    refuse."""
+    limit = settings.ERRCATALOG["API_MAX_JSON_DEPTH"]
+    if json_depth_exceeds(body, limit):
+        refusal: tuple[str, str] | None = (
+            "invalid_client_metadata",
+            f"The client metadata nests deeper than {limit} levels.",
+        )
+    else:
         try:
             metadata = json.loads(body)
         except ValueError:
-            return None  # the toolkit answers invalid_client_metadata
-        uris = metadata.get("redirect_uris") if isinstance(metadata, dict) else None
-        for uri in uris if isinstance(uris, list) else ():
-            refusal = redirect_uri_refusal(uri) if isinstance(uri, str) else None
-            if refusal is not None:
-                return refusal
+            return None
+        refusal = client_metadata_refusal(metadata) if isinstance(metadata, dict) else None
+    if refusal is None:
         return None
+    error, reason = refusal
+    logger.warning("Client registration refused: %s", reason)
+    return JsonResponse({"error": error, "error_description": reason}, status=400)
 
 
 class RegistrationManagementView(oauth_views.DynamicClientRegistrationManagementView):
     """RFC 7592: a registered client reads, updates or deletes its registration with the token it was given; an
-    update is held to registration's rule for redirect URIs."""
+    update is held to registration's rules (``client_metadata_refusal``)."""
 
     def put(self, request, *args, **kwargs):
-        refusal = RegisterView._redirect_uri_refusal(request.body)
-        if refusal is not None:
-            logger.warning("Client registration update refused: %s", refusal)
-            return JsonResponse({"error": "invalid_redirect_uri", "error_description": refusal}, status=400)
-        return super().put(request, *args, **kwargs)
+        return _metadata_refusal(request.body) or super().put(request, *args, **kwargs)
 
 
 class ConnectedAppsView(LoginRequiredMixin, TemplateView):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from errcatalog.input_limits import LongString, long_strings
+import json
+
+import pytest
+
+from errcatalog.input_limits import LongString, json_loads_bounded, long_strings
 
 
 def test_long_strings_names_each_long_value_and_key_by_its_place():
@@ -21,3 +25,10 @@ def test_long_strings_walks_any_depth_without_recursion():
     found = list(long_strings(deep, 4))
 
     assert [(len(s.path), s.length) for s in found] == [(100_001, 5)]
+
+
+def test_json_loads_bounded_refuses_a_deep_document_as_invalid_json_before_decoding_it():
+    assert json_loads_bounded(b'{"a": [[1]], "b": "[[[[[["}', 3) == {"a": [[1]], "b": "[[[[[["}
+    for deep in ("[" * 4 + "]" * 4, "[" * 200_000 + "]" * 200_000):  # the second would be a RecursionError
+        with pytest.raises(json.JSONDecodeError, match="nested deeper than 3 levels"):
+            json_loads_bounded(deep, 3)

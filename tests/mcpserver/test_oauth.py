@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from django.utils import timezone
 from mcp.client.auth import OAuthFlowError
+from oauth2_provider.models import get_application_model
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_revoke
@@ -562,3 +563,73 @@ def test_the_rate_limit_counts_per_grant_beside_static_keys(mcp, person, setting
     granted, keyed = asyncio.run(scenario())
     assert granted == [False, False, True]  # the grant's third call in the minute is the catalog's RATE_LIMIT
     assert keyed == [False]  # a static key has its own count
+
+
+# --- Deep JSON and registrations that change what a client is ------------------------------------------------------
+
+DEEP = "[" * 200_000 + "]" * 200_000  # 400 kB: under every size limit, far over any nesting a request needs
+
+
+def test_a_deeply_nested_tool_call_from_a_token_without_the_tools_scope_is_answered_not_a_500(mcp, person):
+    reader = _tokens(_base(mcp.url), person, scope="catalog:read")["access_token"]
+    body = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {"x": ' + DEEP
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {reader}",
+        "MCP-Protocol-Version": "2026-07-28",
+    }
+    for tail in ("}}}", "}}}}"):  # valid JSON, and not
+        response = httpx2.post(mcp.url, content=(body + tail).encode(), headers=headers, timeout=30)
+        assert response.status_code < 500, response.text[:300]
+        assert "whoami" not in response.text  # nothing of the call ran or was echoed
+
+
+def test_a_deeply_nested_registration_is_refused_as_invalid_metadata(mcp, caplog):
+    base = _base(mcp.url)
+    body = '{"client_name": "Deep", "redirect_uris": ["http://127.0.0.1:9/cb"], "x": ' + DEEP + "}"
+    with caplog.at_level(logging.WARNING, logger="errcatalog.oauth"):
+        response = httpx2.post(base + "/oauth/register/", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_client_metadata",
+        "error_description": "The client metadata nests deeper than 64 levels.",
+    }
+    registered = _register(base).json()
+    update = httpx2.put(
+        registered["registration_client_uri"],
+        content=body,
+        headers={"Authorization": f"Bearer {registered['registration_access_token']}"},
+    )
+    assert update.status_code == 400 and update.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize(
+    "metadata, reason",
+    [
+        ({"grant_types": ["client_credentials"]}, "grant_types may name only authorization_code, refresh_token."),
+        ({"grant_types": ["authorization_code", "password"]}, "grant_types may name only"),
+        ({"grant_types": ["implicit"]}, "grant_types may name only"),
+        ({"response_types": ["token"]}, "response_types may name only code."),
+        ({"token_endpoint_auth_method": "private_key_jwt"}, "token_endpoint_auth_method must be one of"),
+    ],
+)
+def test_registration_and_its_update_refuse_what_this_server_does_not_offer(mcp, metadata, reason):
+    base = _base(mcp.url)
+    refused = _register(base, **metadata)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "invalid_client_metadata" and reason in refused.json()["error_description"]
+
+    registered = _register(base).json()
+    body = {
+        "client_name": "Hand Client",
+        "redirect_uris": [REDIRECT_URI],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "none",
+        **metadata,
+    }
+    headers = {"Authorization": f"Bearer {registered['registration_access_token']}"}
+    update = httpx2.put(registered["registration_client_uri"], json=body, headers=headers)
+    assert update.status_code == 400 and reason in update.json()["error_description"]
+    application = get_application_model().objects.get(client_id=registered["client_id"])
+    assert application.authorization_grant_type == "authorization-code"

@@ -116,6 +116,70 @@ def test_staff_importing_a_block_with_a_secret_must_have_its_variable_allowed(ed
     assert not Upstream.objects.exists()
 
 
+def _staff_holding(django_user_model, username: str, *codenames: str) -> Client:
+    user = django_user_model.objects.create_user(username=username, password="pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+    return _client(user)
+
+
+def _import(client, block: str):
+    return client.post(reverse("admin:errcatalog_upstream_import"), {"block": block})
+
+
+# Over the superuser's upstream: its stored key dropped, a header of the importer's choosing sealed in, a new prefix.
+HIJACK = '{"mcpServers": {"remote": {"type": "http", "url": "https://8.8.8.8/mcp", "headers": {"X-Steal": "me"}}}}'
+
+
+def test_staff_who_may_only_add_upstreams_cannot_change_one_by_importing_its_name(superuser, django_user_model):
+    _add(superuser, headers_entry=f"Authorization: {TOKEN}")
+    before = Upstream.objects.values().get()
+    adder = _staff_holding(django_user_model, "adder", "add_upstream", "view_upstream")
+
+    page = _import(adder, HIJACK)
+
+    assert page.status_code == 200
+    assert "remote: you may not change upstreams" in page.content.decode()
+    assert Upstream.objects.values().get() == before
+    upstream = Upstream.objects.get()
+    assert resolve("Authorization", upstream.headers["Authorization"], binding=upstream.binding) == TOKEN
+    # A block of new names only is theirs to import.
+    new = '{"mcpServers": {"fresh": {"type": "http", "url": "https://8.8.4.4/mcp"}}}'
+    assert _import(adder, new).status_code == 302
+    assert set(Upstream.objects.values_list("name", flat=True)) == {"remote", "fresh"}
+
+
+def test_an_import_that_may_not_write_one_entry_writes_none(superuser, django_user_model):
+    _add(superuser)
+    adder = _staff_holding(django_user_model, "adder", "add_upstream", "view_upstream")
+    block = (
+        '{"mcpServers": {"aaa": {"type": "http", "url": "https://8.8.4.4/mcp"}, '
+        '"remote": {"type": "http", "url": "https://9.9.9.9/mcp"}}}'
+    )
+    assert "you may not change upstreams" in _import(adder, block).content.decode()
+    assert list(Upstream.objects.values_list("name", "url")) == [("remote", "https://8.8.8.8/mcp")]
+
+
+def test_staff_who_may_only_change_upstreams_update_by_import_but_add_none(superuser, django_user_model):
+    _add(superuser)
+    changer = _staff_holding(django_user_model, "changer", "change_upstream", "view_upstream")
+    assert (
+        _import(changer, '{"mcpServers": {"remote": {"type": "http", "url": "https://9.9.9.9/mcp"}}}').status_code
+        == 302
+    )
+    assert Upstream.objects.get().url == "https://9.9.9.9/mcp"
+    page = _import(changer, '{"mcpServers": {"fresh": {"type": "http", "url": "https://8.8.4.4/mcp"}}}')
+    assert "fresh: you may not add upstreams" in page.content.decode()
+    assert not Upstream.objects.filter(name="fresh").exists()
+
+
+def test_the_import_page_is_closed_to_viewers_and_open_to_superusers(superuser, viewer):
+    assert _import(viewer, HIJACK).status_code == 403
+    assert viewer.get(reverse("admin:errcatalog_upstream_import")).status_code == 403
+    _add(superuser, headers_entry=f"Authorization: {TOKEN}")
+    assert _import(superuser, HIJACK).status_code == 302
+    assert set(Upstream.objects.get().headers) == {"X-Steal"}  # a superuser's import replaces, as documented
+
+
 def test_a_viewer_can_neither_add_nor_change_an_upstream(superuser, viewer):
     assert _add(viewer, headers_entry="X-Key: env:SECRET_KEY").status_code == 403
     _add(superuser)
@@ -237,6 +301,9 @@ PRIVATE_URLS = [
     "http://localhost:9/mcp",
     "http://[::1]:9/mcp",
     "http://[::ffff:127.0.0.1]:9/mcp",
+    "http://[::7f00:1]:9/mcp",
+    "http://[64:ff9b::7f00:1]:9/mcp",
+    "http://[2002:7f00:1::1]:9/mcp",
     "http://10.1.2.3/mcp",
     "http://192.168.0.1/mcp",
     "http://169.254.169.254/latest/meta-data",
