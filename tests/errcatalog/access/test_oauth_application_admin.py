@@ -161,7 +161,8 @@ def test_staff_who_may_change_clients_cannot_change_where_codes_go_or_how_a_clie
 
 def test_a_superuser_changes_where_a_clients_codes_go(client, superuser, known_client):
     client.force_login(superuser)
-    response = client.post(admin_url(Application, "change", known_client.pk), _form(known_client, redirect_uris=ATTACKER_REDIRECT, client_type=Application.CLIENT_PUBLIC))  # fmt: skip
+    form = _form(known_client, redirect_uris=ATTACKER_REDIRECT, client_type=Application.CLIENT_PUBLIC)
+    response = client.post(admin_url(Application, "change", known_client.pk), form)
     assert response.status_code == 302
     known_client.refresh_from_db()
     assert (known_client.redirect_uris, known_client.client_type) == (ATTACKER_REDIRECT, Application.CLIENT_PUBLIC)
