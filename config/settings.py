@@ -584,7 +584,7 @@ OUTCOMES: dict[str, Any] = {
     # their consumer group and each one's bound (approximate).
     "STREAM_KEY": env_str("ERRCATALOG_OUTCOMES_STREAM", "errcatalog:outcomes"),
     "STREAM_GROUP": "ingest",
-    "STREAM_MAXLEN": env_int("ERRCATALOG_OUTCOMES_STREAM_MAXLEN", 1_000_000, minimum=1000),
+    "STREAM_MAXLEN": env_int("ERRCATALOG_OUTCOMES_STREAM_MAXLEN", 1_000_000, minimum=2000),
     # Streams the events are spread over by their episode key (tool, client, session): as many ingest workers as
     # partitions drain at once. A divisor of 64 (errcatalog.outcomes.partitions).
     "PARTITIONS": int(env_choice("ERRCATALOG_OUTCOMES_PARTITIONS", "4", tuple(str(2**n) for n in range(7)))),

@@ -8,7 +8,8 @@ Interface (fixed):
   a ``drain_outcomes`` task asks a worker to store them now, at most once per ``DRAIN_REQUEST_SECONDS``); on
   another broker, as ``errcatalog.ingest_outcomes`` Celery tasks.
 - ``submit(events: Sequence[OutcomeEvent]) -> None``: durable push now, for the REST batch endpoint. Raises
-  ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then).
+  ``BufferUnavailable`` when the buffer cannot take them (the API answers 503 then), and when they would fill more
+  than half of a Redis stream (``REPORTED_SHARE_OF_STREAM``).
 - ``prepare() -> None``: at a server's start, the slow first part of sending (Celery's imports) done ahead.
 - ``flush(timeout: float = 5.0) -> bool``: push everything held now (shutdown, tests); True when all went.
 - ``stats() -> RecorderStats``: counters for people and tests (recorded, sent, dropped, held, paused).
@@ -88,6 +89,25 @@ end
 return #ARGV - 1
 """
 
+# Reported events (``submit``) may fill at most this share of a partition's stream, and never trim it. ``_ADD_ALL``
+# trims the oldest entries once a stream passes its bound, unread ones included, so reports that could fill a stream
+# would push this server's own waiting calls out of it while no worker drains it: a reporter could suppress them.
+# Held to half, reports leave the other half to this server's calls, which are trimmed only once they alone pass it.
+# A partition's share must hold a full REST batch (1,000 events), or such a batch is refused until it is sent smaller.
+REPORTED_SHARE_OF_STREAM = 0.5
+
+# KEYS: one partition's stream; ARGV: the most entries it may hold afterwards, then the events' payloads in order.
+# Adds all of them without trimming, or none (returns -1) when they would take the stream past that number.
+_ADD_WITHIN = """
+if redis.call('XLEN', KEYS[1]) + #ARGV - 1 > tonumber(ARGV[1]) then
+  return -1
+end
+for i = 2, #ARGV do
+  redis.call('XADD', KEYS[1], '*', 'e', ARGV[i])
+end
+return #ARGV - 1
+"""
+
 
 # An event as the recorder holds it: with its wire form, made on the request path.
 _Held = tuple[OutcomeEvent, bytes]
@@ -95,6 +115,10 @@ _Held = tuple[OutcomeEvent, bytes]
 
 class BufferUnavailable(RuntimeError):
     """The outcome buffer (Redis, or the Celery broker) cannot take events right now."""
+
+
+class StreamShareFull(RuntimeError):
+    """Reported events would take a stream past their share of it (``REPORTED_SHARE_OF_STREAM``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +202,7 @@ class _Recorder:
         self._interval = 0.1  # FLUSH_INTERVAL_MS, in seconds
         self._redis: redis.Redis | None = None
         self._add_all: Any = None  # the ``_ADD_ALL`` script on ``_redis``
+        self._add_within: Any = None  # the ``_ADD_WITHIN`` script on ``_redis``
         self._redis_url = ""
         # Request path: accepted, pushed out of the full buffer, failed inside ``record`` (unencodable included).
         self.recorded = self.dropped_full = self.dropped_failed = 0
@@ -335,8 +360,9 @@ class _Recorder:
             del self._retry[:dropped]
             self.dropped_sending += dropped
 
-    def _send(self, destination: _Destination, batch: list[_Held]) -> int:
-        """Send one batch (not empty); returns how many went."""
+    def _send(self, destination: _Destination, batch: list[_Held], *, reported: bool = False) -> int:
+        """Send one batch (not empty); returns how many went. ``reported``: events of a reporter (``submit``), which
+        stay within their share of each stream (``REPORTED_SHARE_OF_STREAM``) or raise ``StreamShareFull``."""
         if destination.redis_url:
             base, count, maxlen = destination.stream_key, destination.partitions, destination.stream_maxlen
             by_stream: dict[str, list[bytes]] = {}
@@ -347,8 +373,15 @@ class _Recorder:
             client = self._client(destination.redis_url)
             pipe = client.pipeline(transaction=False)
             for key, entries in by_stream.items():
-                self._add_all(keys=[key], args=[maxlen, *entries], client=pipe)
-            pipe.execute()
+                if reported:
+                    share = int(maxlen * REPORTED_SHARE_OF_STREAM)
+                    self._add_within(keys=[key], args=[share, *entries], client=pipe)
+                else:
+                    self._add_all(keys=[key], args=[maxlen, *entries], client=pipe)
+            added = pipe.execute()
+            if reported and -1 in added:
+                # The other partitions' events went: a reporter sends the batch again, and ingest stores those once.
+                raise StreamShareFull("reported events would fill more than their share of a stream")
         elif destination.spool_dir:
             # Raises (the events stay held) unless the batch is on disk.
             spool.spool_write_encoded(Path(destination.spool_dir), [payload for _event, payload in batch])
@@ -366,6 +399,7 @@ class _Recorder:
                 url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
             )
             self._add_all = self._redis.register_script(_ADD_ALL)
+            self._add_within = self._redis.register_script(_ADD_WITHIN)
             self._redis_url = url
         return self._redis
 
@@ -404,7 +438,9 @@ class _Recorder:
                     held.append((event, event.to_json()))
             try:
                 for start in range(0, len(held), destination.batch_size):
-                    self.submitted += self._send(destination, held[start : start + destination.batch_size])
+                    self.submitted += self._send(
+                        destination, held[start : start + destination.batch_size], reported=True
+                    )
             except Exception as exc:
                 raise BufferUnavailable(f"the outcome buffer cannot take events ({type(exc).__name__})") from None
             self._request_drain(now=True)

@@ -497,7 +497,8 @@ class OutcomeBatchView(APIView):
             "outcome reporting rights (403 otherwise), reporting only tools the token may call (403 naming the "
             "events otherwise), at a limited rate per token (429 with Retry-After). Reported outcomes show in the "
             "metrics but count towards adaptive allocation only for tokens staff opted in. Answers 503 with "
-            "Retry-After while the outcome buffer is unavailable."
+            "Retry-After while the outcome buffer is unavailable, or while reported events fill half of it (the "
+            "other half is kept for the endpoint's own calls)."
         ),
         request=OutcomeBatchSerializer,
         examples=examples.OUTCOMES,
