@@ -16,7 +16,8 @@ generation knows:
 A token that may not read the catalog (``ClientToken.can_read_catalog``) hears nothing about resources or prompts.
 A client at an upstream's own path (``/mcp/<upstream>``) hears of that upstream's list changes alone, one at ``/mcp``
 of every server's (``publish(..., server=)``). The updates of an upstream resource go to each subscriber alone
-(``tell``, ``tell_stream``: ``mcpserver.offerings`` knows who subscribed to what), never to whoever names the same URI.
+(``tell``, ``tell_stream``: ``mcpserver.offerings`` knows who subscribed to what), never to whoever names the same URI,
+and a list change said on a client's own upstream session to that client's session alone (``tell_session``).
 
 Each process tells its own clients. Every process follows the catalog revision itself (``errcatalog.catalog
 .snapshot``: the swap of a snapshot sends ``caches_invalidated`` for the "catalog" scope) and holds its own
@@ -55,7 +56,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from errcatalog.caching import caches_invalidated
 from errcatalog.vocabulary import JSONRPC_SESSION_LIMIT, ROOT_SERVER
-from mcpserver.auth import ClientIdentity, request_client, request_server
+from mcpserver.auth import ClientIdentity, request_client, request_server, request_session_id
 from mcpserver.jsonrpc_errors import rendered_error, sanctioned_error
 from mcpserver.ratelimit import rate_limit_answer, rate_limit_retry_after
 from mcpserver.sdk_internals.sessions import session_connection
@@ -83,6 +84,7 @@ class _Session:
     session: ServerSession
     reads_catalog: bool
     server: str = ROOT_SERVER
+    session_id: str | None = None  # its ``Mcp-Session-Id``
     uris: set[str] = field(default_factory=set)
 
 
@@ -234,6 +236,15 @@ class ChangeFeed:
                 if _wants(known, event) and self._task_group is not None:
                     self._task_group.start_soon(_tell, known.session, _notification(event))
 
+    def tell_session(self, session_id: str, event: ServerEvent, *, server: str) -> None:
+        """Tell the 2025 session ``session_id`` alone about ``event`` (a list change of ``server`` said on that
+        session's own upstream session), when it would hear of it from ``publish``."""
+        for known in list(self._sessions.values()):
+            if known.session_id != session_id or not self.hears(known.server, server) or not _wants(known, event):
+                continue
+            if self._task_group is not None:
+                self._task_group.start_soon(_tell, known.session, _notification(event))
+
     def tell(self, session: ServerSession, event: ResourceUpdated) -> None:
         """Tell one 2025 session of ``event`` (a resource it subscribed to changed), in the background."""
         if self._task_group is not None:
@@ -296,7 +307,10 @@ class ChangeFeed:
         key = id(connection)
         client = request_client(ctx.request)
         self._sessions[key] = _Session(
-            ctx.session, reads_catalog=client is None or client.can_read_catalog, server=request_server(ctx.request)
+            ctx.session,
+            reads_catalog=client is None or client.can_read_catalog,
+            server=request_server(ctx.request),
+            session_id=request_session_id(ctx.request),
         )
         connection.exit_stack.callback(self._sessions.pop, key, None)
 

@@ -17,7 +17,7 @@ own path.
   2025-11-25 session or a listen stream still holds when it ends is let go upstream.
 - An upstream's list changes (its own notices, and its connecting or going away) reach the clients of ``/mcp``, of
   its own path and of the named servers composed of it (``_hears``), through ``mcpserver.changes``, in both
-  generations.
+  generations; one the upstream says on a client's own upstream session reaches that client alone.
 - Reads, prompts and completions of a 2025-11-25 session go over its own upstream session where it has one, as its
   tool calls do (``mcpserver.gateway.client_sessions``).
 
@@ -309,6 +309,11 @@ class UpstreamOfferings:
         else:
             relay.forget_listings(upstream, "prompts")
             event = PromptsListChanged()
+        if channel != SHARED:
+            # Said on a client's own upstream session: it is about that session, so its client alone is told. The
+            # others hear of a change when the upstream says so on the shared session, and list afresh meanwhile.
+            self.feed.tell_session(channel, event, server=upstream)
+            return
 
         # A burst of the same notice (an upstream may send many) goes out once: those that come before the publish
         # runs join it.

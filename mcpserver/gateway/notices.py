@@ -4,10 +4,10 @@ An upstream's 2025-11-25 session sends ``notifications/resources/updated`` (a re
 ``notifications/resources/list_changed`` and ``notifications/prompts/list_changed``; a 2026-07-28 upstream sends the
 same events on a ``subscriptions/listen`` stream. ``UpstreamConnection`` hands each to ``heard`` with the upstream's
 name and the channel it came on: ``SHARED`` (the connection's shared session, or its listen stream) or the key of a
-client's own upstream session (``client_sessions``), whose updates belong to that client alone. When an upstream
-connects or goes away, ``offerings_changed`` tells the followers that its lists changed as a whole, and when it
-connects, ``Connected`` says that what was held on its shared session (subscriptions) is to be held again; the same
-on a client's own channel when that session is opened again after it broke.
+client's own upstream session (``client_sessions``), whose updates and list changes belong to that client alone.
+When an upstream connects or goes away, ``offerings_changed`` tells the followers that its lists changed as a whole,
+and when it connects, ``Connected`` says that what was held on its shared session (subscriptions) is to be held
+again; the same on a client's own channel when that session is opened again after it broke.
 ``mcpserver.offerings`` follows them (``follow``) and tells our clients in the names they know
 (``mcpserver.changes``). A notification carries no upstream text but a URI, which the follower only compares with the
 URIs its clients subscribed to.

@@ -1,4 +1,5 @@
-"""An SDK low-level server that asks its client in mid-call and counts what it runs: ``asking_server.py http PORT``.
+"""An SDK low-level server that asks its client in mid-call and counts what it runs: ``asking_server.py http PORT``
+or ``asking_server.py stdio``.
 
 2025-11-25 only (it refuses ``server/discover``, so clients fall back to the handshake): its requests reach a client
 only on its session, during the call. Tools:
@@ -79,6 +80,18 @@ server.add_request_handler("server/discover", types.RequestParams, no_discovery)
 
 
 if __name__ == "__main__":
-    import uvicorn
+    if sys.argv[1] == "stdio":
+        from mcp.server.runner import serve_loop
+        from mcp.server.stdio import stdio_server
 
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="critical")
+        async def main() -> None:
+            # The handshake-only loop: a 2025-11-25 server, as the HTTP one is.
+            async with stdio_server() as (read, write), server.lifespan(server) as state:
+                options = server.create_initialization_options()
+                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
+
+        anyio.run(main)
+    else:
+        import uvicorn
+
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="critical")

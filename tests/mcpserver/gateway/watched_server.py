@@ -7,7 +7,9 @@ careful server does) or ``http-modern`` (2026-07-28: changes are told on ``subsc
 
 Tools: ``held`` answers which URIs are held by how many sessions (JSON); ``touch`` sends
 ``notifications/resources/updated`` for a URI to every session that holds it (and to listen streams); ``relist``
-tells every session it knows, and every listen stream, that its resources and prompts changed.
+tells every session it knows, and every listen stream, that its resources and prompts changed; ``relist_mine`` tells
+the calling session alone (its own lists changed, as a server with lists per session says it; in ``http-modern``,
+which has no sessions, it is ``relist``).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    _known(ctx)  # a client that connects lists the tools first: from then on it is told when the lists change
     schema = {"type": "object", "properties": {}}
     uri = {"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}
     return types.ListToolsResult(
@@ -83,6 +86,7 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
             types.Tool(name="held", description="Which resources are held.", input_schema=schema),
             types.Tool(name="touch", description="Change a resource.", input_schema=uri),
             types.Tool(name="relist", description="Change the lists.", input_schema=schema),
+            types.Tool(name="relist_mine", description="Change the calling session's lists.", input_schema=schema),
         ]
     )
 
@@ -102,6 +106,10 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
             if uri in uris and key in sessions:
                 await sessions[key].send_resource_updated(uri)
         text = "touched"
+    elif params.name == "relist_mine" and not MODERN:
+        await ctx.session.send_resource_list_changed()
+        await ctx.session.send_prompt_list_changed()
+        text = "relisted"
     else:
         await bus.publish(ResourcesListChanged())
         await bus.publish(PromptsListChanged())
