@@ -62,6 +62,12 @@ REWORDED = {
 }
 
 
+# Shipped rules a migration moves or deletes on purpose, by position -> new position (None: deleted). 0029: an
+# upstream's text is read before its bare JSON-RPC code, and an upstream's -32603 is its failure, not INTERNAL_ERROR.
+RULES_MOVED = {220: 301, 230: 302, 240: 303, 250: 304, 260: None, 270: 305}
+RULE_TABLE = "errcatalog_classificationrule"
+
+
 @pytest.fixture(scope="module")
 def fixture() -> dict[str, Any]:
     return json.loads(FIXTURE.read_text())
@@ -105,9 +111,21 @@ def _rows_now(table: dict[str, Any]) -> tuple[dict[Any, tuple], dict[Any, tuple]
             _reworded(table["table"], field, python_value(field, value))
             for field, value in zip(chosen, row, strict=True)
         )
+        if table["table"] == RULE_TABLE:
+            values = _moved_rule(table["columns"], values)
+            if values is None:
+                continue
         expected[values[pk_index]] = values
     rows = model._base_manager.values_list(*(field.attname for field in chosen))
     return expected, {row[pk_index]: row for row in rows}
+
+
+def _moved_rule(columns: list[str], values: tuple) -> tuple | None:
+    position = columns.index("position")
+    if values[position] not in RULES_MOVED:
+        return values
+    moved = RULES_MOVED[values[position]]
+    return None if moved is None else (*values[:position], moved, *values[position + 1 :])
 
 
 def _reworded(table: str, field, value):

@@ -174,18 +174,20 @@ def test_default_hints_ask_the_seed_003_questions(default_document):
 
 def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(default_document):
     rules = default_document["rules"]
-    # Spaced by ten, except the rules inserted later so that installed catalogs keep every position they had: issue
-    # 10's between exception rules (33: a provider's unconverted APICallError, 36: SafetyRefusal) and the gateway's
-    # open circuit before the transport rules (105); what the gateway cannot relay after the JSON-RPC codes (275: an
-    # upstream's URL elicitation required, 276: a task-only tool); the rules on an upstream tool's own failure text
-    # before the fallbacks for an upstream's failure (291-297).
+    # Spaced by ten, except the rules inserted later so that installed catalogs keep every position they had:
+    # between exception rules (33: a provider's unconverted APICallError, 36: SafetyRefusal); the gateway's answer
+    # that is not MCP and its open circuit before the transport rules (104, 105); what the gateway cannot relay (275:
+    # an upstream's URL elicitation required, 276: a task-only tool); the rules on an upstream's own failure text
+    # (291-297) and, after them, the rules on a bare JSON-RPC code (301-305), before the fallback for a JSON-RPC error.
     upstream_text = set(range(291, 298))
-    inserted = {33, 36, 105, 275, 276} | upstream_text
+    jsonrpc_codes = set(range(301, 306))
+    inserted = {33, 36, 104, 105, 275, 276} | upstream_text | jsonrpc_codes
     original = [r["position"] for r in rules if r["position"] not in inserted]
-    assert original == list(range(10, 10 * len(original) + 1, 10))
+    assert original == [*range(10, 211, 10), 280, 290, 300, 310]
     assert [r["code"] for r in rules if r["position"] in inserted] == [
         "LLM_PROVIDER_ERROR",
         "SAFETY_REFUSAL",
+        "EXECUTION_FAILURE",
         "SERVICE_UNAVAILABLE",
         "AUTHENTICATION_REQUIRED",
         "MISSING_CLIENT_CAPABILITY",
@@ -196,10 +198,15 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "INVALID_PARAMETER",
         "INVALID_PARAMETER",
         "NOT_FOUND",
+        "PARSE_ERROR",
+        "INVALID_REQUEST",
+        "METHOD_NOT_FOUND",
+        "INVALID_PARAMS",
+        "RESOURCE_NOT_FOUND",
     ]
-    assert all(
-        r["kind"] == "tool_error" and r["pattern"].startswith("^") for r in rules if r["position"] in upstream_text
-    )
+    # Rules on an upstream's text read a tool's error result and a JSON-RPC error's message alike.
+    assert all(not r["kind"] and r["pattern"].startswith("^") for r in rules if r["position"] in upstream_text)
+    assert not any(r["code"] == "INTERNAL_ERROR" for r in rules)  # an upstream's -32603 is its failure, not ours
     off = [r for r in rules if not r["active"]]
     assert {(r["exception"], r["code"]) for r in off} == {
         ("ValueError", "INVALID_PARAMS"),
@@ -211,7 +218,7 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "exception" if r["exception"] else "kind" if r["kind"] else "transport" if r["transport"] else "other"
         for r in rules[:15]
     ]
-    assert kinds == ["exception"] * 12 + ["kind"] + ["transport"] * 2
+    assert kinds == ["exception"] * 12 + ["kind"] * 2 + ["transport"]
     by_status = [(r["status_min"], r["status_max"], r["code"]) for r in rules if r["status_min"] is not None]
     assert by_status.index((500, 599, "SERVER_ERROR")) > by_status.index((503, 503, "SERVICE_UNAVAILABLE"))
     assert by_status[-1] == (400, 499, "CLIENT_ERROR")

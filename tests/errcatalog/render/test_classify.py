@@ -76,12 +76,32 @@ def test_default_rules_follow_the_seeds(default_snapshot, exc, code):
         (-32600, "INVALID_REQUEST"),
         (-32601, "METHOD_NOT_FOUND"),
         (-32602, "INVALID_PARAMS"),
-        (-32603, "INTERNAL_ERROR"),
         (-32002, "RESOURCE_NOT_FOUND"),
+        # An upstream's internal error is its failure, and says nothing of the request: the fallback, which claims
+        # no cause (seed 004's INTERNAL_ERROR is this server's own fault, which it is not).
+        (-32603, "UPSTREAM_TOOL_FAILED"),
     ],
 )
-def test_upstream_jsonrpc_codes_map_to_seed_004_codes(default_snapshot, jsonrpc, code):
-    assert classify(default_snapshot, FailureFacts(jsonrpc_code=jsonrpc)) == code
+def test_upstream_jsonrpc_codes_map_to_seed_004_codes_except_an_upstreams_internal_error(
+    default_snapshot, jsonrpc, code
+):
+    assert classify(default_snapshot, FailureFacts(jsonrpc_code=jsonrpc, kind="jsonrpc_error")) == code
+
+
+@pytest.mark.parametrize(
+    ("jsonrpc", "text", "code"),
+    [
+        (-32603, "no such table: users", "NOT_FOUND"),
+        (-32603, "ENOENT: no such file or directory, open '/data/x.txt'", "NOT_FOUND"),
+        (-32603, "Invalid timezone: 'Mars/Olympus'", "INVALID_PARAMETER"),
+        (-32603, "syntax error at or near \"SELEC\"", "UPSTREAM_TOOL_FAILED"),
+        (-32602, "Unknown tool: get_time", "INVALID_PARAMETER"),
+        (-32602, "Tool arguments did not match", "INVALID_PARAMS"),
+    ],
+)
+def test_an_upstreams_text_is_read_before_its_bare_jsonrpc_code(default_snapshot, jsonrpc, text, code):
+    facts = FailureFacts(jsonrpc_code=jsonrpc, kind="jsonrpc_error", upstream="db", text=text)
+    assert classify(default_snapshot, facts) == code
 
 
 def test_facts_never_carry_the_message():

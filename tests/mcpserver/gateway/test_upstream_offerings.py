@@ -250,7 +250,8 @@ def test_an_upstreams_failing_read_or_prompt_is_catalog_text(served, mode, serve
     wire = error.model_dump_json()
     for marker in HOSTILE_MARKERS:
         assert marker not in wire, f"{marker!r} reached the client"
-    # The upstream's -32603 is classified as a failed tool call's would be (a JSON-RPC error: INTERNAL_ERROR).
+    # The upstream's -32603 is classified as a failed tool call's would be (a JSON-RPC error the text rules do not
+    # know: UPSTREAM_TOOL_FAILED, whose JSON-RPC code is -32603 too).
     assert error.code == -32603 and error.message and "leak" not in wire
 
 
@@ -320,7 +321,7 @@ def test_relayed_requests_are_counted_by_upstream_method_and_code(served):
     def counted() -> tuple[float, float]:
         text = served["app"].get("/metrics", key=served["metrics"]).text
         metric = "errcatalog_upstream_requests_total"
-        failed = value(text, metric, upstream="web", method="prompts/get", outcome="error", code="INTERNAL_ERROR")
+        failed = value(text, metric, upstream="web", method="prompts/get", outcome="error", code="UPSTREAM_TOOL_FAILED")
         read = value(text, metric, upstream="web", method="resources/read", outcome="ok", code="")
         return failed, read
 
