@@ -35,6 +35,7 @@ import hashlib
 import json
 import logging
 import math
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ from errcatalog.access.oauth import API_PATH, MCP_PATH, OAuthAccess, audience_al
 from errcatalog.access.tokens import KEY_PREFIX, LAST_USED_PRECISION
 from errcatalog.caching import BoundedCache, process_cache, register_cache
 from errcatalog.dependencies import Dependency
+from errcatalog.input_limits import json_depth_exceeds
 
 logger = logging.getLogger("errcatalog.access.external")
 
@@ -66,11 +68,16 @@ IDENTITY_PROVIDER = Dependency("The identity provider")
 
 # Entra ID's access tokens run to about 2,500 characters; a request head is at most 16 KiB anyway.
 MAX_TOKEN_LENGTH = 8192
-# Each request to the provider gives up after this long: a request waits on it only when keys must be fetched or a
-# token introspected.
+# Each request to the provider gives up after this long in all, however the provider answers meanwhile: a request
+# waits on it only when keys must be fetched or a token introspected.
 FETCH_TIMEOUT_SECONDS = 5.0
+# Requests to the provider in flight at once in this process, as many as the connection pool keeps.
+MAX_PROVIDER_REQUESTS = 4
 # A key set or metadata document is a few kilobytes (Entra's, with its many keys, about 10).
 MAX_DOCUMENT_BYTES = 512 * 1024
+# A key set nests three levels (keys, a key, its x5c), an introspection answer four (Keycloak's resource_access, a
+# client, its roles). A deeper answer is refused before the JSON decoder, which would raise RecursionError.
+MAX_DOCUMENT_DEPTH = 32
 # Keys are fetched again after this long, so a key the provider withdrew (rotated out, or compromised) stops
 # working here within five minutes.
 KEYS_FRESH_SECONDS = 300.0
@@ -151,7 +158,7 @@ def _verified_claims(raw_token: str, config: dict[str, Any]) -> dict[str, Any]:
     except jwt.PyJWTError:
         raise _Refused("the provider's key does not fit the token's algorithm") from None
     try:
-        return jwt.decode(
+        claims = jwt.decode(
             raw_token,
             key=key,
             algorithms=[algorithm],
@@ -172,6 +179,9 @@ def _verified_claims(raw_token: str, config: dict[str, Any]) -> dict[str, Any]:
         raise _Refused(f"no {missing.claim} claim") from None
     except jwt.PyJWTError as exc:
         raise _Refused(f"invalid JWT ({type(exc).__name__})") from None
+    # PyJWT takes a numeric string (or true) for exp, nbf and iat; a NumericDate is a JSON number (RFC 7519).
+    _check_times(claims, config["LEEWAY_SECONDS"])
+    return claims
 
 
 _introspections: BoundedCache[tuple[str, str], dict[str, Any]] = process_cache(
@@ -221,7 +231,10 @@ def _introspection(raw_token: str, config: dict[str, Any]) -> dict[str, Any]:
 def _check_times(claims: dict[str, Any], leeway: int) -> None:
     now = time.time()
     for name in ("exp", "nbf", "iat"):
-        if name in claims and not (isinstance(claims[name], int | float) and math.isfinite(claims[name])):
+        value = claims.get(name)
+        if name in claims and (
+            isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value))
+        ):
             raise _Refused(f"malformed {name} claim")
     if "exp" in claims and claims["exp"] <= now - leeway:
         raise _Refused("expired")
@@ -354,7 +367,15 @@ def _discovered_jwks_url(config: dict[str, Any]) -> str:
 
 # Shared by the worker threads (urllib3's pool manager is thread-safe). Verified TLS with the system's certificates;
 # no retries and no redirects: a key set or an introspection answer comes from the URL configured or published.
-_http = urllib3.PoolManager(timeout=urllib3.Timeout(total=FETCH_TIMEOUT_SECONDS), retries=False, maxsize=4)
+_http = urllib3.PoolManager(
+    timeout=urllib3.Timeout(total=FETCH_TIMEOUT_SECONDS), retries=False, maxsize=MAX_PROVIDER_REQUESTS
+)
+# urllib3's timeouts bound each connect and each read, not a request: a provider (or a proxy before it) sending a
+# byte every few seconds would hold the request that waits for it, and for the keys every token check queued behind
+# their lock, for as long as it went on. So each request runs on a thread of its own, which the waiting request gives
+# up on at the deadline. The thread stops reading a body at the deadline too; one held in a trickled head ends when
+# the provider stops or a read times out, and the slots bound how many can be held so.
+_request_slots = threading.BoundedSemaphore(MAX_PROVIDER_REQUESTS)
 
 
 def _provider_failed(exc: _ProviderAnswerInvalid) -> None:
@@ -379,25 +400,18 @@ def _provider_json(
     if not IDENTITY_PROVIDER.available():
         raise IdentityProviderUnavailable("skipped while the provider is down")
     try:
-        response = _http.request(
-            method,
-            url,
-            body=body,
-            headers={"Accept": "application/json", **(headers or {})},
-            redirect=False,
-            preload_content=False,
+        status, content = _answer_in_time(
+            method, url, body=body, headers={"Accept": "application/json", **(headers or {})}
         )
-        try:
-            content = response.read(MAX_DOCUMENT_BYTES + 1)
-        finally:
-            response.release_conn()
-    except urllib3.exceptions.HTTPError as exc:
+    except (urllib3.exceptions.HTTPError, TimeoutError) as exc:
         IDENTITY_PROVIDER.failed(exc)
         raise IdentityProviderUnavailable("the provider cannot be reached") from exc
-    if response.status != 200:
-        raise _ProviderAnswerInvalid(f"the provider answered HTTP {response.status}")
+    if status != 200:
+        raise _ProviderAnswerInvalid(f"the provider answered HTTP {status}")
     if len(content) > MAX_DOCUMENT_BYTES:
         raise _ProviderAnswerInvalid("the provider's answer is too large")
+    if json_depth_exceeds(content, MAX_DOCUMENT_DEPTH):
+        raise _ProviderAnswerInvalid("the provider's answer nests too deep")
     try:
         document = json.loads(content)
     except ValueError:
@@ -406,6 +420,61 @@ def _provider_json(
         raise _ProviderAnswerInvalid("the provider's answer is not a JSON object")
     IDENTITY_PROVIDER.succeeded()
     return document
+
+
+def _answer_in_time(method: str, url: str, *, body: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
+    """The status and body (at most ``MAX_DOCUMENT_BYTES`` + 1 bytes) of one request to the provider, had within
+    ``FETCH_TIMEOUT_SECONDS``: ``TimeoutError`` past them, urllib3's ``HTTPError`` when the request fails. Redirects are
+    answers like any other (never followed)."""
+    deadline = time.monotonic() + FETCH_TIMEOUT_SECONDS
+    if not _request_slots.acquire(timeout=FETCH_TIMEOUT_SECONDS):
+        raise TimeoutError("every request slot is held by a request the provider has not answered")
+    answers: queue.SimpleQueue[tuple[int, bytes] | Exception] = queue.SimpleQueue()
+
+    def request() -> None:
+        try:
+            answers.put(_answer(method, url, body=body, headers=headers, deadline=deadline))
+        except Exception as exc:  # re-raised by the waiting request, if it still waits
+            answers.put(exc)
+        finally:
+            _request_slots.release()
+
+    threading.Thread(target=request, name="identity-provider-request", daemon=True).start()
+    try:
+        answer = answers.get(timeout=max(deadline - time.monotonic(), 0.0))
+    except queue.Empty:
+        raise TimeoutError("the provider did not answer in time") from None
+    if isinstance(answer, Exception):
+        raise answer
+    return answer
+
+
+def _answer(
+    method: str, url: str, *, body: bytes | None, headers: dict[str, str], deadline: float
+) -> tuple[int, bytes]:
+    response = _http.request(
+        method,
+        url,
+        body=body,
+        headers=headers,
+        redirect=False,
+        preload_content=False,
+        timeout=urllib3.Timeout(total=max(deadline - time.monotonic(), 0.001)),
+    )
+    content = bytearray()
+    try:
+        while len(content) <= MAX_DOCUMENT_BYTES:
+            if time.monotonic() >= deadline:
+                response.close()  # half read: the connection is not used again
+                raise TimeoutError("the provider's answer took too long")
+            chunk = response.read1(MAX_DOCUMENT_BYTES + 1 - len(content))
+            if not chunk:
+                return response.status, bytes(content)
+            content += chunk
+        response.close()  # too large: the rest is never read
+        return response.status, bytes(content)
+    finally:
+        response.release_conn()
 
 
 # --- From claims to a grant ------------------------------------------------------------------------------------------
@@ -421,12 +490,8 @@ def _access(claims: dict[str, Any], config: dict[str, Any]) -> OAuthAccess:
     )
     if client_id is None or len(client_id) > CLIENT_ID_MAX_CHARS:
         raise _Refused("no client claim (client_id, azp, cid or appid)")
-    user = _user(claims, config)
-    grant = _grant(user=user, client_id=client_id)
     now = timezone.now()
-    if grant.last_used_at is None or now - grant.last_used_at >= LAST_USED_PRECISION:
-        grant.last_used_at = now
-        grant.save(update_fields=["last_used_at"])
+    # The expiry is read before a user or grant is written: a token refused for its claims leaves no row behind.
     try:
         expires = (
             datetime.fromtimestamp(claims["exp"], tz=UTC)
@@ -435,6 +500,11 @@ def _access(claims: dict[str, Any], config: dict[str, Any]) -> OAuthAccess:
         )
     except (OverflowError, OSError, ValueError):
         raise _Refused("malformed exp claim") from None
+    user = _user(claims, config)
+    grant = _grant(user=user, client_id=client_id)
+    if grant.last_used_at is None or now - grant.last_used_at >= LAST_USED_PRECISION:
+        grant.last_used_at = now
+        grant.save(update_fields=["last_used_at"])
     return OAuthAccess(grant=grant, scopes=held, resources=resources, expires=expires)
 
 
