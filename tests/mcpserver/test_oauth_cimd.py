@@ -104,6 +104,10 @@ class _DocumentHandler(BaseHTTPRequestHandler):
         body = json.dumps({**metadata, "client_id": self.server.url, "client_name": "Document Client"}).encode()
         if self.server.mode == "huge":
             body = json.dumps({"client_id": self.server.url, "padding": "x" * 100_000}).encode()
+        elif self.server.mode == "deep":  # within the 16 KB a document may take, far deeper than a decoder recurses
+            body = b'{"x": ' + b"[" * 7000 + b"]" * 7000 + b"}"
+        elif self.server.mode == "client_credentials":
+            body = json.dumps({**json.loads(body), "grant_types": ["client_credentials"]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -186,6 +190,15 @@ def test_a_huge_or_slow_document_is_refused(mcp, person, document, private_allow
     page = _authorize(mcp, person, document.url)
     assert page.status_code == 400 and "Allow" not in page.text
     assert time.monotonic() - started < 3  # the fetch gave up at its bound, not when the server finished
+    assert not ClientToken.objects.filter(application__isnull=False).exists()
+
+
+@pytest.mark.parametrize("mode", ["deep", "client_credentials"])
+def test_a_document_registration_would_refuse_is_refused_without_a_500(mcp, person, document, private_allowed, mode):
+    document.mode = mode
+    page = _authorize(mcp, person, document.url)
+    assert page.status_code == 400 and "Allow" not in page.text
+    assert document.fetches == 1
     assert not ClientToken.objects.filter(application__isnull=False).exists()
 
 
