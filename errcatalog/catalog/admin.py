@@ -305,13 +305,17 @@ class VersionedAdmin(SimpleHistoryAdmin):
     saves whatever is posted through ``save_model``: without this check a staff member who may only look at a row
     (or nobody, where admin never changes a row by hand, like a pinned upstream tool) could change it there. Every
     versioned page of ours uses it (the catalog's, the upstreams', their tools', the named servers').
+
+    A revert saves the version over the row as stored, through the page's write path; a row deleted since is not
+    re-created here (that would be adding it, and the write paths change stored rows only), so its versions can be
+    read but not posted.
     """
 
     def history_form_view(
         self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
     ) -> HttpResponse:
         row = self.get_object(request, unquote(object_id))
-        if request.method == "POST" and not self.has_change_permission(request, row):
+        if request.method == "POST" and (row is None or not self.has_change_permission(request, row)):
             raise PermissionDenied
         return super().history_form_view(request, object_id, version_id, extra_context)
 
@@ -406,6 +410,9 @@ class ErrorCodeAdmin(CatalogRowAdmin):
     list_display = ("code", "category", "kind", "retryable", "system", "active", "variant_count", _updated)
     list_filter = ("category", "kind", "retryable", "system", "active", "allocation")
     search_fields = ("code", "explanation", "variants__message")
+    # The model's own ordering is dropped from the list's counting query (GROUP BY), and the variant and rule pages'
+    # code search pages through this query: without an order of its own its pages could repeat or skip codes.
+    ordering = ("code",)
     readonly_fields = ("updated_at",)
     fieldsets = (
         # One line, so that the variants and their previews start high on a laptop screen; the fieldsets that

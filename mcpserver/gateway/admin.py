@@ -131,10 +131,12 @@ class UpstreamForm(forms.ModelForm):
                 self.add_error(entry, exc)
         if self.errors:
             return data
-        # The services' own check, so that a problem shows at its field; they check again when saving.
+        # The services' own check, so that a problem shows at its field; they check again when saving. Against the
+        # row as stored, not ``self.instance``: a revert from the history hands the form the version reverted to, and
+        # the rules that compare with the stored row (keeping a private address, trusting) must see what changes.
+        stored = Upstream.objects.filter(pk=self.instance.pk).first() if self.instance.pk else None
         try:
-            upstream_validate(actor=self.user, upstream=self.instance if self.instance.pk else None,
-                              **self.upstream_fields())  # fmt: skip
+            upstream_validate(actor=self.user, upstream=stored, **self.upstream_fields())
         except TrustDenied as exc:
             self.add_error("trusted", str(exc))
         except PermissionDenied as exc:
@@ -234,6 +236,13 @@ class UpstreamAdmin(VersionedAdmin):
 
     def delete_model(self, request: Any, obj: Upstream) -> None:
         upstream_delete(actor=request.user, upstream=obj, change_reason="admin")
+
+    def get_deleted_objects(self, objs: Any, request: Any) -> Any:
+        # An upstream's pinned tools go with it. Nobody holds the pins' own delete permission (they are never deleted
+        # by hand), so without this no one, a superuser included, could delete an upstream that ever listed a tool.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        perms_needed.discard(UpstreamTool._meta.verbose_name)
+        return deleted, counts, perms_needed, protected
 
     # --- Importing an mcpServers block ------------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from errcatalog.gateway.models import Upstream
+from errcatalog.gateway.models import Upstream, UpstreamTool
 from errcatalog.gateway.secrets import SecretUnavailable, resolve
-from errcatalog.gateway.services import upstream_create
+from errcatalog.gateway.services import upstream_create, upstream_tools_record
 from tests.mcpserver.gateway.recorder import HOSTILE, Recorder
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER
 
@@ -412,3 +412,23 @@ def test_the_connection_test_and_the_check_command_never_echo_what_the_upstream_
     for shown in (page, out):
         assert "IGNORE ALL" not in shown and "leaked-upstream-text" not in shown and "input_value" not in shown
     assert HOSTILE not in page
+
+
+# --- Deleting an upstream that listed tools -----------------------------------------------------------------------
+
+
+def test_an_upstream_that_listed_tools_is_deleted_with_its_pins_by_whoever_may_delete_upstreams(
+    superuser, editor, viewer
+):
+    for name in ("one", "two"):
+        upstream_create(actor=None, name=name, prefix=name, transport="http", url="https://8.8.8.8/mcp")
+        listed = {"name": "add", "description": "Add two numbers.", "inputSchema": {"type": "object"}}
+        upstream_tools_record(upstream=name, listing=[listed])
+    assert UpstreamTool.objects.count() == 2
+
+    one, two = Upstream.objects.get(name="one"), Upstream.objects.get(name="two")
+    assert viewer.post(reverse("admin:errcatalog_upstream_delete", args=[one.pk]), {"post": "yes"}).status_code == 403
+    for client, upstream in ((superuser, one), (editor, two)):  # the editor holds delete_upstream, not the pins'
+        page = client.post(reverse("admin:errcatalog_upstream_delete", args=[upstream.pk]), {"post": "yes"})
+        assert page.status_code == 302, page.content.decode()[:500]
+    assert not Upstream.objects.exists() and not UpstreamTool.objects.exists()
