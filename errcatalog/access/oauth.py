@@ -18,6 +18,7 @@ import copy
 import hashlib
 import ipaddress
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -33,6 +34,7 @@ from oauth2_provider.settings import oauth2_settings
 from errcatalog.access import scopes as scope_names
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import KEY_PREFIX, LAST_USED_PRECISION
+from errcatalog.input_limits import json_depth_exceeds
 from errcatalog.vocabulary import ROOT_SERVER, is_server_name
 
 logger = logging.getLogger("errcatalog.access.oauth")
@@ -261,13 +263,31 @@ def oauth_access_authenticate(raw_token: str) -> OAuthAccess | None:
     return OAuthAccess(grant=grant, scopes=held, resources=tuple(token.resource or ()), expires=token.expires)
 
 
+@dataclass(frozen=True)
+class _ReadResponse:
+    """A fetched document's answer with its body already read, as the toolkit's ``_read_document`` reads one."""
+
+    status: int
+    headers: object
+    body: bytes
+
+    def read(self, amount: int | None = None) -> bytes:
+        return self.body if amount is None else self.body[:amount]
+
+
 class MetadataFetcher(SafeMetadataFetcher):
     """django-oauth-toolkit's SSRF-hardened fetcher of Client ID Metadata Documents (https only, public addresses
     only, no redirects, bounded in time and size), which also refuses a document that registration would refuse
     (``client_metadata_refusal``). With ``OAUTH["CIMD_ALLOW_PRIVATE"]`` (development and tests), loopback and private
-    hosts are fetched too, still over verified https, without redirects and within the same bounds."""
+    hosts are fetched too, still over verified https, without redirects and within the same bounds.
+
+    The toolkit's fetch bounds each connect and read by the time left, but a server sending its body a byte at a time
+    gets a fresh read each time: the body is read here against one deadline for the whole fetch (anyone may start a
+    fetch, before signing in, by naming a client id URL), and measured for nesting before the JSON decoder sees it.
+    The toolkit makes a fetcher per fetch, so the deadline is the fetch's own."""
 
     def fetch(self, client_id):
+        self._deadline = time.monotonic() + oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
         if settings.OAUTH["CIMD_ALLOW_PRIVATE"]:
             metadata, max_age = self._fetch_from_any_address(client_id)
         else:
@@ -276,6 +296,20 @@ class MetadataFetcher(SafeMetadataFetcher):
         if refusal is not None:
             raise CIMDError(refusal[1])
         return metadata, max_age
+
+    def _read_document(self, response):
+        limit = oauth2_settings.CIMD_MAX_DOCUMENT_SIZE + 1
+        body = bytearray()
+        while len(body) < limit:
+            if time.monotonic() >= self._deadline:
+                raise CIMDError("client_id document took longer than the fetch may")
+            chunk = response.read1(limit - len(body))
+            if not chunk:
+                break
+            body += chunk
+        if json_depth_exceeds(bytes(body), settings.ERRCATALOG["API_MAX_JSON_DEPTH"]):
+            raise CIMDError("client_id document nests too deeply")
+        return super()._read_document(_ReadResponse(response.status, response.headers, bytes(body)))
 
     def _fetch_from_any_address(self, client_id):
         parts = urlsplit(client_id)

@@ -112,6 +112,12 @@ class _DocumentHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if self.server.mode == "trickle":  # a byte every 0.1 s: each read is quick, the body never ends in time
+            for byte in body[:60]:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.1)
+            return
         self.wfile.write(body)
 
     def log_message(self, *args: object) -> None:
@@ -182,7 +188,7 @@ def test_a_document_on_a_loopback_address_is_never_fetched_by_default(mcp, perso
     assert document.fetches == 0  # refused on the address, before any connection
 
 
-@pytest.mark.parametrize("mode", ["huge", "slow"])
+@pytest.mark.parametrize("mode", ["huge", "slow", "trickle"])
 def test_a_huge_or_slow_document_is_refused(mcp, person, document, private_allowed, settings, mode):
     settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "CIMD_FETCH_TIMEOUT_SECONDS": 1}
     document.mode = mode
