@@ -544,6 +544,10 @@ GATEWAY: dict[str, Any] = {
         "ERRCATALOG_GATEWAY_TOOL_PARAMETER_DESCRIPTION_MAX_CHARS", 1024, minimum=50
     ),
     "TOOL_SCHEMA_MAX_BYTES": env_int("ERRCATALOG_GATEWAY_TOOL_SCHEMA_MAX_BYTES", 65_536, minimum=1024),
+    # The longest quote of an upstream's own words about its failure that a model reads after the catalog's text
+    # (errcatalog.gateway.detail), cut at a word: a database's or a validator's error takes a sentence or two. The
+    # renderer never quotes more than 1,000 characters, whatever this says.
+    "FAILURE_WORDS_MAX_CHARS": env_int("ERRCATALOG_GATEWAY_FAILURE_WORDS_MAX_CHARS", 300, minimum=40),
     # The most tools of one upstream that are pinned and served (by name order); the rest are left out.
     "MAX_TOOLS_PER_UPSTREAM": env_int("ERRCATALOG_GATEWAY_MAX_TOOLS_PER_UPSTREAM", 500, minimum=1),
     # Each client session gets an upstream session of its own (HTTP upstreams; stdio ones in per_client mode: a

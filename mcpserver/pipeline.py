@@ -24,9 +24,10 @@ from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.catalog.snapshot import acatalog_snapshot
 from errcatalog.errors import ErrcatalogError, bounded_retry_after, http_status, parse_retry_after
 from errcatalog.gateway import inbox
+from errcatalog.gateway.detail import screen_detail
 from errcatalog.outcomes import prometheus, recorder
 from errcatalog.outcomes.events import OutcomeEvent
-from errcatalog.render import Failure, ParameterFault, RenderedError, did_you_mean, render, tool_result
+from errcatalog.render import Failure, ParameterFault, RenderedError, UpstreamWords, did_you_mean, render, tool_result
 from errcatalog.render.classify import FailureFacts, classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.render.patterns import parameter_named_in
@@ -36,6 +37,7 @@ from mcpserver import elicitation, tracing
 from mcpserver.call_settings import call_settings
 from mcpserver.calls import RelayedProtocolError, ToolCall, current_tool_call
 from mcpserver.gateway import server_tools
+from mcpserver.gateway.results import NO_TEXT
 from mcpserver.jsonrpc_errors import rendered_error
 from mcpserver.ratelimit import rate_limit_retry_after
 from mcpserver.registry import ToolOutput, ToolSpec, registry
@@ -287,7 +289,10 @@ async def _fail_with_exception(
         inbox.note(
             spec.upstream, spec.name, facts.kind, facts.text, classified=entry.code not in UNCLASSIFIED_UPSTREAM_CODES
         )
-    parameters = _exception_parameters(exc) or _parameters_named(spec, facts.text, entry)
+    words_allowed = getattr(exc, "words", "") if facts.kind else ""
+    parameters = _exception_parameters(exc) or (
+        _parameters_named(spec, facts.text, entry) if words_allowed != "withheld" else ()
+    )
     if code == "INVALID_PARAMETER" and not parameters and _FOR_NO_PARAMETER in snapshot.codes:
         # INVALID_PARAMETER's text is about one parameter; when the failure names none of the tool's, the values
         # as a whole were rejected, which is what VALIDATION_ERROR says.
@@ -334,8 +339,33 @@ async def _fail_with_exception(
         # Read only when a parameter is missing: what else the tool takes, and what it is for.
         optional_parameters=spec.optional_parameters if parameters else (),
         guidance=spec.guidance if parameters else "",
+        upstream_words=_upstream_words(spec, facts) if words_allowed == "quoted" else None,
     )
     return await _fail(call, failure, fmt, elicited=elicited, snapshot=snapshot)
+
+
+# The failures whose text an upstream wrote about its tool's failure, for the model: a tool's error result (written
+# for the model, by the MCP specification) and a JSON-RPC error's message. An HTTP error page, a timeout or an answer
+# that is not MCP carry our words or a proxy's, not the upstream's.
+_QUOTED_KINDS = frozenset({"tool_error", "jsonrpc_error"})
+
+
+def _upstream_words(spec: ToolSpec, facts: FailureFacts) -> UpstreamWords | None:
+    """The upstream's own words about its failure, screened for the model (``errcatalog.gateway.detail``), or None:
+    none were said, or the screen withheld them (they spoke to the model), which is logged for staff in fixed
+    words."""
+    if facts.kind not in _QUOTED_KINDS or not facts.text or facts.text == NO_TEXT:
+        return None
+    screened = screen_detail(facts.text, max_chars=call_settings.GATEWAY["FAILURE_WORDS_MAX_CHARS"])
+    if screened.withheld:
+        logger.warning(
+            "Upstream %s: the failure text of its tool %s was withheld from the model (%s)",
+            spec.upstream,
+            spec.upstream_tool or spec.name,
+            ", ".join(screened.flags) or screened.withheld,
+        )
+        return None
+    return UpstreamWords(spec.upstream, screened.text) if screened.text else None
 
 
 # A failing tool can fail thousands of times a minute; one traceback per tool and code and minute tells an

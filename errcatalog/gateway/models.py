@@ -54,6 +54,14 @@ class SessionMode(models.TextChoices):
     PER_CLIENT = "per_client", "One child process per client session"
 
 
+class FailureWords(models.TextChoices):
+    """What a model reads of an upstream's own words when one of its tools fails, beside the catalog's answer."""
+
+    QUOTED = "quoted", "Quoted, after the screen (credentials, markup, tracebacks and instructions to the model out)"
+    FACTS = "facts", "Only the facts rules take from them (the parameter they name), never the words"
+    WITHHELD = "withheld", "Nothing: the words only choose the catalog's code"
+
+
 class Upstream(models.Model):
     """One upstream MCP server whose tools ``/mcp`` serves under ``prefix``.
 
@@ -120,6 +128,17 @@ class Upstream(models.Model):
         help_text="Relay its requests for the client's roots (folders the client shares) to the clients that declared "
         "roots, over each client's own upstream session; never to a stdio child that every client shares.",
     )
+    # An upstream's failure text is written for the model (by the MCP specification, a tool's error result is) and
+    # often holds the one fact it needs (which table, which field, which values are accepted); the screen
+    # (``errcatalog.gateway.detail``) takes out what could harm it, and withholds the whole text when it speaks to
+    # the model. Staff may keep an upstream's words from the model altogether.
+    failure_words = models.CharField(
+        max_length=10,
+        choices=FailureWords.choices,
+        default=FailureWords.QUOTED,
+        help_text="What the model reads of this upstream's own words when its tool fails, after the catalog's code, "
+        "cause and instruction.",
+    )
     session_mode = models.CharField(
         max_length=10,
         choices=SessionMode.choices,
@@ -149,6 +168,10 @@ class Upstream(models.Model):
             ),
             models.CheckConstraint(
                 condition=models.Q(session_mode__in=[m.value for m in SessionMode]), name="upstream_session_mode_known"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(failure_words__in=[m.value for m in FailureWords]),
+                name="upstream_failure_words_known",
             ),
         ]
 

@@ -61,36 +61,41 @@ class Flag:
 
 # Phrases of published tool-poisoning attacks (Invariant Labs' "<IMPORTANT>" block that asks for ~/.ssh and
 # mcp.json "without telling the user", and the classic prompt injections), matched on text folded by NFKC with
-# whitespace runs made single spaces.
+# whitespace runs made single spaces. The instruction phrases are shared with the screen on an upstream's failure
+# text (``errcatalog.gateway.detail``); the secret files are not, since a file server's error names the path asked
+# for ("Access denied - path outside allowed directories: /etc/passwd").
+INSTRUCTION_PHRASES: tuple[tuple[str, str], ...] = (
+    (
+        r"\b(?:ignore|disregard|forget|override|bypass)\b(?: \S+){0,4}? "
+        r"(?:previous|prior|above|earlier|preceding|all|any|other|your|the)\b(?: \S+){0,3}? "
+        r"(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
+        "asks to ignore instructions",
+    ),
+    (
+        r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|assistant|prompt)\b[^>]{0,80}>",
+        "an instruction block in tags",
+    ),
+    (
+        r"\b(?:do not|don'?t|never|without)"
+        r" (?:tell|telling|inform|informing|mention|mentioning|notify|notifying|reveal|revealing|alert|alerting)"
+        r"(?: \S+){0,3}? (?:the )?(?:user|users|human|person|operator)\b",
+        "asks to keep something from the user",
+    ),
+    (
+        r"\bsystem prompt\b|\byou are now\b|\bdeveloper mode\b|\bjailbreak|\bnew instructions\b",
+        "reads as instructions to the model",
+    ),
+)
+# A chat role's name before a colon ("system:"), which the failure-text screen reads only where a turn would start:
+# "Read-only file system: '/data/x'" is an error, not a turn.
+ROLE_MARKER = (r"\b(?:system|assistant|developer) ?:", "reads as instructions to the model")
+_SECRET_FILES = (
+    r"~/\.ssh|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\bmcp\.json\b|/etc/(?:passwd|shadow)\b|\.aws/credentials",
+    "names a secret file",
+)
 _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), reason)
-    for pattern, reason in (
-        (
-            r"\b(?:ignore|disregard|forget|override|bypass)\b(?: \S+){0,4}? "
-            r"(?:previous|prior|above|earlier|preceding|all|any|other|your|the)\b(?: \S+){0,3}? "
-            r"(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
-            "asks to ignore instructions",
-        ),
-        (
-            r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|assistant|prompt)\b[^>]{0,80}>",
-            "an instruction block in tags",
-        ),
-        (
-            r"\b(?:do not|don'?t|never|without)"
-            r" (?:tell|telling|inform|informing|mention|mentioning|notify|notifying|reveal|revealing|alert|alerting)"
-            r"(?: \S+){0,3}? (?:the )?(?:user|users|human|person|operator)\b",
-            "asks to keep something from the user",
-        ),
-        (
-            r"\bsystem prompt\b|\byou are now\b|\bdeveloper mode\b|\bjailbreak|\bnew instructions\b"
-            r"|\b(?:system|assistant|developer) ?:",
-            "reads as instructions to the model",
-        ),
-        (
-            r"~/\.ssh|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\bmcp\.json\b|/etc/(?:passwd|shadow)\b|\.aws/credentials",
-            "names a secret file",
-        ),
-    )
+    for pattern, reason in (*INSTRUCTION_PHRASES, ROLE_MARKER, _SECRET_FILES)
 )
 _LINK = re.compile(
     r"\b(?:https?|ftp|file|wss?)://|\bjavascript:|\bdata:[a-z]+/[\w.+-]+[;,]|\bwww\.[a-z0-9-]+\.[a-z]"
@@ -106,7 +111,8 @@ _HIDDEN_CATEGORIES = frozenset({"Cf", "Co", "Cs", "Cn"})
 _VISIBLE_CONTROLS = frozenset("\n\r\t")
 
 
-def _hidden(char: str) -> bool:
+def hidden(char: str) -> bool:
+    """Whether ``char`` shows nothing or reorders what is shown (see above); line breaks and tabs do not."""
     category = unicodedata.category(char)
     if category in _HIDDEN_CATEGORIES:
         return True
@@ -138,7 +144,7 @@ def _text_flags(text: str, field: str, *, cap: int | None, links: bool) -> Itera
     if cap is not None and len(text) > cap:
         yield Flag(SIZE, field, f"longer than {cap} characters")
         text = text[: cap * 2]  # the rest is never served; screening it would only cost time
-    if any(_hidden(char) for char in text):
+    if any(hidden(char) for char in text):
         yield Flag(UNICODE, field, "invisible or bidirectional characters")
     folded = _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text))
     for pattern, reason in _PHRASES:

@@ -46,6 +46,7 @@ class UpstreamConfig:
     relay_sampling: bool = True
     relay_roots: bool = True
     session_mode: str = "shared"  # stdio: one child for all clients, or one per client session (``SessionMode``)
+    failure_words: str = "quoted"  # what the model reads of its failure texts (``FailureWords``)
 
     @property
     def binding(self) -> str:
@@ -70,6 +71,7 @@ def upstream_config(upstream: Upstream) -> UpstreamConfig:
         relay_sampling=upstream.relay_sampling,
         relay_roots=upstream.relay_roots,
         session_mode=upstream.session_mode,
+        failure_words=upstream.failure_words,
     )
 
 

@@ -5,8 +5,8 @@ that differ only there are one kind of failure to an operator writing a rule. ``
 addresses, quoted values, paths, hexadecimal ids and numbers, and collapses white space; ``suggested_pattern`` turns a
 signature back into a rule pattern (RE2, anchored at the text's start) that matches every text of that signature.
 
-Pure: no ORM, no I/O. The text is an upstream's (cut and redacted before it gets here) and never reaches a model;
-RE2 masks it in time linear in its length, whatever it holds.
+Pure: no ORM, no I/O. The text is an upstream's (cut and redacted before it gets here), and what is made of it here
+is for staff, never for a model; RE2 masks it in time linear in its length, whatever it holds.
 """
 
 from __future__ import annotations

@@ -6,7 +6,15 @@ choice of locale. May import only the kernel (``errcatalog.vocabulary``, ``error
 ORM, no I/O, so that it is fast, easy to test and the same in every process.
 """
 
-from errcatalog.render.core import DEFAULT_MAX_CHARS, Failure, ParameterFault, RenderedError, did_you_mean, render
+from errcatalog.render.core import (
+    DEFAULT_MAX_CHARS,
+    Failure,
+    ParameterFault,
+    RenderedError,
+    UpstreamWords,
+    did_you_mean,
+    render,
+)
 from errcatalog.render.jsonrpc import error_object, error_response, jsonrpc_code
 from errcatalog.render.mcp import FORMATS, envelope, envelope_json, tool_result
 from errcatalog.render.people import agent_error, agent_result, user_markdown, user_message
@@ -19,6 +27,7 @@ __all__ = [
     "Failure",
     "ParameterFault",
     "RenderedError",
+    "UpstreamWords",
     "agent_error",
     "agent_result",
     "anatomy",

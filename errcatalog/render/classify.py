@@ -25,9 +25,10 @@ class FailureFacts:
     """What is known about a failure.
 
     ``text`` is an upstream's own failure text (cut and redacted: ``errcatalog.safety.redacted_for_people``). It is
-    read for one thing: matching rules' patterns, which choose a code. It never reaches what is rendered: the
-    renderer takes a ``Failure`` (``errcatalog.render.core``), built from the chosen code and typed facts, and
-    nothing builds one from these facts' text. It is left out of ``repr`` so that logging facts cannot print it.
+    read here for one thing: matching rules' patterns, which choose a code. The renderer takes a ``Failure``
+    (``errcatalog.render.core``), built from the chosen code and typed facts; this text reaches it only as the quote
+    the gateway's screen makes of it (``UpstreamWords``). It is left out of ``repr`` so that logging facts cannot
+    print it.
     """
 
     exception_types: tuple[str, ...] = ()  # the exception's class and its bases, most specific first

@@ -1,9 +1,12 @@
 """From a failure and a catalog snapshot to one rendered error, the source of every face.
 
-Pure: no ORM, no I/O. ``Failure`` has no field for free text, so what users type, what upstream servers answer,
-exceptions and the database have no way in; the names it does carry are screened by ``safe_identifier``, the tool's
-metadata (a parameter's description and format, the sentence that describes the tool) by ``safe_schema_text`` and a
-partial result by ``safe_partial_result``, whoever built the failure.
+Pure: no ORM, no I/O. ``Failure`` has no field for free text, so what users type, exceptions and the database have no
+way in; the names it does carry are screened by ``safe_identifier``, the tool's metadata (a parameter's description
+and format, the sentence that describes the tool) by ``safe_schema_text`` and a partial result by
+``safe_partial_result``, whoever built the failure. The one text from outside is an upstream's own words about its
+failure (``UpstreamWords``), which only the gateway's screen makes (``errcatalog.gateway.detail``): it is quoted,
+marked as the upstream's, after the catalog's whole text and never instead of any of it, and the renderer holds it to
+the quote's shape once more (one line, no control or invisible characters, within its bound).
 
 Which text the model gets is decided here and only here, and recorded on the result (``RenderedError.text_source``,
 one of ``TEXT_SOURCES``) so that admin can say which row to edit instead of working it out again.
@@ -66,6 +69,20 @@ class ParameterFault:
 
 
 @dataclass(frozen=True, slots=True)
+class UpstreamWords:
+    """What an upstream said of its own failure, screened for a model (``errcatalog.gateway.detail.screen_detail``):
+    ``upstream`` is its name, ``text`` the quote."""
+
+    upstream: str
+    text: str
+
+
+# The mark that says whose words follow; the quote stays inside its straight double quotes.
+UPSTREAM_WORDS_LINE = 'The {upstream} server said: "{text}"'
+UPSTREAM_WORDS_MAX_CHARS = 1000  # the renderer's own bound on a quote, above any the screen is configured with
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """What went wrong, as the server knows it. Every field is server-controlled or screened."""
 
@@ -85,6 +102,8 @@ class Failure:
     # names of its optional parameters and one sentence of its description (screened like schema text).
     optional_parameters: tuple[str, ...] = ()
     guidance: str = ""
+    # An upstream's own words about its failure, screened: quoted after the catalog's text.
+    upstream_words: UpstreamWords | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +140,8 @@ class RenderedError:
     data: Mapping[str, Any] = field(default_factory=dict)
     # Which catalog text ``text`` is made of: one of ``TEXT_SOURCES``.
     text_source: str = TEXT_FROM_VARIANT
+    # The upstream's own words, quoted at the end of ``text`` and ``markdown`` (``UPSTREAM_WORDS_LINE``).
+    upstream_words: UpstreamWords | None = None
 
     @property
     def envelope_kind(self) -> str:
@@ -201,6 +222,12 @@ def _render(
             header, shorter, status_code=failure.status_code, event_id=event_id, specific=bool(params)
         )
     retry_after = failure.retry_after if failure.retry_after is not None else entry.retry_after_seconds
+    words = _quotable(failure.upstream_words)
+    if words is not None:
+        # After the catalog's whole text (its cap is the catalog's, the quote has its own bound), so that the
+        # upstream's words can neither crowd out nor stand in for the code's cause and instruction.
+        said = UPSTREAM_WORDS_LINE.format(upstream=words.upstream, text=words.text)
+        text, markdown = f"{text}\n\n{said}", f"{markdown}\n\n{said}"
 
     return RenderedError(
         code=entry.code,
@@ -227,7 +254,27 @@ def _render(
         locale=chosen.locale,
         data=MappingProxyType(_data(entry, tool, params, hint, failure, bool(question), values, max_chars)),
         text_source=text_source,
+        upstream_words=words,
     )
+
+
+_NOT_IN_A_QUOTE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+
+
+def _quotable(words: UpstreamWords | None) -> UpstreamWords | None:
+    """``words`` held to the quote's shape whoever made them: the upstream's name an identifier, the text one line
+    without control, invisible or bidirectional characters, its double quotes single (so none ends the quote early),
+    within ``UPSTREAM_WORDS_MAX_CHARS``; None when nothing is left to quote."""
+    if words is None:
+        return None
+    upstream = safe_identifier(words.upstream)
+    shown = _NOT_IN_A_QUOTE.sub(" ", words.text[: UPSTREAM_WORDS_MAX_CHARS * 2]).replace('"', "'")
+    text = " ".join(shown.split())
+    if not text or upstream == REDACTED:
+        return None
+    if len(text) > UPSTREAM_WORDS_MAX_CHARS:
+        text = text[: UPSTREAM_WORDS_MAX_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return UpstreamWords(upstream, text)
 
 
 def _text(

@@ -37,6 +37,10 @@ def envelope(rendered: RenderedError) -> dict[str, Any]:
         details.update({k: rendered.data[k] for k in SETUP_FIELDS if k in rendered.data})
     if rendered.partial_result is not None:
         details["partialResult"] = rendered.partial_result
+    if rendered.upstream_words is not None:
+        # The upstream's own words, apart from the catalog's, named as its: a client can show or drop them.
+        words = rendered.upstream_words
+        details["upstream_detail"] = {"upstream": words.upstream, "text": words.text}
     if details:
         body["details"] = details
     return body

@@ -26,7 +26,7 @@ from django.utils.html import format_html, format_html_join
 
 from errcatalog.catalog.admin import VersionedAdmin
 from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
-from errcatalog.gateway.models import SessionMode, Transport, Upstream, UpstreamTool
+from errcatalog.gateway.models import FailureWords, SessionMode, Transport, Upstream, UpstreamTool
 from errcatalog.gateway.secrets import describe
 from errcatalog.gateway.selectors import ProcessHealth, health_summary, process_health, upstream_config
 from errcatalog.gateway.services import (
@@ -46,7 +46,7 @@ from mcpserver.gateway.probe import probe
 _LINES = {"rows": 3, "cols": 60}
 # The fields the form edits as they are; the others are entered as lines (headers, environment, arguments, tools).
 _MODEL_FIELDS = ("name", "prefix", "enabled", "trusted", "transport", "url", "command", "cwd", "timeout_seconds",
-                 "max_concurrency", "session_mode", "relay_sampling", "relay_roots")  # fmt: skip
+                 "max_concurrency", "session_mode", "relay_sampling", "relay_roots", "failure_words")  # fmt: skip
 
 
 def _pairs(text: str, what: str) -> dict[str, str]:
@@ -99,6 +99,7 @@ class UpstreamForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if "session_mode" in self.fields:  # a viewer's form has no editable fields
             self.fields["session_mode"].required = False
+            self.fields["failure_words"].required = False
         if self.instance.pk:
             self.fields["args_entry"].initial = "\n".join(self.instance.args)
             self.fields["tools_entry"].initial = "\n".join(self.instance.tools)
@@ -108,6 +109,7 @@ class UpstreamForm(forms.ModelForm):
         data = self.cleaned_data
         fields = {name: data[name] for name in _MODEL_FIELDS}
         fields["session_mode"] = data["session_mode"] or SessionMode.SHARED  # HTTP upstreams need not say
+        fields["failure_words"] = data["failure_words"] or FailureWords.QUOTED
         fields["args"] = [line for line in data["args_entry"].splitlines() if line.strip()]
         fields["tools"] = [line.strip() for line in data["tools_entry"].splitlines() if line.strip()]
         for field, entry, clear, what in (
@@ -186,7 +188,7 @@ class UpstreamAdmin(VersionedAdmin):
         ("Streamable HTTP", {"fields": ("url", "stored_headers", "headers_entry", "clear_headers")}),
         ("stdio (a command run on this server)",
          {"fields": ("command", "args_entry", "cwd", "stored_env", "env_entry", "clear_env", "session_mode")}),
-        ("Tools", {"fields": ("tools_entry", "trusted", "tools_to_review")}),
+        ("Tools", {"fields": ("tools_entry", "trusted", "tools_to_review", "failure_words")}),
         ("Relayed to the clients that declared them", {"fields": ("relay_sampling", "relay_roots")}),
         ("Health, as the serving processes report it", {"fields": ("health", "health_by_process", "last_failure",
                                                                   "updated_at")}),

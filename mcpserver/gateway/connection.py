@@ -528,7 +528,12 @@ class UpstreamConnection:
             return result
         if result.is_error:
             raise UpstreamToolError(
-                name, result_text(result), tool=tool, secrets=self._secrets, code=envelope_code(result)
+                name,
+                result_text(result),
+                tool=tool,
+                secrets=self._secrets,
+                code=envelope_code(result),
+                words=self.config.failure_words,
             )
         return without_protocol_meta(result)
 
@@ -763,5 +768,10 @@ class UpstreamConnection:
             channel = own.key if own is not None else notices.SHARED
             return UrlElicitationRequired(name, exc.data, exc.message, secrets=self._secrets, channel=channel)
         return UpstreamJsonRpcError(
-            name, f"{exc.code}: {exc.message}", said=exc.message, secrets=self._secrets, jsonrpc_code=exc.code
+            name,
+            f"{exc.code}: {exc.message}",
+            said=exc.message,
+            secrets=self._secrets,
+            jsonrpc_code=exc.code,
+            words=self.config.failure_words,
         )

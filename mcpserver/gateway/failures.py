@@ -5,8 +5,9 @@ Each carries the facts the catalog's rules read (how the call failed as ``failur
 the upstream named; the upstream's text as ``failure_text``) and the upstream's name as ``service``. Its message is
 for people only: the upstream's own text, cut and with credentials redacted (``errcatalog.safety.redacted_for_people``),
 for the log and Sentry. ``failure_text`` is the same text, cut and redacted the same way, which rules' patterns match
-to choose a code (``errcatalog.render.classify``); it is never rendered. The model sees the catalog's text for the
-code the rules choose, never this message. Staff see
+to choose a code (``errcatalog.render.classify``); the model sees the catalog's text for the code the rules choose,
+never this message, and, for a tool's error result or a JSON-RPC error of an upstream whose ``failure_words`` say so,
+a quote of ``failure_text`` after the screen (``errcatalog.gateway.detail``). Staff see
 ``for_staff`` (admin's "last failure" and connection test, ``manage.py upstreams``): fixed words for the kind of
 failure, the class of its cause, the HTTP status or JSON-RPC code, and nothing the upstream wrote, so an upstream
 on an address staff chose cannot hand its answers back through them (``failure_for_staff`` says the same of a
@@ -51,6 +52,7 @@ class UpstreamError(Exception):
         cause: str = "",
         for_staff: str = "",
         said: object = None,
+        words: str = "withheld",
     ):
         text = redacted_for_people(detail, known=secrets)
         # ``said``: the upstream's own words, when ``detail`` adds ours around them (a JSON-RPC error's code).
@@ -58,6 +60,9 @@ class UpstreamError(Exception):
         super().__init__(f"upstream {upstream}: {text}" if text else f"upstream {upstream}")
         self.upstream = upstream
         self.service = upstream
+        # What the model may read of ``failure_text`` (its upstream's ``failure_words``): the pipeline quotes it,
+        # screened, only when this says "quoted" and the failure is one the upstream put in words for the model.
+        self.words = words
         self.detail = text
         self.retry_after = retry_after
         if status_code is not None:

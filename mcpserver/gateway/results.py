@@ -18,9 +18,13 @@ _ENVELOPES = frozenset({"toolError:v1", "needsInput:v1"})
 _PROTOCOL_META = "io.modelcontextprotocol/"
 
 
+# What a failed tool's text is said to be when its result has none: for rules and the inbox; never quoted.
+NO_TEXT = "(no text)"
+
+
 def result_text(result: types.CallToolResult) -> str:
     texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
-    return "\n".join(texts) or "(no text)"
+    return "\n".join(texts) or NO_TEXT
 
 
 def envelope_code(result: types.CallToolResult) -> str | None:

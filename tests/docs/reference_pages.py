@@ -572,6 +572,13 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
         "`ERRCATALOG_GATEWAY_SESSIONS_PER_UPSTREAM` per web process). An `http` upstream gives each client session "
         "its own upstream session either way."
     ),
+    ("upstream", "failure_words"): (
+        "What the model reads of the upstream's own words when its tool fails, after the catalog's code, cause and "
+        "instruction: `quoted` (a marked quote, after the screen: credentials redacted, markup, tracebacks and "
+        "control characters out, cut to `ERRCATALOG_GATEWAY_FAILURE_WORDS_MAX_CHARS`, withheld whole when it speaks "
+        "to the model), `facts` (only what rules take from them, such as the parameter they name) or `withheld` "
+        "(nothing: they only choose the code)."
+    ),
     ("named_server", "name"): (
         "Its path, `/mcp/<name>`: lower-case letters, digits, `-` and `_`; never an upstream's name (in the file or "
         "the database), nor `mcp`, `sse` or `messages`."

@@ -134,4 +134,11 @@ def test_credentials_in_unicode_text_are_redacted(text):
 @hypothesis.settings(max_examples=3000, deadline=None, derandomize=True)
 @hypothesis.given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=12)), max_size=40).map("".join))
 def test_redaction_replaces_exactly_what_pythons_pattern_replaces(text):
-    assert safety._credentials_redacted(text) == safety._CREDENTIAL_LIKE.sub(safety.REDACTED, text)
+    assert safety.credentials_redacted(text) == safety._CREDENTIAL_LIKE.sub(safety.REDACTED, text)
+
+
+@hypothesis.settings(max_examples=1000, deadline=None, derandomize=True)
+@hypothesis.given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=12)), max_size=40).map("".join))
+def test_the_candidates_bytes_fold_as_the_translation_table_does(text):
+    expected = text.translate(safety._ASCII_FOLDS).encode("utf-8", "surrogatepass")
+    assert safety.credential_candidate_bytes(text) == expected

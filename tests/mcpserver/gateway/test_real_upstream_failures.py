@@ -4,8 +4,8 @@ default catalog's rules.
 ``mcp-server-time``, ``mcp-server-git`` and ``mcp-server-fetch`` from PyPI (each in a virtual environment of its
 own) and ``@modelcontextprotocol/server-filesystem`` and ``server-everything`` from npm, over stdio, imported the way
 an operator does (``manage.py catalog_import`` of an ``mcpServers`` block). Each failure gets a code that fits its
-truth and none falls to the fallback; an input error names the parameter its text names; nothing the upstream wrote
-reaches the model.
+truth and none falls to the fallback; an input error names the parameter its text names; the upstream's own words,
+which carry the fact the model needs, follow the catalog's answer as a screened, marked quote.
 """
 
 from __future__ import annotations
@@ -74,38 +74,39 @@ def real(tmp_path_factory) -> Iterator[tuple[ServedApp, str, Path]]:
 
 
 # (tool as served, arguments ({folder} is the fixtures' folder), fitting codes, the parameter its text names or None,
-# distinctive words of the upstream's real text that must not reach the model)
+# the words of the upstream's real text that carry its fact, which the model must read in the quote; None where our own
+# validation answers before the upstream is called)
 CASES = [
     ("time__get_current_time", {"timezone": "Mars/Olympus"}, {"INVALID_PARAMETER"}, "timezone",
-     ["Mars", "No time zone", "key"]),
+     ["No time zone found with key Mars/Olympus"]),
     ("time__convert_time", {"source_timezone": "Etc/UTC", "time": "25:99", "target_timezone": "Asia/Tokyo"},
-     {"INVALID_PARAMETER"}, "time", ["25:99", "HH:MM", "24-hour"]),
+     {"INVALID_PARAMETER"}, "time", ["Expected HH:MM [24-hour format]"]),
     # The same text whichever of the two zones is unknown: no parameter is named (not "time", from "No time zone").
     ("time__convert_time", {"source_timezone": "Mars/Olympus", "time": "12:00", "target_timezone": "Etc/UTC"},
-     {"VALIDATION_ERROR"}, None, ["Mars", "No time zone"]),
+     {"VALIDATION_ERROR"}, None, ["Mars/Olympus"]),
     ("time__get_current_time", {"timezone": "Access denied - outside allowed directories"}, INPUT, "timezone",
-     ["Access denied", "No time zone"]),
+     ["No time zone found with key Access denied"]),
     ("git__git_status", {"repo_path": "{folder}/plain"}, {"PERMISSION_DENIED"}, None,
-     ["outside the allowed", "plain"]),
+     ["is outside the allowed repository"]),
     ("git__git_show", {"repo_path": "{folder}/repo", "revision": "deadbeef0123"}, {"NOT_FOUND"}, None,
-     ["deadbeef", "did not resolve"]),
+     ["Ref 'deadbeef0123' did not resolve to an object"]),
     ("git__git_checkout", {"repo_path": "{folder}/repo", "branch_name": "no-such-branch"}, {"NOT_FOUND"}, None,
-     ["no-such-branch", "did not resolve"]),
+     ["Ref 'no-such-branch' did not resolve"]),
     ("git__git_show", {"repo_path": "{folder}/repo", "revision": "connection refused"}, {"NOT_FOUND"}, None,
-     ["connection refused", "did not resolve"]),
+     ["Ref 'connection refused' did not resolve"]),
     ("fetch__fetch", {"url": "http://no-such-host.invalid/"}, {"NETWORK_ERROR"}, None,
-     ["no-such-host", "robots.txt", "connection issue"]),
+     ["no-such-host.invalid", "due to a connection issue"]),
     ("fetch__fetch", {"url": "http://127.0.0.1:1/"}, {"PERMISSION_DENIED"}, None,
-     ["127.0.0.1", "not a public address", "allow-private-ips"]),
-    ("fetch__fetch", {"url": "not a url"}, INPUT, "url", ["not a url", "relative URL", "pydantic"]),
+     ["which is not a public address", "--allow-private-ips"]),
+    ("fetch__fetch", {"url": "not a url"}, INPUT, "url", ["Input should be a valid URL, relative URL without a base"]),
     ("files__read_text_file", {"path": "/etc/passwd"}, {"PERMISSION_DENIED"}, None,
-     ["/etc/passwd", "Access denied", "allowed directories"]),
-    ("files__list_directory", {"path": "/etc"}, {"PERMISSION_DENIED"}, None, ["/etc", "Access denied"]),
+     ["Access denied - path outside allowed directories: /etc/passwd"]),
+    ("files__list_directory", {"path": "/etc"}, {"PERMISSION_DENIED"}, None, ["Access denied", "/etc"]),
     ("files__read_text_file", {"path": "{folder}/fsroot/missing.txt"}, {"NOT_FOUND"}, None,
-     ["missing.txt", "ENOENT", "no such file"]),
+     ["ENOENT: no such file or directory"]),
     ("files__list_directory", {"path": "{folder}/fsroot/hello.txt"}, {"VALIDATION_ERROR"}, None,
-     ["hello.txt", "ENOTDIR", "scandir"]),
-    ("everything__get-sum", {"a": "one", "b": 2}, INPUT, "a", ["one", "expected number", "received string"]),
+     ["ENOTDIR: not a directory"]),
+    ("everything__get-sum", {"a": "one", "b": 2}, INPUT, "a", None),
 ]  # fmt: skip
 
 
@@ -119,21 +120,30 @@ def _named(structured: dict) -> str | None:
     return data.get("parameter") if isinstance(data, dict) else None
 
 
-@pytest.mark.parametrize(("tool", "arguments", "codes", "parameter", "said"), CASES, ids=[c[0] for c in CASES])
-def test_a_real_servers_failure_gets_a_fitting_code_and_none_of_its_text(real, tool, arguments, codes, parameter,
-                                                                         said):  # fmt: skip
+@pytest.mark.parametrize(("tool", "arguments", "codes", "parameter", "quoted"), CASES, ids=[c[0] for c in CASES])
+def test_a_real_servers_failure_gets_a_fitting_code_and_its_own_words_quoted(real, tool, arguments, codes, parameter,
+                                                                             quoted):  # fmt: skip
     app, key, folder = real
     result = _call(app, key, tool, _filled(arguments, folder))
     assert result.is_error
     structured = result.structured_content
     assert structured["code"] in codes, structured
     assert structured["code"] not in {"UPSTREAM_TOOL_FAILED", "EXECUTION_FAILURE", "UNKNOWN_ERROR"}
+    text = result.content[0].text
+    catalog_text = text.split("\n\nThe ", 1)[0]
     if parameter is None:
-        assert _named(structured) is None and "`" not in result.content[0].text, structured
+        assert _named(structured) is None and "`" not in catalog_text, structured
     else:
         wire = result.model_dump_json()
         assert _named(structured) == parameter or f"`{parameter}`" in wire or f" {parameter} " in wire, structured
-    wire = result.model_dump_json()
-    assert ": ." not in result.content[0].text  # no placeholder left without its value
-    for words in said:
-        assert words not in wire, f"{words!r} of {tool}'s own text reached the model"
+    assert ": ." not in text  # no placeholder left without its value
+    detail = structured.get("details", {}).get("upstream_detail")
+    if quoted is None:  # answered by our own validation: the upstream was never called
+        assert detail is None and "server said" not in text
+        return
+    # The upstream's fact reaches the model: after the catalog's whole text, on one marked line, and in the envelope.
+    server = tool.split("__", 1)[0]
+    assert detail["upstream"] == server and text.endswith(f'\n\nThe {server} server said: "{detail["text"]}"')
+    for words in quoted:
+        assert words in detail["text"], f"{words!r} of {tool}'s own text did not reach the model: {detail['text']!r}"
+    assert len(detail["text"]) <= 300 and "\n" not in detail["text"]
