@@ -13,6 +13,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import mcp_types as types
@@ -430,7 +431,12 @@ def _parameters_named(spec: ToolSpec, text: str, entry: CodeEntry) -> tuple[Para
     if not isinstance(properties, Mapping):
         return ()
     name = parameter_named_in(text, (n for n, p in properties.items() if isinstance(p, Mapping)))
-    return () if name is None else (parameter_fault(name, properties[name], "invalid"),)
+    if name is None:
+        return ()
+    # The call met the schema before it was forwarded, so what the schema says of the value (a string, one of these,
+    # from 1 to 10) is what the upstream refused it despite: saying it again would point the model the wrong way.
+    # What the upstream expects is in its own words, quoted after the catalog's.
+    return (replace(parameter_fault(name, properties[name], "invalid"), expected_format=""),)
 
 
 def _render(snapshot: CatalogSnapshot, failure: Failure, locales: tuple[str, ...] = ()) -> RenderedError:

@@ -26,6 +26,18 @@ _FORMAT_WORDS = {
 }
 
 
+# JSON Schema's types as a sentence names them after "The expected format is".
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ArgumentProblems:
     """What is wrong with the arguments of one call: missing required parameters, then invalid ones."""
@@ -80,9 +92,17 @@ def expected_format(prop: Mapping[str, Any]) -> str:
         parts.append(f"at least {_num(low_len)} characters")
     elif high_len is not None:
         parts.append(f"at most {_num(high_len)} characters")
-    if not parts and isinstance(prop.get("type"), str):
-        parts.append(f"a {prop['type']}")
-    return "; ".join(parts)
+    if not parts:
+        parts.append(type_words(prop.get("type")))
+    return "; ".join(part for part in parts if part)
+
+
+def type_words(schema_type: Any) -> str:
+    """A property's ``type`` (one name or a list of them) in words: "an integer", "a string or null"; "" for
+    anything else."""
+    names = schema_type if isinstance(schema_type, list) else [schema_type]
+    words = [_TYPE_WORDS[name] for name in names if isinstance(name, str) and name in _TYPE_WORDS]
+    return " or ".join(dict.fromkeys(words)) if len(words) == len(names) else ""
 
 
 def _num(value: Any) -> str:

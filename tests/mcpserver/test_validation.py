@@ -65,8 +65,21 @@ def test_valid_arguments_have_no_problems():
     assert not validate_arguments(SCHEMA, {"to": "a@b.co", "subject": "Hi", "days": 3})
 
 
-def test_expected_format_of_a_plain_property_is_its_type():
-    assert expected_format({"type": "boolean"}) == "a boolean"
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        ({"type": "boolean"}, "true or false"),
+        ({"type": "integer"}, "an integer"),
+        ({"type": "array"}, "an array"),
+        ({"type": "object"}, "an object"),
+        ({"type": "string"}, "a string"),
+        ({"type": ["string", "null"]}, "a string or null"),
+        ({"type": ["string", "frobnicated"]}, ""),  # a type no schema defines names nothing
+        ({"type": 7}, ""),
+    ],
+)
+def test_expected_format_of_a_plain_property_is_its_type_in_plain_english(schema, words):
+    assert expected_format(schema) == words
 
 
 def _spec(schema):
@@ -134,7 +147,7 @@ def test_missing_parameters_of_a_plain_schema_are_described_by_it():
     problems = validate_arguments(PLAIN_SCHEMA, {"ratio": 0.5})
     assert [p.name for p in problems.missing] == ["query", "limit"]
     assert problems.missing[0].description == "What to look for"
-    assert problems.missing[1].expected_format == "a integer"
+    assert problems.missing[1].expected_format == "an integer"
     assert not problems.invalid and not problems.structural
 
 

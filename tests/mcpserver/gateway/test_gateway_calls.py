@@ -618,7 +618,8 @@ def test_an_input_failure_whose_text_names_a_property_names_that_parameter_from_
     assert result is not None
     wire = result.model_dump_json()
     assert "text" in result.structured_content["message"]  # the schema's name for it...
-    assert "a string" in result.content[0].text  # ...and what the schema says it takes
+    # ...but not what the schema says it takes: the call met the schema, and the upstream refused it all the same.
+    assert "a string" not in result.content[0].text
     for leaked in ("validation error", "FailWithArguments", "input_value", "IGNORE ALL PREVIOUS", "string_type"):
         assert leaked not in wire, f"{leaked!r} reached the model"
 
