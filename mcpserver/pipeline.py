@@ -52,8 +52,6 @@ logger = logging.getLogger("mcpserver.pipeline")
 # captures exactly one event per system failure itself, and user errors never.
 ignore_logger(logger.name)
 
-# Alternatives offered for an unknown tool when no name is close (say what is available, so the model can pick one).
-FALLBACK_ALTERNATIVES = 3
 # Codes that are the caller's input problem: these may go out on the JSON-RPC channel (the question protocol).
 INPUT_ERROR_CODES = frozenset({"INVALID_ARGUMENTS"})
 
@@ -96,7 +94,9 @@ async def _serve(call: ToolCall) -> types.CallToolResult | types.InputRequiredRe
 
     if spec is None:
         visible = [name for name, tool in enabled.items() if call.client is None or call.client.allows_tool(tool.name)]
-        alternatives = did_you_mean(call.name, visible) or tuple(sorted(visible)[:FALLBACK_ALTERNATIVES])
+        # Only names close to the one asked for: the catalog calls them "the closest matches", and a list of
+        # unrelated tools under that name sends the model to the wrong one (tools/list says what there is).
+        alternatives = did_you_mean(call.name, visible)
         return await _fail(call, Failure("FUNCTION_NOT_FOUND", alternatives=alternatives), fmt)
 
     arguments = dict(call.arguments)

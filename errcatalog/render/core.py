@@ -307,7 +307,9 @@ def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[st
     """The known names closest to ``name``, best first, for "did you mean" alternatives.
 
     Similar spellings come first (``get_wether`` → ``get_weather``); names that share the part after a
-    namespace prefix (``weather.get_forecast`` for ``get_forecast``) are added after them.
+    namespace prefix (``weather.get_forecast`` for ``get_forecast``) are added after them, and names that contain a
+    name of four characters or more (``git__git_status`` for ``git_status``): a shorter one is inside too many names
+    to mean any of them.
     """
     candidates = list(dict.fromkeys(known))
     close = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.6)
@@ -316,7 +318,8 @@ def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[st
         if len(close) >= limit:
             break
         tail = candidate.rsplit(".", 1)[-1].lower()
-        if candidate not in close and lowered and (tail == lowered.rsplit(".", 1)[-1] or lowered in candidate.lower()):
+        contains = len(lowered) >= 4 and lowered in candidate.lower()
+        if candidate not in close and lowered and (tail == lowered.rsplit(".", 1)[-1] or contains):
             close.append(candidate)
     return tuple(close)
 

@@ -459,6 +459,9 @@ def test_unknown_tool_gets_did_you_mean_alternatives(default_snapshot):
     assert did_you_mean("get_wether", known) == ("get_weather",)
     assert did_you_mean("get_alerts", known)[0] == "weather.get_alerts"
     assert did_you_mean("completely_unrelated", known) == ()
+    # A short name inside many names means none of them; a longer one names the tools that contain it.
+    assert did_you_mean("get", ["get_document", "get_weather", "forget_all"]) == ()
+    assert did_you_mean("git_status", ["git__git_status", "git__git_log"]) == ("git__git_status",)
     alternatives = did_you_mean("get_wether", known)
     payload = anatomy(
         render(default_snapshot, Failure("FUNCTION_NOT_FOUND", tool_name="get_wether", alternatives=alternatives))
