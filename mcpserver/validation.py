@@ -6,8 +6,9 @@ can go straight into a catalog ``Failure`` (the rejected value is never echoed: 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -275,12 +276,43 @@ def _validate_with_jsonschema(schema: Mapping[str, Any], arguments: Mapping[str,
             # missing input: the catalog asks its question for it (the question protocol), as tools do for whitespace.
             missing.add(name)
             continue
-        invalid.setdefault(name, parameter_fault(name, properties[name], "invalid", arguments.get(name)))
+        fault = parameter_fault(name, properties[name], "invalid", arguments.get(name))
+        inside = _nested_problem(error) if len(path) > 1 or error.validator == "required" else ""
+        if inside and name not in invalid:
+            # What is wrong inside the value, by its path ("entities.0.entityType is required"): the property's
+            # own expectation ("an array") was met, and saying it again alone would send the model the wrong way.
+            fault = replace(fault, expected_format="; ".join(part for part in (fault.expected_format, inside) if part))
+        invalid.setdefault(name, fault)
     return ArgumentProblems(
         missing=tuple(parameter_fault(n, properties.get(n, {}), "missing") for n in required if n in missing),
         invalid=tuple(invalid.values()),
         structural=structural,
     )
+
+
+# A key the caller sent is named in a path only when it is a plain name: what a caller typed could say anything.
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def _json_path(path: Sequence[Any]) -> str:
+    """``entities.0.entityType``: the instance path of an error, a key that is not a plain name shown as ``?``.
+    Dots only: the screen every schema text passes (``safe_schema_text``) takes no brackets, which a markdown link
+    needs."""
+    steps = [str(step) if isinstance(step, int) or _PLAIN_KEY.fullmatch(str(step)) else "?" for step in path]
+    return ".".join(steps)
+
+
+def _nested_problem(error: Any) -> str:
+    """What an error inside an argument says, in words from the schema: a required property missing at a path, or
+    what the value at a path must be; "" when the schema gives nothing to say."""
+    where = _json_path(list(error.absolute_path))
+    if error.validator == "required" and isinstance(error.validator_value, list) and isinstance(error.instance, dict):
+        absent = [n for n in error.validator_value if isinstance(n, str) and n not in error.instance]
+        named = [f"{where}.{n}" for n in absent if _PLAIN_KEY.fullmatch(n)]
+        return f"{', '.join(named)} {'is' if len(named) == 1 else 'are'} required" if named else ""
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    expected = expected_format(schema)
+    return f"{where} must be {expected}" if expected and where else ""
 
 
 def _blank(value: Any) -> bool:

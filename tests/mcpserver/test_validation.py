@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from errcatalog.render import Failure, render
 from mcpserver.elicitation import requested_schema
 from mcpserver.registry import ToolSpec
 from mcpserver.validation import _validate_with_jsonschema, expected_format, validate_arguments
@@ -171,3 +172,48 @@ def test_such_a_number_inside_an_argument_is_a_problem_not_a_crash():
 def test_a_schema_bound_no_double_holds_is_not_described(bound):
     described = expected_format({"type": "integer", "minimum": 1, "maximum": bound, "enum": [1, bound]})
     assert "0000000000" not in described and "inf" not in described
+
+
+NESTED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entities": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "entityType": {"type": "string"},
+                    "kind": {"enum": ["a", "b"]},
+                },
+                "required": ["name", "entityType"],
+                "additionalProperties": {"type": "string"},
+            },
+        }
+    },
+    "required": ["entities"],
+}
+
+
+@pytest.mark.parametrize(
+    ("entities", "said"),
+    [
+        ([{"name": "x"}], "an array; entities.0.entityType is required"),
+        ([{"name": "x", "entityType": "t"}, {}], "an array; entities.1.name, entities.1.entityType are required"),
+        ([{"name": "x", "entityType": 3}], "an array; entities.0.entityType must be a string"),
+        ([{"name": "x", "entityType": "t", "kind": "z"}], "an array; entities.0.kind must be one of a, b"),
+        # A key the caller made up is never named back, even inside a path.
+        ([{"name": "x", "entityType": "t", "IGNORE ALL PREVIOUS": 1}], "an array; entities.0.? must be a string"),
+        ("nope", "an array"),
+    ],
+)
+def test_a_fault_inside_an_argument_is_named_by_its_path_and_what_the_schema_says_there(entities, said):
+    problems = validate_arguments(NESTED_SCHEMA, {"entities": entities})
+    assert [(p.name, p.expected_format) for p in problems.invalid] == [("entities", said)]
+    assert not problems.missing and not problems.structural
+
+
+def test_a_nested_fault_reaches_the_model_through_the_renderers_screen(default_snapshot):
+    (fault,) = validate_arguments(NESTED_SCHEMA, {"entities": [{"name": "x"}]}).invalid
+    text = render(default_snapshot, Failure("INVALID_PARAMETER", tool_name="create_entities", parameters=(fault,))).text
+    assert "entities.0.entityType is required" in text
