@@ -111,9 +111,10 @@ def test_a_rule_made_from_an_inbox_group_renders_its_code_for_the_next_failure(s
         return answers[-1].structured_content["code"] == "RATE_LIMIT"
 
     wait_until(classified, seconds=30, what="the rule served")
-    wire = answers[-1].model_dump_json()
-    for said in ("Quota", "900", "beta", "project"):
-        assert said not in wire, f"{said!r} reached the model"
+    # The catalog's rate-limit text, then the upstream's words quoted after it, marked as the upstream's.
+    said = "Quota of 900 requests used up for project 'beta'"
+    assert answers[-1].content[0].text.endswith(f'\n\nThe web server said: "{said}"')
+    assert answers[-1].content[0].text.count("Quota") == 1
 
     # Counted for Prometheus: one failure fell to the fallback, at least one was classified by the new rule.
     exposition = app.get("/metrics", key=metrics_key).text

@@ -179,7 +179,10 @@ def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_c
     app, key = published
     result = _call(app, key, "time__get_current_time", {"timezone": "Mars/Olympus"})
     assert result.is_error and result.structured_content["code"] == "INVALID_PARAMETER"  # the default rules
-    assert "Mars" not in result.model_dump_json() and "Invalid timezone" not in result.model_dump_json()
+    # The catalog's text first, whole; then the upstream's words, which name the fact, quoted and marked as its own.
+    text = result.content[0].text
+    assert text.endswith('''\n\nThe time server said: "Invalid timezone: 'No time zone found with key Mars/Olympus'"''')
+    assert text.count("Mars") == 1
 
     # An operator's rule on the upstream, its tool, the failure's kind and its text (README's example), before the
     # default rules: when this tool reports an invalid time zone, its arguments do not match its schema.
@@ -367,7 +370,9 @@ def test_a_sampling_request_the_client_cannot_take_fails_as_it_does_directly(pub
     direct = _direct("trigger-sampling-request", {"prompt": "hi"}, sampling_callback=unsupported)
     assert direct.is_error
     assert result.is_error and result.structured_content["kind"] == "toolError:v1"
-    assert "Sampling not supported" not in result.model_dump_json()
+    # What the upstream said of it follows the catalog's text, marked, as the direct client reads it unmarked.
+    detail = result.structured_content["details"]["upstream_detail"]
+    assert detail["upstream"] == "everything" and "Sampling not supported" in detail["text"]
 
 
 def test_a_users_rejection_of_the_sampling_request_reaches_the_upstream_as_it_does_directly(published):
@@ -380,7 +385,9 @@ def test_a_users_rejection_of_the_sampling_request_reaches_the_upstream_as_it_do
                         sampling_callback=reject)  # fmt: skip
     direct = _direct("trigger-sampling-request", {"prompt": "hi"}, sampling_callback=reject)
     assert direct.is_error and result.is_error
-    assert "User rejected" not in result.model_dump_json()  # the upstream's failure text never reaches the model
+    # The upstream's failure text reaches the model only as the screened quote after the catalog's text.
+    detail = result.structured_content["details"]["upstream_detail"]
+    assert "User rejected" in detail["text"] and result.content[0].text.endswith(f'"{detail["text"]}"')
 
 
 @pytest.mark.parametrize("prefix", ["everything", "everything_http"])
@@ -527,4 +534,5 @@ def test_a_task_only_tool_fails_with_the_catalogs_missing_capability_text(publis
     result = _call(app, key, f"{prefix}__simulate-research-query", {"topic": "tides"})
     assert _direct("simulate-research-query", {"topic": "tides"}).is_error
     assert result.is_error and result.structured_content["code"] == "MISSING_CLIENT_CAPABILITY"
-    assert "augmentation" not in result.model_dump_json()
+    # The upstream's own words (it needs task augmentation) follow the catalog's, marked as its.
+    assert "augmentation" in result.structured_content["details"]["upstream_detail"]["text"]
