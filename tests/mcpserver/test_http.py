@@ -77,7 +77,7 @@ def test_a_scoped_token_gets_the_same_answer_for_a_hidden_tool_as_for_a_missing_
     _token, key = client_token_create(user=token_owner, name="scoped", tool_scope=["explain_error"])
 
     async def scenario(client):
-        # Both names are as far from the one tool the token may call, so both answers offer the same alternatives.
+        # Both names are as far from the one tool the token may call, so both answers are the same.
         hidden = await client.call_tool("list_error_codes", {"format": "json"})
         missing = await client.call_tool("list_error_cotes", {"format": "json"})
         return hidden, missing
@@ -86,7 +86,8 @@ def test_a_scoped_token_gets_the_same_answer_for_a_hidden_tool_as_for_a_missing_
         assert hidden.is_error and missing.is_error
         assert hidden.structured_content == missing.structured_content
         assert [c.text for c in hidden.content] == [c.text for c in missing.content]
-        assert hidden.structured_content["details"]["alternatives"] == ["explain_error"]
+        # Neither name is close to the one tool the token may call: no alternatives either way.
+        assert "alternatives" not in hidden.structured_content.get("details", {})
         assert "list_error_codes" not in json.dumps(hidden.structured_content) + hidden.content[0].text
 
 
