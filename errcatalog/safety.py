@@ -42,7 +42,15 @@ PLACEHOLDERS: Mapping[str, str] = {
     "service": "the name of the service behind the tool",
     "network_failure": "'Request timeout' or 'Connection failed'",
     "received": "the number or boolean sent for the parameter at fault, once validated as one (text is never shown)",
+    "upstream_detail": "an upstream's own words about its failure, screened, in double quotes (the gateway's failures"
+    " only); placed here, they are not repeated after the text",
+    # A rule's sentence only: what the rule's pattern captured in an upstream's failure text, in its one shape.
+    "name": "the identifier an upstream's failure is about (a table, column, key, entity, file), captured by the rule",
+    "path": "the parameter or JSON path an upstream's failure names (entities[0].entityType), captured by the rule",
+    "expected": "the type or values an upstream's failure says it accepts (e.g. true or false), captured by the rule",
 }
+# The placeholders only a rule's sentence fills (``RuleEntry.says``), from what its pattern captured.
+FACT_PLACEHOLDERS = frozenset({"name", "path", "expected"})
 
 _FORMATTER = string.Formatter()
 
@@ -309,8 +317,20 @@ _CREDENTIAL_LIKE = re.compile(
     r"|\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}"  # JWTs
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
     r"|(?i:\b(?:password|passwd|secret|api[_-]?key|access[_-]?key|token|auth)\b\s*[=:]\s*)[^\s,;&]+"
-    r"|\b[A-Fa-f0-9]{32,}\b|\b[A-Za-z0-9+/_-]{40,}={0,2}"  # long hex or base64 runs
+    r"|\b[A-Fa-f0-9]{32,}\b|(?P<run>\b[A-Za-z0-9+/_-]{40,}={0,2})"  # long hex or base64 runs
 )
+# A URL's or DSN's password (postgres://app:secret@db): redacted, its scheme, user and host kept for people to read.
+# Apart from the pattern above, bounded, and starting at its literal "://", which Python's engine finds fast.
+_URL_PASSWORD = re.compile(r"(://[^\s/@:]{0,128}:)[^\s/@]{1,256}@")
+# A long run that is a file path (folders of lower-case words, each maybe capitalised) and not base64: kept, since
+# the path is often the fact a failure is about. Base64 mixes cases and digits within its segments.
+_PATH_RUN = re.compile(r"(?:[A-Z]?[a-z0-9_-]{0,39}/)+[A-Z]?[a-z0-9_-]{0,39}")
+
+
+def _redaction(match: re.Match[str]) -> str:
+    if match.group("run") and _PATH_RUN.fullmatch(match.group()):
+        return match.group()
+    return REDACTED
 
 
 def _candidates_pattern() -> bytes:
@@ -362,7 +382,8 @@ def credential_candidate_bytes(value: str) -> bytes:
 
 
 def credentials_redacted(value: str, *, candidates: bool | None = None) -> str:
-    """``_CREDENTIAL_LIKE.sub(REDACTED, value)``, skipped when RE2 finds no candidate anywhere in ``value``.
+    """``value`` with what ``_CREDENTIAL_LIKE`` finds replaced by ``[REDACTED]`` (a URL's password only, a file
+    path's run of folders never), skipped when RE2 finds no candidate anywhere in ``value``.
 
     A text in which RE2's wider pattern finds nothing holds nothing Python's would replace. For the few texts that
     hold a candidate, Python's engine does the replacing. ``candidates``: what the caller's own RE2 pass with
@@ -370,7 +391,9 @@ def credentials_redacted(value: str, *, candidates: bool | None = None) -> str:
     """
     if candidates is None:
         candidates = _CREDENTIAL_PREFILTER.search(credential_candidate_bytes(value)) is not None
-    return _CREDENTIAL_LIKE.sub(REDACTED, value) if candidates else value
+    if "://" in value:
+        value = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", value)
+    return _CREDENTIAL_LIKE.sub(_redaction, value) if candidates else value
 
 
 def redacted_for_people(text: object, *, known: Sequence[str] = (), limit: int = UNTRUSTED_TEXT_MAX_CHARS) -> str:

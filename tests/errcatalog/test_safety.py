@@ -134,7 +134,28 @@ def test_credentials_in_unicode_text_are_redacted(text):
 @hypothesis.settings(max_examples=3000, deadline=None, derandomize=True)
 @hypothesis.given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=12)), max_size=40).map("".join))
 def test_redaction_replaces_exactly_what_pythons_pattern_replaces(text):
-    assert safety.credentials_redacted(text) == safety._CREDENTIAL_LIKE.sub(safety.REDACTED, text)
+    assert safety.credentials_redacted(text) == safety._CREDENTIAL_LIKE.sub(safety._redaction, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "gone"),
+    [
+        # A long absolute path is the fact a missing-file failure is about; it is no key.
+        ("ENOENT: no such file or directory, open '/srv/errcatalog-corpus-tqstv45o/direct/files/fsroot/missing.txt'",
+         "/srv/errcatalog-corpus-tqstv45o/direct/files/fsroot/missing.txt", None),
+        ("/home/alice/Projects/Website/src/components/header-section/index.ts", "header-section/index.ts", None),
+        # Base64 with slashes mixes cases and digits within its segments.
+        ("secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYabcd", None, "K7MDENG"),
+        # A URL's or DSN's password goes; its scheme, user and host stay for people to read.
+        ("connect to postgres://admin:hunter2secret@db.example/x failed", "postgres://admin:[REDACTED]@db.example/x",
+         "hunter2secret"),
+        ("redis://:s3cretpass@cache.internal/0", "redis://:[REDACTED]@cache.internal/0", "s3cretpass"),
+    ],
+)  # fmt: skip
+def test_redaction_keeps_paths_and_takes_passwords_out_of_urls(text, kept, gone):
+    redacted = safety.redacted_for_people(text)
+    assert kept is None or kept in redacted
+    assert gone is None or gone not in redacted
 
 
 @hypothesis.settings(max_examples=1000, deadline=None, derandomize=True)
