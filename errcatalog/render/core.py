@@ -26,12 +26,14 @@ from errcatalog.render.entries import CatalogSnapshot, CodeEntry, HintEntry, Var
 from errcatalog.render.locale import choose_locale
 from errcatalog.render.people_text import people_markdown
 from errcatalog.safety import (
+    FACT_PLACEHOLDERS,
     REDACTED,
     compose_capped,
     fill_capped,
     safe_identifier,
     safe_partial_result,
     safe_schema_text,
+    template_errors,
     template_placeholders,
 )
 from errcatalog.vocabulary import is_json_number
@@ -104,6 +106,10 @@ class Failure:
     guidance: str = ""
     # An upstream's own words about its failure, screened: quoted after the catalog's text.
     upstream_words: UpstreamWords | None = None
+    # The sentence of the rule that classified the failure (``RuleEntry.says``) and the facts its pattern captured
+    # (``errcatalog.render.patterns.captured_facts``: each in its one shape), which the sentence may place.
+    rule_sentence: str = ""
+    captured: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +180,8 @@ def render(
     ``variant`` forces a variant by name (previews); otherwise ``pick`` in [0, 1) chooses one by weight.
     ``locale`` asks for one catalog locale exactly; ``locales`` are a client's language ranges, best first
     (``requested_locales``), matched against the locales the code has. Every text field is capped at
-    ``max_chars`` without cutting a placeholder value.
+    ``max_chars`` without cutting a placeholder value; the rule's sentence and the upstream's quote follow the capped
+    text, each within its own bound, so that neither crowds out the code's cause and instruction.
     """
     entry = snapshot.entry(failure.code)
     if locales and entry.locales:
@@ -199,7 +206,9 @@ def _render(
     tool = safe_identifier(failure.tool_name) if failure.tool_name is not None else None
     params = tuple(_screen(p) for p in failure.parameters)
     hint = snapshot.hint(tool, params[0].name) if params else None
+    words = _quotable(failure.upstream_words)
     values = _values(failure, entry, tool, params, hint, chosen.locale)
+    values["upstream_detail"] = f'"{words.text}"' if words is not None else ""
     asked = _hint_questions(snapshot, failure, entry, tool, params) if not chosen.locale else ()
 
     message = fill_capped(chosen.message, values, max_chars)
@@ -222,10 +231,15 @@ def _render(
             header, shorter, status_code=failure.status_code, event_id=event_id, specific=bool(params)
         )
     retry_after = failure.retry_after if failure.retry_after is not None else entry.retry_after_seconds
-    words = _quotable(failure.upstream_words)
-    if words is not None:
+    sentence = _rule_sentence(failure, values, max_chars)
+    if sentence:
+        # The catalog's own words for what the failure's text says, as facts of fixed shapes: after the code's text,
+        # and said even when the upstream's words are not quoted.
+        text, markdown = f"{text}\n\n{sentence}", f"{markdown}\n\n{sentence}"
+    if words is not None and values["upstream_detail"] not in text:
         # After the catalog's whole text (its cap is the catalog's, the quote has its own bound), so that the
-        # upstream's words can neither crowd out nor stand in for the code's cause and instruction.
+        # upstream's words can neither crowd out nor stand in for the code's cause and instruction; unless a
+        # template placed them ({upstream_detail}) and they fit within the cap, where they are said once.
         said = UPSTREAM_WORDS_LINE.format(upstream=words.upstream, text=words.text)
         text, markdown = f"{text}\n\n{said}", f"{markdown}\n\n{said}"
 
@@ -256,6 +270,17 @@ def _render(
         text_source=text_source,
         upstream_words=words,
     )
+
+
+def _rule_sentence(failure: Failure, values: dict[str, str], max_chars: int) -> str:
+    """The rule's sentence filled with the captured facts and the failure's values; "" when it uses a placeholder
+    that has no value (a sentence about a column needs the column's name)."""
+    if not failure.rule_sentence or template_errors(failure.rule_sentence):
+        return ""
+    filled = {**values, **{name: value for name, value in failure.captured if name in FACT_PLACEHOLDERS}}
+    if not all(filled.get(name) for name in template_placeholders(failure.rule_sentence)):
+        return ""
+    return fill_capped(failure.rule_sentence, filled, max_chars)
 
 
 _NOT_IN_A_QUOTE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
@@ -312,7 +337,7 @@ def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[st
     to mean any of them.
     """
     candidates = list(dict.fromkeys(known))
-    close = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.6)
+    close = _close_spellings(name, candidates, limit)
     lowered = name.lower()
     for candidate in candidates:
         if len(close) >= limit:
@@ -322,6 +347,27 @@ def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[st
         if candidate not in close and lowered and (tail == lowered.rsplit(".", 1)[-1] or contains):
             close.append(candidate)
     return tuple(close)
+
+
+# What separates a namespace from a name: the gateway's ``upstream__tool`` and dotted names.
+_NAMESPACE = re.compile(r"^(.*(?:__|\.))([^.]*?)$")
+
+
+def _close_spellings(name: str, candidates: list[str], limit: int, cutoff: float = 0.6) -> list[str]:
+    """``difflib.get_close_matches``, except that two names in the same namespace are compared by what follows it:
+    ``everything__add`` is not close to ``everything__echo`` because both start with ``everything__``."""
+    own = _NAMESPACE.match(name)
+    scored = []
+    matcher = difflib.SequenceMatcher()
+    for candidate in candidates:
+        theirs = _NAMESPACE.match(candidate)
+        same_space = own is not None and theirs is not None and own.group(1) == theirs.group(1)
+        first, second = (own.group(2), theirs.group(2)) if same_space and own and theirs else (name, candidate)
+        matcher.set_seqs(second, first)
+        if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff and matcher.ratio() >= cutoff:
+            scored.append((matcher.ratio(), candidate))
+    scored.sort(key=lambda pair: -pair[0])
+    return [candidate for _ratio, candidate in scored[:limit]]
 
 
 def _screen(p: ParameterFault) -> ParameterFault:

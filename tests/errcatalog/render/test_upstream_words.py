@@ -3,9 +3,12 @@ every face a model reads, and held to the quote's shape by the renderer whoever 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from errcatalog.render import Failure, UpstreamWords, envelope, error_object, render, tool_result
+from errcatalog.render.entries import CatalogSnapshot
 
 SAID = "no such column: full_name"
 
@@ -62,3 +65,29 @@ def test_nothing_is_quoted_without_words_or_under_a_name_that_is_not_an_upstream
     rendered = _rendered(default_snapshot, words)
     assert rendered.upstream_words is None
     assert "server said" not in rendered.text and "upstream_detail" not in envelope(rendered).get("details", {})
+
+
+def _placing(default_snapshot, cause: str):
+    """The default catalog with NOT_FOUND's variant's cause replaced by ``cause``."""
+    entry = default_snapshot.codes["NOT_FOUND"]
+    variants = tuple(replace(v, cause=cause) for v in entry.variants)
+    codes = {**default_snapshot.codes, "NOT_FOUND": replace(entry, variants=variants)}
+    return CatalogSnapshot.from_entries(
+        codes.values(), default_snapshot.hints.values(), default_snapshot.rules, version="placing"
+    )
+
+
+def test_a_variant_may_place_the_words_where_it_wants_them_and_they_are_said_once(default_snapshot):
+    snapshot = _placing(default_snapshot, "The db server answered {upstream_detail}.")
+    rendered = _rendered(snapshot, UpstreamWords("db", SAID))
+    assert f'The db server answered "{SAID}".' in rendered.text
+    assert "server said" not in rendered.text and rendered.text.count(SAID) == 1
+    assert envelope(rendered)["details"]["upstream_detail"] == {"upstream": "db", "text": SAID}
+    # Without words the placeholder is empty, as every placeholder without a value is.
+    assert 'answered "' not in _rendered(snapshot, None).text
+
+
+def test_words_a_variant_placed_but_the_cap_left_out_follow_the_text(default_snapshot):
+    snapshot = _placing(default_snapshot, "The db server answered {upstream_detail}.")
+    rendered = _rendered(snapshot, UpstreamWords("db", "y " * 250), max_chars=150)
+    assert rendered.text.count("y y y") >= 1 and "\n\nThe db server said:" in rendered.text
