@@ -8,11 +8,13 @@ Each call ends in one ``OutcomeEvent`` handed to the outcome recorder (``errcata
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import random
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -29,9 +31,9 @@ from errcatalog.gateway.detail import screen_detail
 from errcatalog.outcomes import prometheus, recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, UpstreamWords, did_you_mean, render, tool_result
-from errcatalog.render.classify import FailureFacts, classify, facts_from_exception
+from errcatalog.render.classify import FailureFacts, classification, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
-from errcatalog.render.patterns import parameter_named_in
+from errcatalog.render.patterns import captured_facts, parameter_named_in
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_name
 from mcpserver import elicitation, tracing
@@ -282,17 +284,34 @@ async def _fail_with_exception(
     snapshot = await acatalog_snapshot()
     # Rules may name an upstream and one of its tools; our own tools' failures are classified by what they raise.
     facts = facts_from_exception(exc, upstream=spec.upstream, tool=spec.name if spec.upstream else "")
-    code = classify(snapshot, facts)
+    found = classification(snapshot, facts)
+    code, rule = found.code, found.rule
     entry = snapshot.entry(code)
-    if facts.kind:
-        # An upstream's failure: counted, and when no specific rule knew it, kept for staff to write one (the text
-        # goes to admin's inbox, cut and redacted; never to the model).
-        inbox.note(
-            spec.upstream, spec.name, facts.kind, facts.text, classified=entry.code not in UNCLASSIFIED_UPSTREAM_CODES
-        )
     words_allowed = getattr(exc, "words", "") if facts.kind else ""
+    # The screen reads the words whenever anything of them may reach the model: quoted, or their facts.
+    words, withheld = _upstream_words(spec, facts) if words_allowed in ("quoted", "facts") else (None, False)
+    if words_allowed != "quoted":
+        words = None
+    if facts.kind:
+        # An upstream's failure: counted, and when no specific rule knew it or its text spoke to the model, kept for
+        # staff (the text goes to admin's inbox, cut and redacted; never to the model).
+        inbox.note(
+            spec.upstream,
+            spec.name,
+            facts.kind,
+            facts.text,
+            classified=entry.code not in UNCLASSIFIED_UPSTREAM_CODES,
+            withheld=withheld,
+        )
+    # What the rule's pattern captured (an identifier, a path, the values accepted), each in its one shape: read
+    # unless the upstream's words are withheld (by staff, or by the screen: they spoke to the model), like the
+    # parameter its text names.
+    facts_allowed = words_allowed != "withheld" and not withheld
+    captured = captured_facts(rule.pattern, found.text) if rule and facts_allowed else ()
     parameters = _exception_parameters(exc) or (
-        _parameters_named(spec, facts.text, entry) if words_allowed != "withheld" else ()
+        _parameters_named(spec, facts.text, entry, call.arguments, captured, found.text)
+        if words_allowed != "withheld"
+        else ()
     )
     if code == "INVALID_PARAMETER" and not parameters and _FOR_NO_PARAMETER in snapshot.codes:
         # INVALID_PARAMETER's text is about one parameter; when the failure names none of the tool's, the values
@@ -340,7 +359,9 @@ async def _fail_with_exception(
         # Read only when a parameter is missing: what else the tool takes, and what it is for.
         optional_parameters=spec.optional_parameters if parameters else (),
         guidance=spec.guidance if parameters else "",
-        upstream_words=_upstream_words(spec, facts) if words_allowed == "quoted" else None,
+        upstream_words=words,
+        rule_sentence=rule.says if rule else "",
+        captured=captured,
     )
     return await _fail(call, failure, fmt, elicited=elicited, snapshot=snapshot)
 
@@ -351,12 +372,12 @@ async def _fail_with_exception(
 _QUOTED_KINDS = frozenset({"tool_error", "jsonrpc_error"})
 
 
-def _upstream_words(spec: ToolSpec, facts: FailureFacts) -> UpstreamWords | None:
+def _upstream_words(spec: ToolSpec, facts: FailureFacts) -> tuple[UpstreamWords | None, bool]:
     """The upstream's own words about its failure, screened for the model (``errcatalog.gateway.detail``), or None:
-    none were said, or the screen withheld them (they spoke to the model), which is logged for staff in fixed
-    words."""
+    none were said, or the screen withheld them (they spoke to the model: then True, and the log says so in fixed
+    words and the inbox counts it for staff)."""
     if facts.kind not in _QUOTED_KINDS or not facts.text or facts.text == NO_TEXT:
-        return None
+        return None, False
     screened = screen_detail(facts.text, max_chars=call_settings.GATEWAY["FAILURE_WORDS_MAX_CHARS"])
     if screened.withheld:
         logger.warning(
@@ -365,8 +386,8 @@ def _upstream_words(spec: ToolSpec, facts: FailureFacts) -> UpstreamWords | None
             spec.upstream_tool or spec.name,
             ", ".join(screened.flags) or screened.withheld,
         )
-        return None
-    return UpstreamWords(spec.upstream, screened.text) if screened.text else None
+        return None, True
+    return (UpstreamWords(spec.upstream, screened.text) if screened.text else None), False
 
 
 # A failing tool can fail thousands of times a minute; one traceback per tool and code and minute tells an
@@ -417,26 +438,93 @@ def _network_failure_said(facts: FailureFacts, entry: CodeEntry) -> str | None:
 _FOR_NO_PARAMETER = "VALIDATION_ERROR"
 
 
-# The codes whose failures carry parameters (the catalog's lint says the same, errcatalog.catalog.lint): interactive
-# codes and those of these categories.
-_INPUT_CATEGORIES = frozenset({"user_input", "validation", "client", "tool", "protocol"})
+# The codes whose failures carry parameters (the catalog's lint counts both sets below, errcatalog.catalog.lint):
+# interactive codes and those of these categories.
+_PARAMETER_CATEGORIES = frozenset({"user_input", "validation", "client", "tool", "protocol", "not_found"})
+# A refusal (a path outside the allowed folders, a private address) and a place that cannot be reached (a URL, a
+# host) name the parameter only by the value they quote back: their words are about who may do what and what
+# answered, and name no parameter of the tool.
+_ECHO_ONLY_CATEGORIES = frozenset({"authentication", "network"})
 
 
-def _parameters_named(spec: ToolSpec, text: str, entry: CodeEntry) -> tuple[ParameterFault, ...]:
-    """The tool's input property an upstream's failure text names, described from the tool's schema, when the code
-    chosen says the input was wrong. The text only picks among the schema's names: nothing of it is rendered."""
-    if not text or entry.system or not (entry.kind == "needs_input" or entry.category in _INPUT_CATEGORIES):
+def _parameters_named(
+    spec: ToolSpec,
+    text: str,
+    entry: CodeEntry,
+    arguments: Mapping[str, Any],
+    captured: tuple[tuple[str, str], ...] = (),
+    matched: str = "",
+) -> tuple[ParameterFault, ...]:
+    """The tool's input property an upstream's failure is about, described from the tool's schema, when the code
+    chosen says the input was wrong, names nothing that exists or was refused.
+
+    In order: the property at the start of the path the rule captured; the property the words the rule matched name
+    (``matched``: the text, or words a wrapper holds, "url: Invalid URL"), then the text; the one argument
+    whose value the text quotes back (an identifier that matches nothing, a path); the tool's one text property (a
+    query, a command) when it has at most one other, which then holds whatever the text found wrong. The text only
+    picks among the schema's names: nothing of it is rendered.
+    """
+    if not text:
         return ()
     properties = spec.listed_input_schema.get("properties")
     if not isinstance(properties, Mapping):
         return ()
-    name = parameter_named_in(text, (n for n, p in properties.items() if isinstance(p, Mapping)))
+    described = {n: p for n, p in properties.items() if isinstance(n, str) and isinstance(p, Mapping)}
+    if entry.kind != "needs_input" and entry.category in _ECHO_ONLY_CATEGORIES:
+        echoed = _parameter_echoed(text, described, arguments)
+        return (replace(parameter_fault(echoed, described[echoed], "invalid"), expected_format=""),) if echoed else ()
+    if entry.system or not (entry.kind == "needs_input" or entry.category in _PARAMETER_CATEGORIES):
+        return ()
+    path = dict(captured).get("path", "")
+    top = re.split(r"[./\[]", path.lstrip("/"), maxsplit=1)[0]
+    name = (
+        (top if top in described else None)
+        or (parameter_named_in(matched, described) if matched and matched != text else None)
+        or parameter_named_in(text, described)
+        or _parameter_echoed(text, described, arguments)
+    )
+    if name is None:
+        texts = [n for n, p in described.items() if p.get("type") == "string" and "enum" not in p]
+        name = texts[0] if len(texts) == 1 and len(described) <= 2 else None
     if name is None:
         return ()
     # The call met the schema before it was forwarded, so what the schema says of the value (a string, one of these,
     # from 1 to 10) is what the upstream refused it despite: saying it again would point the model the wrong way.
     # What the upstream expects is in its own words, quoted after the catalog's.
-    return (replace(parameter_fault(name, properties[name], "invalid"), expected_format=""),)
+    return (replace(parameter_fault(name, described[name], "invalid"), expected_format=""),)
+
+
+# An argument's value quoted back in a failure's text names its parameter only when it is this long: shorter ones
+# ("1", "ab") turn up in texts by chance.
+_ECHO_MIN_CHARS = 3
+
+
+# How many strings of one argument are looked for in a text: an entity's name inside a list of objects is found, and
+# a large argument costs no more than this.
+_ECHO_MAX_STRINGS = 64
+
+
+def _parameter_echoed(text: str, properties: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    """The one property whose argument (a string, or a string inside its lists and objects) the text contains, else
+    None (none does, or several do)."""
+    echoed = [
+        name
+        for name, value in arguments.items()
+        if name in properties
+        and any(len(s) >= _ECHO_MIN_CHARS and s in text for s in itertools.islice(_strings(value), _ECHO_MAX_STRINGS))
+    ]
+    return echoed[0] if len(echoed) == 1 else None
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif depth < 4 and isinstance(value, list):
+        for item in value:
+            yield from _strings(item, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item, depth + 1)
 
 
 def _render(snapshot: CatalogSnapshot, failure: Failure, locales: tuple[str, ...] = ()) -> RenderedError:

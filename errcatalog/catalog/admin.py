@@ -698,7 +698,7 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
     list_display_links = ("position",)
     list_editable = ("active",)
     list_filter = ("active", "kind", "transport", "error_code__category")
-    search_fields = ("error_code__code", "exception", "upstream", "tool", "pattern", "note")
+    search_fields = ("error_code__code", "exception", "upstream", "tool", "pattern", "says", "note")
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
     ordering = ("position",)
@@ -725,6 +725,7 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
                 )
             },
         ),
+        ("What the answer adds (may place what the pattern captures)", {"fields": ("says",)}),
     )
 
     @admin.display(description="Code", ordering="error_code__code")

@@ -63,8 +63,19 @@ LONGEST_VALUES: Mapping[str, str] = {
     "service": _NAME,
     "network_failure": "Connection failed",
     "received": "9" * 24,
+    # The screened quote, at the gateway's default bound, in its quotes.
+    "upstream_detail": '"' + "w" * 300 + '"',
+    # What a rule's pattern captures, at the most its shape keeps (errcatalog.render.patterns.FACT_SHAPES).
+    "name": "n" * 80,
+    "path": "p" * 297,
+    "expected": "e" * 314,
 }
 
+# The categories whose failures name the parameter at fault (besides interactive codes): a refusal (authentication)
+# and an unreachable place (network) name the one whose value they quote back.
+_PARAMETER_CATEGORIES = frozenset(
+    {"user_input", "validation", "client", "tool", "protocol", "not_found", "authentication", "network"}
+)
 _PARAMETER_PLACEHOLDERS = frozenset(
     {
         "parameter",
@@ -113,15 +124,16 @@ def provided_placeholders(code: Mapping[str, Any], rules: Iterable[Mapping[str, 
 
     The renderer fills a value from the failure; who builds failures of which code is the server's own code
     (``mcpserver.pipeline``, the gateway, the tools' exceptions), so this follows what they carry: every failure
-    names its tool; parameters belong to interactive and input codes; an event ID to system codes; a retry-after to
-    retryable ones; a status to codes with HTTP statuses or a status rule; a network failure to network codes or a
-    transport rule (or a rule on an upstream's timeout or connection kind); alternatives to tool and not-found
-    codes; a service to interactive, authentication, configuration and provider codes.
+    names its tool; parameters to interactive, input, not-found, refusal and network codes; an event ID to system
+    codes; a retry-after to retryable ones; a status to codes with HTTP statuses or a status rule; a network failure
+    to network codes or a transport rule (or a rule on an upstream's timeout or connection kind); alternatives to tool
+    and not-found codes; a service to interactive, authentication, configuration and provider codes.
     """
     category, kind = code.get("category"), code.get("kind")
     rules = [r for r in rules if r.get("code") == code.get("code")]
-    provided = {"tool_name"}
-    if kind == "needs_input" or category in ("user_input", "validation", "client", "tool", "protocol"):
+    # An upstream's words can come with any code a rule gives its failures.
+    provided = {"tool_name", "upstream_detail"}
+    if kind == "needs_input" or category in _PARAMETER_CATEGORIES:
         provided |= _PARAMETER_PLACEHOLDERS
     if code.get("system"):
         provided.add("event_id")

@@ -18,8 +18,8 @@ from django.db import models
 from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
-from errcatalog.render.patterns import PATTERN_MAX_CHARS, pattern_problems
-from errcatalog.safety import REDACTED, safe_identifier, template_errors
+from errcatalog.render.patterns import PATTERN_MAX_CHARS, captured_fact_names, pattern_problems
+from errcatalog.safety import FACT_PLACEHOLDERS, REDACTED, safe_identifier, template_errors, template_placeholders
 from errcatalog.vocabulary import (
     CODE_PATTERN,
     JSONRPC_DEFINED_CODES,
@@ -104,6 +104,8 @@ RULE_CONDITIONS = (
     "kind",
     "pattern",
 )
+# A rule's sentence is one sentence about one fact.
+RULE_SENTENCE_MAX_CHARS = 300
 # Problems about a row as a whole, not one of its fields.
 WHOLE_ROW = ""
 
@@ -215,12 +217,30 @@ def classification_rule_problems(values: Mapping[str, Any]) -> Problems:
     pattern = values.get("pattern")
     if isinstance(pattern, str) and pattern and (found := pattern_problems(pattern)):
         problems["pattern"] = found
+    says = values.get("says")
+    if isinstance(says, str) and says and (found := rule_sentence_problems(says, pattern)):
+        problems["says"] = found
     if all(values.get(name) in (None, "") for name in RULE_CONDITIONS):
         problems[WHOLE_ROW] = [
             "Set at least one condition (exception, status, JSON-RPC code, upstream, tool, transport, kind or "
             "pattern); a rule without one never matches."
         ]
     return problems
+
+
+def rule_sentence_problems(says: str, pattern: object) -> list[str]:
+    """What is wrong with a rule's sentence: its template, and a captured fact it places that its pattern does not
+    capture (the sentence would never be said)."""
+    if problems := template_errors(says):
+        return problems
+    captures = captured_fact_names(pattern) if isinstance(pattern, str) else frozenset()
+    missing = [name for name in template_placeholders(says) if name in FACT_PLACEHOLDERS and name not in captures]
+    if missing:
+        return [
+            f"{{{missing[0]}}} places what the pattern captures, but the pattern has no (?P<{missing[0]}>…) group: "
+            "add one, or the sentence is never said."
+        ]
+    return []
 
 
 def _raise_problems(problems: Problems) -> None:
@@ -431,7 +451,16 @@ class ClassificationRule(models.Model):
         blank=True,
         help_text="Only when the upstream's failure text contains this pattern: case-insensitive, RE2 syntax (no "
         "look-around or back-references), read over the text's first 2,000 characters; ^ anchors at its start. "
-        "The text only chooses the code: it never appears in the answer.",
+        "Named groups capture facts for the sentence below: (?P<name>…), (?P<path>…), (?P<expected>…).",
+    )
+    # Checked with the rule's pattern in ``clean()`` (``rule_sentence_problems``), as every writer checks it.
+    says = models.CharField(
+        max_length=RULE_SENTENCE_MAX_CHARS,
+        blank=True,
+        help_text="A sentence the answer adds after the code's text when this rule chose the code, e.g. "
+        "'Column {name} does not exist.' It may place what the pattern captures by name: (?P<name>…) an "
+        "identifier, (?P<path>…) a parameter or JSON path, (?P<expected>…) the type or values accepted; each is "
+        "kept only in its own strict shape. Left out when a placeholder it uses has no value.",
     )
     active = models.BooleanField(default=True)
     note = models.CharField(max_length=200, blank=True)
@@ -456,7 +485,7 @@ class ClassificationRule(models.Model):
         return f"#{self.position} → {self.error_code_id and self.error_code.code}"
 
     def clean(self) -> None:
-        _raise_problems(classification_rule_problems(_values(self, (*RULE_CONDITIONS, "position"))))
+        _raise_problems(classification_rule_problems(_values(self, (*RULE_CONDITIONS, "position", "says"))))
 
 
 class CatalogRevision(models.Model):

@@ -1,11 +1,12 @@
 """The inbox of unclassified upstream failures: what the catalog's rules do not recognise yet, grouped for staff.
 
 Interface:
-- ``note(upstream, tool, kind, text, *, classified)``: called by the MCP pipeline for every failure of an upstream's
-  call, on the request path. Counts it (per hour, upstream and whether a specific rule classified it: the
-  dashboard's classified share, and Prometheus's ``errcatalog_upstream_failures_total``) and, when it fell to a
-  fallback code (``errcatalog.vocabulary.UNCLASSIFIED_UPSTREAM_CODES``), adds it to its group
-  (``UpstreamFailureGroup``: upstream, tool, kind and text signature). Never raises, never does I/O.
+- ``note(upstream, tool, kind, text, *, classified, withheld=False)``: called by the MCP pipeline for every failure of
+  an upstream's call, on the request path. Counts it (per hour, upstream and whether a specific rule classified it:
+  the dashboard's classified share, and Prometheus's ``errcatalog_upstream_failures_total``) and, when it fell to a
+  fallback code (``errcatalog.vocabulary.UNCLASSIFIED_UPSTREAM_CODES``) or its text was withheld from the model
+  because it spoke to it (``withheld``, counted apart), adds it to its group (``UpstreamFailureGroup``: upstream,
+  tool, kind and text signature). Never raises, never does I/O.
 - ``flush() -> bool``: write what this process holds now (the flusher thread does so every ``FLUSH_SECONDS``;
   tests and shutdown call it). True when everything was written.
 - ``reset()``: forget what is held (tests).
@@ -62,6 +63,7 @@ class _Group:
     kind: str
     signature: str
     count: int = 0
+    withheld: int = 0
     first: float = 0.0
     last: float = 0.0
     samples: deque[tuple[str, float]] = field(default_factory=lambda: deque(maxlen=SAMPLES_PER_GROUP))
@@ -76,22 +78,22 @@ class _Inbox:
         self._write_lock = threading.Lock()
         self._failing = False  # the last write failed (its warning was logged)
 
-    def note(self, upstream: str, tool: str, kind: str, text: str, *, classified: bool) -> None:
+    def note(self, upstream: str, tool: str, kind: str, text: str, *, classified: bool, withheld: bool = False) -> None:
         try:
             UPSTREAM_FAILURES.labels(upstream, "true" if classified else "false").inc()
             now = time.time()
             hour = now - now % 3600
-            unclassified = None if classified else signature(text)
+            grouped = None if classified and not withheld else signature(text)
             with self._lock:
                 tally = (hour, upstream, classified)
                 self._tallies[tally] = self._tallies.get(tally, 0) + 1
-                if unclassified is not None:
-                    self._add(upstream, tool, kind, unclassified, text, now)
+                if grouped is not None:
+                    self._add(upstream, tool, kind, grouped, text, now, withheld=withheld)
             self._flusher.ensure()
         except Exception:  # a tool call's answer must never fail because its bookkeeping did
             logger.exception("Could not note an upstream failure for the inbox")
 
-    def _add(self, upstream: str, tool: str, kind: str, sig: str, text: str, now: float) -> None:
+    def _add(self, upstream: str, tool: str, kind: str, sig: str, text: str, now: float, *, withheld: bool) -> None:
         key = group_key(upstream, tool, kind, sig)
         group = self._groups.get(key)
         if group is None:
@@ -99,6 +101,7 @@ class _Inbox:
                 return
             group = self._groups[key] = _Group(upstream, tool, kind, sig, first=now)
         group.count += 1
+        group.withheld += withheld
         group.last = now
         if not any(sample == text for sample, _ in group.samples):
             group.samples.append((text, now))
@@ -137,6 +140,7 @@ class _Inbox:
                     self._groups[key] = held
                 continue
             newer.count += held.count
+            newer.withheld += held.withheld
             newer.first = min(newer.first, held.first)
             samples = list(held.samples) + list(newer.samples)
             newer.samples = deque(samples[-SAMPLES_PER_GROUP:], maxlen=SAMPLES_PER_GROUP)
@@ -169,13 +173,18 @@ def _write(groups: dict[str, _Group], tallies: dict[tuple[float, str, bool], int
         group = _add_to(
             UpstreamFailureGroup,
             {"key": key},
-            {"count": F("count") + held.count, "last_seen": Greatest(F("last_seen"), _moment(held.last))},
+            {
+                "count": F("count") + held.count,
+                "withheld": F("withheld") + held.withheld,
+                "last_seen": Greatest(F("last_seen"), _moment(held.last)),
+            },
             {
                 "upstream": held.upstream,
                 "tool": held.tool,
                 "kind": held.kind,
                 "signature": held.signature,
                 "count": held.count,
+                "withheld": held.withheld,
                 "first_seen": _moment(held.first),
                 "last_seen": _moment(held.last),
             },

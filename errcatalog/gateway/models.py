@@ -58,7 +58,7 @@ class FailureWords(models.TextChoices):
     """What a model reads of an upstream's own words when one of its tools fails, beside the catalog's answer."""
 
     QUOTED = "quoted", "Quoted, after the screen (credentials, markup, tracebacks and instructions to the model out)"
-    FACTS = "facts", "Only the facts rules take from them (the parameter they name), never the words"
+    FACTS = "facts", "Only the facts rules take from them (the parameter, identifiers and values), never the words"
     WITHHELD = "withheld", "Nothing: the words only choose the catalog's code"
 
 
@@ -321,7 +321,8 @@ class UpstreamTool(models.Model):
 
 
 class UpstreamFailureGroup(models.Model):
-    """Upstream failures that no specific rule classified, grouped by upstream, tool, kind and text signature.
+    """Upstream failures that no specific rule classified, or whose text was withheld from the model because it spoke
+    to it, grouped by upstream, tool, kind and text signature.
 
     Written by the serving processes (``errcatalog.gateway.inbox``) when a failure falls to a fallback code; staff
     read them as an inbox and make a rule from a group. ``signature`` is the failure text with its values masked
@@ -338,6 +339,11 @@ class UpstreamFailureGroup(models.Model):
         max_length=300, help_text="The failure text with numbers, values, paths and ids masked."
     )
     count = models.PositiveBigIntegerField(default=0)
+    withheld = models.PositiveBigIntegerField(
+        default=0,
+        help_text="Of these, the failures whose text spoke to the model (instructions, role markers): withheld from "
+        "it whole, whatever the upstream's failure words say.",
+    )
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
 

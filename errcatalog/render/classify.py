@@ -9,11 +9,12 @@ rendered is ever taken from it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.errors import http_status
 from errcatalog.render.entries import UNKNOWN_CODE, CatalogSnapshot, RuleEntry
-from errcatalog.render.patterns import TEXT_MAX_CHARS
+from errcatalog.render.patterns import TEXT_MAX_CHARS, inner_texts
 
 # Exception class names, from the standard library and common HTTP clients, that mean the network failed.
 _TIMEOUT_NAMES = frozenset({"TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout", "Timeout"})
@@ -51,61 +52,95 @@ _type_facts: BoundedCache[type, tuple[tuple[str, ...], str]] = process_cache(
 def classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
     """The catalog code for ``facts``: the raiser's own code if the catalog has it, else the first rule that
     matches, else UNKNOWN_ERROR. A rule with a pattern matches only a failure with text the pattern is found in."""
+    return classification(snapshot, facts)[0]
+
+
+class Classification(NamedTuple):
+    """What classification found: the code, the rule that chose it (None: the raiser's own code, or no rule), and
+    the words its pattern was found in (the failure's text, or words wrapped inside it: ``patterns.inner_texts``),
+    from which the pattern's captures are taken."""
+
+    code: str
+    rule: RuleEntry | None = None
+    text: str = ""
+
+
+_UNKNOWN = Classification(UNKNOWN_CODE)
+
+
+def classification(snapshot: CatalogSnapshot, facts: FailureFacts) -> Classification:
+    """``classify``'s code with the rule that chose it, whose pattern may capture facts and whose sentence may
+    place them (``errcatalog.render.patterns.captured_facts``, ``RuleEntry.says``)."""
     if facts.text:
         return _classify_text(snapshot, facts)
-    code = snapshot.classify_cache.get(facts)
-    if code is None:
-        code = _classify(snapshot, facts)
-        snapshot.classify_cache.set(facts, code)
-    return code
+    found = snapshot.classify_cache.get(facts)
+    if found is None:
+        found = _classify(snapshot, facts)
+        snapshot.classify_cache.set(facts, found)
+    return found
 
 
-def _classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
+def _classify(snapshot: CatalogSnapshot, facts: FailureFacts) -> Classification:
     if facts.code and _own_code(snapshot, facts.code):
-        return facts.code
+        return Classification(facts.code)
     for rule in snapshot.rules:
         if not rule.pattern and _usable(snapshot, rule) and _matches(rule, facts):
-            return rule.code
-    return UNKNOWN_CODE
+            return Classification(rule.code, rule)
+    return _UNKNOWN
 
 
-# A plan for facts with text: the codes of the rules that match all but their pattern, in order, each with its
-# pattern's index in the snapshot's PatternSet (None: no pattern, so the rule matches; -1: a pattern RE2 refused).
-_Plan = tuple[tuple[str, int | None], ...]
+# A plan for facts with text: the rules that match all but their pattern, in order, each with its pattern's index
+# in the snapshot's PatternSet (None: no pattern, so the rule matches; -1: a pattern RE2 refused).
+_Plan = tuple[tuple[RuleEntry, int | None], ...]
 
 
-def _classify_text(snapshot: CatalogSnapshot, facts: FailureFacts) -> str:
+def _classify_text(snapshot: CatalogSnapshot, facts: FailureFacts) -> Classification:
     # The text varies with every failure and would fill any cache; the rest of the facts repeat. So the rules are
     # narrowed by the other facts once (cached), and the text is matched against all patterns in one RE2 pass,
     # only when a rule with a pattern comes before the first rule without one.
     if facts.code and _own_code(snapshot, facts.code):
-        return facts.code
+        return Classification(facts.code)
     key = replace(facts, text="")
     plan: _Plan | None = snapshot.classify_plans.get(key)
     if plan is None:
         plan = _plan(snapshot, key)
         snapshot.classify_plans.set(key, plan)
     if not plan:
-        return UNKNOWN_CODE
+        return _UNKNOWN
     if plan[0][1] is None:
-        return plan[0][0]
+        return Classification(plan[0][0].code, plan[0][0], facts.text)
     found = snapshot.text_patterns.matching(facts.text)
-    for code, index in plan:
-        if index is None or index in found:
-            return code
-    return UNKNOWN_CODE
+    for rule, index in plan:
+        if index in found:
+            return Classification(rule.code, rule, facts.text)
+        if index is None:
+            # No rule knows the words as they stand: what a wrapper holds is read before the rule for any text.
+            return _inner(snapshot, plan, facts.text) or Classification(rule.code, rule, facts.text)
+    return _inner(snapshot, plan, facts.text) or _UNKNOWN
+
+
+def _inner(snapshot: CatalogSnapshot, plan: _Plan, text: str) -> Classification | None:
+    """The first rule with a pattern that matches words wrapped inside ``text``, in ``inner_texts`` order."""
+    for inner in inner_texts(text):
+        found = snapshot.text_patterns.matching(inner)
+        if not found:
+            continue
+        for rule, index in plan:
+            if index is not None and index in found:
+                return Classification(rule.code, rule, inner)
+    return None
 
 
 def _plan(snapshot: CatalogSnapshot, facts: FailureFacts) -> _Plan:
-    plan: list[tuple[str, int | None]] = []
+    plan: list[tuple[RuleEntry, int | None]] = []
     for rule in snapshot.rules:
         if not (_usable(snapshot, rule) and _matches(rule, facts)):
             continue
         if not rule.pattern:
-            plan.append((rule.code, None))
+            plan.append((rule, None))
             break
         index = snapshot.text_patterns.index(rule.pattern)
-        plan.append((rule.code, -1 if index is None else index))
+        plan.append((rule, -1 if index is None else index))
     return tuple(plan)
 
 

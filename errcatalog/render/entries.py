@@ -118,6 +118,10 @@ class RuleEntry:
     # pattern over the failure's own text (errcatalog.render.patterns); empty: any.
     kind: str = ""
     pattern: str = ""
+    # The catalog's sentence for a failure this rule matches, placed after the code's text: a template that may place
+    # the facts its pattern captures (``{name}``, ``{path}``, ``{expected}``: errcatalog.render.patterns) and the
+    # other placeholders; left out when a placeholder it uses has no value.
+    says: str = ""
 
 
 def _render_cache() -> BoundedCache[Any, Any]:
@@ -125,7 +129,7 @@ def _render_cache() -> BoundedCache[Any, Any]:
     return BoundedCache("snapshot.renders", max_entries=4096)
 
 
-def _classify_cache() -> BoundedCache[Any, str]:
+def _classify_cache() -> BoundedCache[Any, Any]:
     # Distinct facts seen per snapshot are few (one per exception type and status); the bound only guards memory.
     return BoundedCache("snapshot.classifications", max_entries=1024)
 
@@ -146,7 +150,7 @@ class CatalogSnapshot:
     # the snapshot, so they are not registered: a new snapshot starts with empty ones.
     render_cache: BoundedCache[Any, Any] = field(default_factory=_render_cache, init=False, compare=False, repr=False)
     # Codes by failure facts (see errcatalog.render.classify.classify): the rules are this snapshot's, so is the answer.
-    classify_cache: BoundedCache[Any, str] = field(
+    classify_cache: BoundedCache[Any, Any] = field(
         default_factory=_classify_cache, init=False, compare=False, repr=False
     )
     # For failures that carry text: by their other facts, the rules that may still match once the text is read

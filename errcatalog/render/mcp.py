@@ -9,6 +9,8 @@ from errcatalog.render.core import RenderedError
 
 FORMATS = ("markdown", "json", "both")
 SETUP_FIELDS = ("setup_url", "action_required")
+# The categories of error codes whose envelope names the parameter at fault in its details.
+_NAMED_IN_DETAILS = frozenset({"not_found", "authentication", "network"})
 
 
 def envelope(rendered: RenderedError) -> dict[str, Any]:
@@ -35,6 +37,11 @@ def envelope(rendered: RenderedError) -> dict[str, Any]:
     else:
         # The question protocol's setup fields belong to authentication and configuration errors of either kind.
         details.update({k: rendered.data[k] for k in SETUP_FIELDS if k in rendered.data})
+        if rendered.parameters and rendered.category in _NAMED_IN_DETAILS:
+            # Which argument matched nothing, was refused or could not be reached, by name as a question's data names
+            # a parameter: the model then knows which value to change. Input codes' texts name theirs (the
+            # toolError:v1 examples' details carry no parameter).
+            details["parameter"] = rendered.parameters[0].name
     if rendered.partial_result is not None:
         details["partialResult"] = rendered.partial_result
     if rendered.upstream_words is not None:

@@ -9,10 +9,16 @@ pass (``PatternSet``, an ``RE2::Set``), however many rules it has. Pure: no ORM,
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
 
 import re2
+
+from errcatalog.input_limits import json_loads_bounded
 
 # A pattern is a few words an operator picked from a failure's text; 500 characters leave room for alternatives.
 PATTERN_MAX_CHARS = 500
@@ -32,12 +38,30 @@ def _options() -> re2.Options:
     return options
 
 
+# The facts a pattern may capture by name, ``(?P<name>…)``, for the rule's sentence (``RuleEntry.says``) to place,
+# each with the only shape it is kept in: a value of another shape is dropped, so a capture can carry no
+# instruction, markup or secret, whatever the text around it says. ``name``: an identifier the failure is about (a
+# table, a column, a key, an entity, a branch, a file); ``path``: a parameter or JSON path (``entities[0].entityType``,
+# ``/entities/0``); ``expected``: an expected type or the values accepted (``boolean``, ``true or false``,
+# ``'asc' | 'desc'``).
+_TERM = r"""[`'"]?[A-Za-z0-9_.$@:+-]{1,32}[`'"]?"""
+FACT_SHAPES: Mapping[str, re.Pattern[str]] = MappingProxyType(
+    {
+        "name": re.compile(r"[A-Za-z0-9_.$@:/+-]{1,80}"),
+        "path": re.compile(r"/?[A-Za-z0-9_$-]{1,32}(?:(?:\.|/)[A-Za-z0-9_$-]{1,32}|\[[0-9]{1,6}\]){0,8}"),
+        "expected": re.compile(rf"(?:(?:one of|an?) )?{_TERM}(?:(?: ?[,|/] ?| or |, or ){_TERM}){{0,7}}"),
+    }
+)
+# Quotes a text puts around a name are its own ('users', "full_name", `x`): the sentence places its own.
+_NAME_QUOTES = "'\"`"
+
+
 def pattern_problems(pattern: str) -> list[str]:
     """Why RE2 refuses ``pattern`` for a rule, in words for whoever wrote it; empty when it is usable."""
     if len(pattern) > PATTERN_MAX_CHARS:
         return [f"Keep a pattern within {PATTERN_MAX_CHARS} characters (this one has {len(pattern)})."]
     try:
-        re2.compile(pattern, _options())
+        compiled = re2.compile(pattern, _options())
     except (re2.error, UnicodeError) as exc:
         reason = exc.args[0] if exc.args else ""
         reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
@@ -45,7 +69,56 @@ def pattern_problems(pattern: str) -> list[str]:
             f"RE2 cannot use this pattern ({reason[:200]}). Patterns run in linear time: no look-around "
             "((?=…), (?<=…)) and no back-references (\\1)."
         ]
+    unknown = sorted(group for group in compiled.groupindex if fact_of_group(group) is None)
+    if unknown:
+        return [
+            f"A pattern captures only the facts {', '.join(FACT_SHAPES)} by name (name_2 and the like for the same "
+            f"fact in another alternative); rename or unname {', '.join(unknown)} (write (?:…) for a group that "
+            "captures nothing)."
+        ]
     return []
+
+
+# RE2 names a group once, so alternatives that capture the same fact name it with a number: path, path_1, path_2.
+_FACT_GROUP = re.compile(r"([a-z]+)(?:_[0-9]{1,2})?")
+
+
+def fact_of_group(group: str) -> str | None:
+    """The fact a pattern's group captures (``path`` for ``path_2``), or None for a name that is not a fact's."""
+    found = _FACT_GROUP.fullmatch(group)
+    return found.group(1) if found and found.group(1) in FACT_SHAPES else None
+
+
+def captured_fact_names(pattern: str) -> frozenset[str]:
+    """The facts ``pattern`` captures (``path`` for its ``path`` and ``path_2`` groups); none for a pattern RE2
+    refuses."""
+    if "(?P<" not in pattern or pattern_problems(pattern):
+        return frozenset()
+    return frozenset(filter(None, map(fact_of_group, _compiled(pattern).groupindex)))
+
+
+def captured_facts(pattern: str, text: str) -> tuple[tuple[str, str], ...]:
+    """The facts ``pattern``'s named groups capture in ``text`` (its first ``TEXT_MAX_CHARS`` characters), each in
+    its shape (``FACT_SHAPES``) or left out; empty when the pattern captures none or does not match."""
+    if "(?P<" not in pattern or pattern_problems(pattern):
+        return ()
+    found = _compiled(pattern).search(text[:TEXT_MAX_CHARS])
+    if found is None:
+        return ()
+    facts: dict[str, str] = {}
+    for group, value in found.groupdict().items():
+        name = fact_of_group(group)
+        if name is None or name in facts or not isinstance(value, str):
+            continue
+        value = value.strip().strip(_NAME_QUOTES) if name != "expected" else value.strip()
+        if FACT_SHAPES[name].fullmatch(value):
+            facts[name] = value
+    return tuple(facts.items())
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re2._Regexp:
+    return re2.compile(pattern, _options())
 
 
 class PatternSet:
@@ -76,6 +149,99 @@ class PatternSet:
         # Bytes, so that text with lone surrogates (valid JSON, invalid UTF-8) is matched rather than refused.
         found = self._set.Match(text[:TEXT_MAX_CHARS].encode("utf-8", "replace"))
         return frozenset(found) if found else frozenset()
+
+
+# --- Words wrapped inside a failure's text -------------------------------------------------------------------------
+
+# A failure's own words often reach us wrapped by the layers that relayed them: "Error calling tool 'q': {"error":
+# "Catalog Error: …"}", "Error processing request: File not found: …", "Git status failed: Exit Code: 128\nStderr:
+# fatal: not a git repository". Rules are anchored at a text's start; when none matches the text as it stands, they
+# are tried on what a wrapper holds. Bounded: at most this many inner texts, from the first TEXT_MAX_CHARS characters.
+INNER_TEXTS_MAX = 16
+_INNER_BOUNDARIES = 4
+# Wrappers' words come first: boundaries are looked for this far in (a JSON body's messages are read whole).
+_BOUNDARY_SPAN = 600
+# Rules are anchored at a text's start: an inner text is matched over its beginning only.
+_INNER_MAX_CHARS = 300
+# Where a wrapper's own words end: at a line's start, or after "prefix: " when the prefix says it wraps a failure
+# ("… error", "… failed", "Stderr", "Stdout"); words after any other colon may be an argument the upstream echoed,
+# which must not steer the code.
+_WRAPPER_WORD = re.compile(r"(?i)\b(?:error|errors|failed|failure|exception|stderr|stdout)\b")
+# How far before its colon a wrapper's word may stand ("Failed to fetch http://host/path: ").
+_WRAPPER_WORDS_BEFORE = 120
+# The keys a JSON error body keeps its message under.
+_MESSAGE_KEYS = ("message", "error", "detail", "reason", "msg")
+_JSON_MAX_DEPTH = 8
+
+
+def inner_texts(text: str) -> tuple[str, ...]:
+    """The texts wrapped inside ``text``, innermost first (the engine's own words before a wrapper's that name its
+    class, "Invalid Input Error: Cannot execute …"): the messages of a JSON error body it holds (a zod issue as
+    ``message at path``, as the TypeScript SDK words one) and what they wrap, then what follows each of ``text``'s
+    first line breaks and wrappers' ``: ``; no empty or repeated one, at most ``INNER_TEXTS_MAX``."""
+    text = text[:TEXT_MAX_CHARS]
+    found: dict[str, None] = {}
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start >= 0 and text.rstrip().endswith(("}", "]")):  # a JSON body runs to the text's end
+        try:
+            body = json_loads_bounded(text[start:], _JSON_MAX_DEPTH)
+        except ValueError:
+            body = None
+        for message in itertools.islice(_messages(body), 4):
+            inner = message[:_INNER_MAX_CHARS].strip()
+            found.update(dict.fromkeys(reversed([inner, *_after_boundaries(message)])))
+    found.update(dict.fromkeys(reversed(list(_after_boundaries(text)))))
+    found.pop("", None)
+    found.pop(text.strip(), None)
+    return tuple(itertools.islice(found, INNER_TEXTS_MAX))
+
+
+def _after_boundaries(text: str) -> Iterator[str]:
+    said = 0
+    last = None
+    segment = 0  # where the words since the last boundary start
+    span = min(len(text), _BOUNDARY_SPAN)
+    colon, newline = text.find(": ", 0, span), text.find("\n", 0, span)
+    while said < _INNER_BOUNDARIES and (colon >= 0 or newline >= 0):
+        if newline >= 0 and (colon < 0 or newline < colon):
+            at, end, wraps = newline, newline + 1, True
+            newline = text.find("\n", end, span)
+        else:
+            at, end = colon, colon + 2
+            wraps = _WRAPPER_WORD.search(text, max(segment, at - _WRAPPER_WORDS_BEFORE), at) is not None
+            colon = text.find(": ", end, span)
+        segment = end
+        inner = text[end : end + _INNER_MAX_CHARS].strip()
+        if wraps and inner != last:  # "Stderr: \n…" is one boundary, not two
+            yield inner
+            last = inner
+            said += 1
+
+
+def _json_path(path: list[str | int]) -> str:
+    """``["entities", 0, "name"]`` as ``entities[0].name``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def _messages(body: Any, depth: int = 0) -> Iterator[str]:
+    if depth > _JSON_MAX_DEPTH:
+        return
+    if isinstance(body, list):
+        for item in body:
+            yield from _messages(item, depth + 1)
+    elif isinstance(body, dict):
+        for key in _MESSAGE_KEYS:
+            value = body.get(key)
+            if isinstance(value, str):
+                path = body.get("path")
+                if isinstance(path, list) and path and all(isinstance(p, str | int) for p in path):
+                    # As the TypeScript SDK words a zod issue: "Invalid URL at url".
+                    yield f"{value} at {_json_path(path)}"
+                yield value
+                return
+            if isinstance(value, dict | list):
+                yield from _messages(value, depth + 1)
+                return
 
 
 # Words as a failure text names a parameter: letters, digits and underscores (pydantic's "url" line, zod's "at path").

@@ -56,7 +56,7 @@ class UpstreamError(Exception):
     ):
         text = redacted_for_people(detail, known=secrets)
         # ``said``: the upstream's own words, when ``detail`` adds ours around them (a JSON-RPC error's code).
-        self.failure_text = text if said is None else redacted_for_people(said, known=secrets)
+        self.failure_text = _without_error_word(text if said is None else redacted_for_people(said, known=secrets))
         super().__init__(f"upstream {upstream}: {text}" if text else f"upstream {upstream}")
         self.upstream = upstream
         self.service = upstream
@@ -78,6 +78,15 @@ class UpstreamError(Exception):
         facts += [f"JSON-RPC error {self.jsonrpc_code}"] * (self.jsonrpc_code is not None)
         told = f"{cause}: {self.what}" if cause else self.what
         self.for_staff = for_staff or (f"{told} ({', '.join(facts)})" if facts else told)
+
+
+# How a JavaScript error reads when a server sends its ``toString()`` ("Error: Table 'x' doesn't exist"): the word says
+# nothing, and rules' patterns are anchored at the failure's own first words.
+_ERROR_WORD = "Error: "
+
+
+def _without_error_word(text: str) -> str:
+    return text[len(_ERROR_WORD) :] if text.startswith(_ERROR_WORD) else text
 
 
 class UpstreamUnavailable(UpstreamError):

@@ -78,14 +78,34 @@ def _short(moment: datetime) -> str:
     return f"{timezone.localtime(moment):%d %b %H:%M}"
 
 
+class SpokeToTheModel(admin.SimpleListFilter):
+    """The groups with failures whose text spoke to the model (withheld from it): an upstream to look at."""
+
+    title = "text withheld from the model"
+    parameter_name = "withheld"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes: it spoke to the model"), ("no", "No")]
+
+    def queryset(self, request: Any, queryset: Any) -> Any:
+        if self.value() == "yes":
+            return queryset.filter(withheld__gt=0)
+        if self.value() == "no":
+            return queryset.filter(withheld=0)
+        return queryset
+
+
 @admin.register(UpstreamFailureGroup)
 class UpstreamFailureGroupAdmin(admin.ModelAdmin):
-    """Upstream failures no specific rule classified, newest first, with what the rules make of them now."""
+    """Upstream failures no specific rule classified, or whose text was withheld from the model because it spoke to
+    it, newest first, with what the rules make of them now."""
 
-    list_display = ("signature_short", "upstream", "tool", "kind", "count", "first", "last", "now")
-    list_filter = ("upstream", "kind")
+    list_display = ("signature_short", "upstream", "tool", "kind", "count", "withheld", "first", "last", "now")
+    list_filter = ("upstream", "kind", SpokeToTheModel)
     search_fields = ("signature", "tool", "upstream")
-    fields = ("upstream", "tool", "kind", "signature", "count", "first_seen", "last_seen", "now", "sample_list")
+    fields = (
+        "upstream", "tool", "kind", "signature", "count", "withheld", "first_seen", "last_seen", "now", "sample_list"
+    )  # fmt: skip
     readonly_fields = fields
     list_per_page = 50
 

@@ -534,7 +534,13 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
     ),
     ("rule", "pattern"): (
         "Only when the upstream's failure text contains this case-insensitive RE2 pattern (its first 2,000 "
-        "characters; `^` anchors at its start). The text chooses the code and never appears in the answer."
+        "characters; `^` anchors at its start). Named groups `(?P<name>…)`, `(?P<path>…)`, `(?P<expected>…)` "
+        "(`path_1` and the like in other alternatives) capture facts for the rule's sentence."
+    ),
+    ("rule", "says"): (
+        "A sentence the answer adds after the code's text when this rule chose the code: a template that may place "
+        "what the pattern captured (`{name}`, `{path}`, `{expected}`, each kept only in its strict shape) and the "
+        "other placeholders; left out when a placeholder it uses has no value."
     ),
     ("rule", "active"): "An inactive rule is skipped.",
     ("rule", "note"): "A note for people, never rendered.",

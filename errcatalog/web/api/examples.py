@@ -105,7 +105,7 @@ _SEND_EMAIL_TO: dict[str, Any] = {
 }
 
 _RULE: dict[str, Any] = {
-    "position": 285,
+    "position": 250,
     "code": "NOT_FOUND",
     "exception": "",
     "status_min": None,

@@ -252,7 +252,7 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
 
     class Meta:
         model = ClassificationRule
-        fields = ["id", "position", "code", *RULE_CONDITIONS, "active", "note"]
+        fields = ["id", "position", "code", *RULE_CONDITIONS, "says", "active", "note"]
         read_only_fields = ["id"]
         extra_kwargs = {name: _range(name) for name in ("position", "status_min", "status_max", "jsonrpc_code")}
 

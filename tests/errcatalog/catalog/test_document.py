@@ -178,10 +178,12 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     # between exception rules (33: a provider's unconverted APICallError, 36: SafetyRefusal); the gateway's answer
     # that is not MCP and its open circuit before the transport rules (104, 105); what the gateway cannot relay (275:
     # an upstream's URL elicitation required, 276: a task-only tool); the rules on an upstream's own failure text
-    # (291-297) and, after them, the rules on a bare JSON-RPC code (301-305), before the fallback for a JSON-RPC error.
+    # (291-297) and, after them, the rules on a bare JSON-RPC code (301-305), before the fallback for a JSON-RPC error;
+    # the rules in the words of the engines and libraries servers wrap (271-289, around the positions taken then).
     upstream_text = set(range(291, 298))
+    dialects = {271, 272, 273, 274, 277, 278, 279, *range(281, 290)}
     jsonrpc_codes = set(range(301, 306))
-    inserted = {33, 36, 104, 105, 275, 276} | upstream_text | jsonrpc_codes
+    inserted = {33, 36, 104, 105, 275, 276} | upstream_text | dialects | jsonrpc_codes
     original = [r["position"] for r in rules if r["position"] not in inserted]
     assert original == [*range(10, 211, 10), 280, 290, 300, 310]
     assert [r["code"] for r in rules if r["position"] in inserted] == [
@@ -189,8 +191,24 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "SAFETY_REFUSAL",
         "EXECUTION_FAILURE",
         "SERVICE_UNAVAILABLE",
+        "PERMISSION_DENIED",
+        "INVALID_PARAMETER",
+        "NOT_FOUND",
+        "INVALID_PARAMETER",
         "AUTHENTICATION_REQUIRED",
         "MISSING_CLIENT_CAPABILITY",
+        "NOT_FOUND",
+        "VALIDATION_ERROR",
+        "NETWORK_ERROR",
+        "INVALID_PARAMETER",
+        "INVALID_PARAMETER",
+        "FUNCTION_NOT_FOUND",
+        "NOT_FOUND",
+        "NOT_FOUND",
+        "INVALID_PARAMETER",
+        "PERMISSION_DENIED",
+        "INVALID_PARAMETER",
+        "INVALID_PARAMETER",
         "AUTHENTICATION_ERROR",
         "RATE_LIMIT",
         "PERMISSION_DENIED",
@@ -205,7 +223,9 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "RESOURCE_NOT_FOUND",
     ]
     # Rules on an upstream's text read a tool's error result and a JSON-RPC error's message alike.
-    assert all(not r["kind"] and r["pattern"].startswith("^") for r in rules if r["position"] in upstream_text)
+    assert all(
+        not r["kind"] and r["pattern"].startswith("^") for r in rules if r["position"] in upstream_text | dialects
+    )
     assert not any(r["code"] == "INTERNAL_ERROR" for r in rules)  # an upstream's -32603 is its failure, not ours
     off = [r for r in rules if not r["active"]]
     assert {(r["exception"], r["code"]) for r in off} == {

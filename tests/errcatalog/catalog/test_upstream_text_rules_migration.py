@@ -50,8 +50,8 @@ def test_an_upstreams_internal_error_is_read_by_its_text_after_it_and_never_call
                      "EXECUTION_FAILURE"]  # fmt: skip
     assert not ClassificationRule.objects.filter(position__in=range(291, 298)).exclude(kind="").exists()
     assert _code(-32603, "no such table: users") == "NOT_FOUND"
-    assert _code(-32603, 'syntax error at or near "SELEC"') == "UPSTREAM_TOOL_FAILED"  # claims no cause: the inbox
-    assert _code(-32602, "Unknown tool: get_time") == "INVALID_PARAMETER"
+    assert _code(-32603, "Widget exploded") == "UPSTREAM_TOOL_FAILED"  # claims no cause: the inbox
+    assert _code(-32602, "Invalid timezone: 'Mars'") == "INVALID_PARAMETER"
     assert _code(-32601, "Method not found") == "METHOD_NOT_FOUND"
 
 

@@ -94,8 +94,9 @@ def test_upstream_jsonrpc_codes_map_to_seed_004_codes_except_an_upstreams_intern
         (-32603, "no such table: users", "NOT_FOUND"),
         (-32603, "ENOENT: no such file or directory, open '/data/x.txt'", "NOT_FOUND"),
         (-32603, "Invalid timezone: 'Mars/Olympus'", "INVALID_PARAMETER"),
-        (-32603, 'syntax error at or near "SELEC"', "UPSTREAM_TOOL_FAILED"),
-        (-32602, "Unknown tool: get_time", "INVALID_PARAMETER"),
+        (-32603, 'syntax error at or near "SELEC"', "INVALID_PARAMETER"),
+        (-32603, "Widget exploded", "UPSTREAM_TOOL_FAILED"),
+        (-32602, "Unknown tool: get_time", "FUNCTION_NOT_FOUND"),
         (-32602, "Tool arguments did not match", "INVALID_PARAMS"),
     ],
 )

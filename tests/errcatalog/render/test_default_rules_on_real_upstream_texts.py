@@ -64,7 +64,7 @@ def test_the_fixture_covers_every_category_across_servers():
         ),
         ("read_text_file", "ENOENT: no such file or directory, open '/tmp/fetch failed'", "NOT_FOUND"),
         # Behind the Python SDK's wrapper the anchor is on the tool's own text, so the tool's name cannot steer.
-        ("fetch", "Error executing tool fetch: Unknown tool: fetch_url", "INVALID_PARAMETER"),
+        ("fetch", "Error executing tool fetch: Unknown tool: fetch_url", "FUNCTION_NOT_FOUND"),
         # fetch's refusal of a private address says "resolves to" and "fetch": it is a refusal, not the network.
         (
             "fetch",

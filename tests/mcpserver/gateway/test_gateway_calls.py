@@ -542,6 +542,15 @@ SCREENED = [
 ]  # fmt: skip
 
 
+def _withheld_in_inbox(app, tool: str) -> int:
+    said = manage(
+        app.env, "shell", "--no-imports", "-c",
+        "from django.db.models import Sum; from errcatalog.gateway.models import UpstreamFailureGroup; "
+        f"print(UpstreamFailureGroup.objects.filter(tool={tool!r}).aggregate(n=Sum('withheld'))['n'] or 0)",
+    )  # fmt: skip
+    return int(said.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize(("said", "reaches", "never"), SCREENED, ids=[f"text{i}" for i in range(len(SCREENED))])
 def test_an_upstreams_words_reach_the_model_only_through_the_screen(gateway_app, said, reaches, never):
     app, key = gateway_app
@@ -555,6 +564,8 @@ def test_an_upstreams_words_reach_the_model_only_through_the_screen(gateway_app,
         assert detail is None and "server said" not in result.content[0].text
         wait_until(lambda: "failure text of its tool fail_with was withheld from the model (instructions" in app.log(),
                    what="the withheld words logged for staff")  # fmt: skip
+        # And flagged in the inbox, though a rule classified it: staff see the text that spoke to the model.
+        wait_until(lambda: _withheld_in_inbox(app, "web__fail_with") >= 1, what="the withheld failure in the inbox")
         return
     assert result.content[0].text.endswith(f'The web server said: "{detail["text"]}"')
     for words in reaches:
@@ -572,14 +583,20 @@ def test_staff_may_keep_an_upstreams_words_from_the_model(gateway_app, words):
             f"upstream_update(actor=None, upstream=Upstream.objects.get(name='web'), failure_words={value!r})",
         )  # fmt: skip
 
+    def answer() -> str:
+        return _call(app, key, "web__fail_with", {"text": "no such column: full_name"}).model_dump_json()
+
     def quoted() -> bool:
-        result = _call(app, key, "web__fail_with", {"text": "no such column: full_name"})
-        return "full_name" in result.model_dump_json()
+        return "server said" in answer()
 
     assert quoted()
     set_words(words)
     try:
         wait_until(lambda: not quoted(), what="the words kept from the model")
+        wire = answer()
+        assert "upstream_detail" not in wire and "no such column" not in wire
+        # "facts": what the rule took from them, in the catalog's own sentence; "withheld": nothing of them.
+        assert ("There is no column named full_name" in wire) == (words == "facts")
     finally:
         set_words("quoted")
     wait_until(quoted, what="the words quoted again")
