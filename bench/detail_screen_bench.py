@@ -8,7 +8,8 @@ redacted, controls escaped) and, for a tool's error, without the Python SDK's "E
 ``mcpserver.gateway.failures.UpstreamToolError`` drops it). Two sets:
 
 - the 79 real failure texts of ``tests/errcatalog/render/real_upstream_failures.json`` (each under 300 characters),
-  screened in turn;
+  screened in turn, and the failure corpus's recorded texts (``tests/corpus/recorded.json``), classified (rules on
+  the words a wrapper holds included) and screened;
 - 2,000-character texts, each in 64 variants that differ in their details: plain validation messages, an HTTP 401
   with URLs and JSON, Node's ENOENT with its stack, a Python traceback, prose with a few hostile items (markup, a
   password in a DSN, a token, bidirectional and zero-width characters), the same items packed densely, an injected
@@ -45,6 +46,7 @@ from errcatalog.safety import redacted_for_people
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CATALOG = ROOT / "errcatalog" / "catalog" / "data" / "default_catalog.yaml"
 REAL = ROOT / "tests" / "errcatalog" / "render" / "real_upstream_failures.json"
+CORPUS = ROOT / "tests" / "corpus" / "recorded.json"
 GOAL_MEDIAN_US = 50.0
 MAX_CHARS = 300  # the gateway's default FAILURE_WORDS_MAX_CHARS
 VARIANTS = 64
@@ -138,7 +140,8 @@ UPSTREAM, TOOL = "files", "files__read_file"
 def _as_handed_over(record: dict[str, str]) -> str:
     text = redacted_for_people(record["text"])
     wrapper = f"Error executing tool {record['tool']}: "
-    return text[len(wrapper) :] if record["kind"] == "tool_error" and text.startswith(wrapper) else text
+    text = text[len(wrapper) :] if record["kind"] == "tool_error" and text.startswith(wrapper) else text
+    return text.removeprefix("Error: ")
 
 
 def percentile(values: list[int], fraction: float) -> float:
@@ -196,6 +199,11 @@ def main() -> int:
 
     snapshot = CatalogSnapshot.from_document(yaml.safe_load(DEFAULT_CATALOG.read_text(encoding="utf-8")))
     real = [_as_handed_over(record) for record in json.loads(REAL.read_text())]
+    corpus = {
+        text: FailureFacts(upstream=record["server"], tool=f"{record['server']}__{record['tool']}", kind=record["kind"],
+                           jsonrpc_code=record["jsonrpc_code"], text=text)
+        for record in json.loads(CORPUS.read_text()) for text in [_as_handed_over(record)]
+    }  # fmt: skip
     long_texts = {label: [redacted_for_people(text_for(i)) for i in range(VARIANTS)] for label, text_for in LONG_CASES}
     facts = {
         label: [FailureFacts(upstream=UPSTREAM, tool=TOOL, kind="tool_error", text=text) for text in texts]
@@ -213,12 +221,13 @@ def main() -> int:
 
         return call
 
-    samples: dict[str, list[int]] = {"real": []}
+    samples: dict[str, list[int]] = {"real": [], "corpus +classify": []}
     for label in long_texts:
         samples[label] = []
         samples[f"{label} +classify"] = []
     for _ in range(args.rounds):
         samples["real"] += timed(screen, real, args.calls)
+        samples["corpus +classify"] += timed(classified_and_screened(corpus), list(corpus), args.calls)
         for label, texts in long_texts.items():
             by_text = {item.text: item for item in facts[label]}
             samples[label] += timed(screen, texts, args.calls)
@@ -232,6 +241,11 @@ def main() -> int:
     print(
         f"  {f'the {len(real)} real texts':36s} {'':42s} {statistics.median(samples['real']) / 1000:8.2f} "
         f"{percentile(samples['real'], 0.9) / 1000:8.2f}"
+    )
+    both = samples["corpus +classify"]
+    print(
+        f"  {f'the corpus, {len(corpus)} recorded texts':36s} {'':42s} {'':8s} {'':8s} "
+        f"{statistics.median(both) / 1000:10.2f} {percentile(both, 0.9) / 1000:8.2f}"
     )
     worst = 0.0
     over: list[str] = []

@@ -203,7 +203,9 @@ def test_a_failing_published_tool_reaches_the_model_as_catalog_text_and_a_rule_c
     wait_until(reclassified, what="the rule served")
     other = _call(app, key, "time__convert_time", {"source_timezone": "Mars/Olympus", "time": "12:00",
                                                    "target_timezone": "Etc/UTC"})  # fmt: skip
-    assert other.structured_content["code"] == "VALIDATION_ERROR"  # another tool: its text names neither zone
+    # Another tool, with the default rules: its text names neither zone's parameter but quotes the value of one.
+    assert other.structured_content["code"] == "INVALID_PARAMETER"
+    assert other.structured_content["details"]["parameter"] == "source_timezone"
 
 
 def test_an_http_server_killed_mid_call_is_answered_from_the_catalog_and_the_gateway_reconnects(

@@ -64,7 +64,7 @@ FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
 FILESYSTEM_VERSION = "2026.8.31"
 
 
-def _npm_package(package_name: str, version: str) -> Path:
+def npm_package(package_name: str, version: str) -> Path:
     """The folder of an npm package installed (pinned) into the shared ``node_modules``; installed once."""
     package = UPSTREAMS_DIR / "node_modules" / package_name
     manifest = package / "package.json"
@@ -82,55 +82,59 @@ def _npm_package(package_name: str, version: str) -> Path:
 
 def everything_server() -> list[str]:
     """The command that runs npm's ``server-everything`` (add ``stdio`` or ``streamableHttp``); installed once."""
-    package = _npm_package(EVERYTHING_PACKAGE, EVERYTHING_VERSION)
+    package = npm_package(EVERYTHING_PACKAGE, EVERYTHING_VERSION)
     return [shutil.which("node") or "node", str(package / "dist" / "index.js")]
 
 
 def filesystem_server() -> list[str]:
     """The command that runs npm's ``server-filesystem`` (add the allowed folders); installed once."""
-    package = _npm_package(FILESYSTEM_PACKAGE, FILESYSTEM_VERSION)
+    package = npm_package(FILESYSTEM_PACKAGE, FILESYSTEM_VERSION)
     return [shutil.which("node") or "node", str(package / "dist" / "index.js")]
 
 
-def _pypi_program(folder: str, package: str, version: str) -> str:
-    """The console script ``package`` installs, from a virtual environment of its own; installed once."""
+def pypi_program(folder: str, package: str, version: str, script: str | None = None, *pins: str) -> str:
+    """The console script ``script`` (by default the one named as ``package``) of ``package==version``, from a virtual
+    environment of its own in ``var/upstreams/<folder>`` (as ``uvx`` gives it); installed once, again when the pinned
+    version changes. ``pins`` are requirements installed with it where the package's own bounds let in a release that
+    breaks it (``mcp<2``)."""
     venv = UPSTREAMS_DIR / folder
-    program = venv / "bin" / package
+    program = venv / "bin" / (script or package)
     stamp = venv / "installed-version"
-    if not program.exists() or not stamp.exists() or stamp.read_text() != version:
+    wanted = f"{package}=={version}"
+    stamped = " ".join((wanted, *pins)) if pins else version
+    if not program.exists() or not stamp.exists() or stamp.read_text() != stamped:
         shutil.rmtree(venv, ignore_errors=True)
-        requirement = f"{package}=={version}"
         uv = shutil.which("uv")  # as ``uvx <package>`` installs it; ``./dev`` puts uv on the machine
         if uv and subprocess.run([uv, "--version"], capture_output=True, check=False).returncode == 0:  # noqa: S603
             commands = [
                 [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
-                [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), requirement],
+                [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), wanted, *pins],
             ]
         else:
             commands = [
                 [sys.executable, "-m", "venv", str(venv)],
                 [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                 requirement],
+                 wanted, *pins],
             ]  # fmt: skip
         for command in commands:
-            subprocess.run(command, check=True, capture_output=True, timeout=600)  # noqa: S603 (pinned package)
-        stamp.write_text(version)
+            subprocess.run(command, check=True, capture_output=True, timeout=900)  # noqa: S603 (pinned package)
+        stamp.write_text(stamped)
     return str(program)
 
 
 def time_server() -> str:
     """The ``mcp-server-time`` program of a virtual environment of its own; installed once."""
-    return _pypi_program("time", TIME_PACKAGE, TIME_VERSION)
+    return pypi_program("time", TIME_PACKAGE, TIME_VERSION)
 
 
 def git_server() -> str:
     """The ``mcp-server-git`` program of a virtual environment of its own; installed once."""
-    return _pypi_program("git", GIT_PACKAGE, GIT_VERSION)
+    return pypi_program("git", GIT_PACKAGE, GIT_VERSION)
 
 
 def fetch_server() -> str:
     """The ``mcp-server-fetch`` program of a virtual environment of its own; installed once."""
-    return _pypi_program("fetch", FETCH_PACKAGE, FETCH_VERSION)
+    return pypi_program("fetch", FETCH_PACKAGE, FETCH_VERSION)
 
 
 class UpstreamProcess:

@@ -1,0 +1,346 @@
+"""The failure corpus's servers: real, unmodified MCP servers, each installed as its README says, pinned.
+
+Each ``CorpusServer`` says what kind of server it is, which package and version, whether the default catalog's rules
+were written with its texts in view (``tuned``; the others are the proof that the rules hold beyond the servers they
+were written for), and how to start it over stdio in a scratch folder (``launch``: it sets up what the server works
+on there, a repository, a database, files, and returns the command). npm packages go into the shared
+``var/upstreams/node_modules`` and run with the machine's Node (``npm_program``); PyPI packages each get a virtual
+environment of their own, as ``uvx`` gives them (``pypi_program``; mcp-server-sqlite and mcp-text-editor are held to
+``mcp<2``, which their own loose bounds ``mcp>=1.6`` and ``mcp>=1.1.2`` would let in and which they do not start
+with). The database servers work on the machine's PostgreSQL and MariaDB, each launch in a new database named
+``corpus_<random>``, dropped when the run ends; the cache servers each on a ``redis-server`` of their own, started
+for the launch and stopped when the run ends; the SQLite, DuckDB and Excel servers on a file made in their scratch
+folder, the notes server (basic-memory) on a folder of notes there, with its index and config beside it, and the
+document converter (markitdown-mcp) on files there.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import secrets
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.mcpserver.gateway.upstreams import (
+    everything_server,
+    fetch_server,
+    filesystem_server,
+    git_server,
+    npm_package,
+    pypi_program,
+    time_server,
+)
+
+# What a server works on, as the corpus's report groups them.
+KINDS = frozenset(
+    {"files", "version-control", "web", "database", "cache", "knowledge", "search", "time", "reasoning", "reference"}
+)
+
+
+@dataclass(frozen=True)
+class StdioLaunch:
+    """A server's command line over stdio, and what its environment adds to the machine's."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CorpusServer:
+    name: str  # its name behind the gateway (the prefix of its tools) and in the cases
+    kind: str  # one of KINDS
+    package: str  # "npm <name>" or "PyPI <name>"
+    version: str
+    tuned: bool  # the default rules were written with this server's failure texts in view
+    launch: Callable[[Path], StdioLaunch]  # given an empty scratch folder of its own
+
+
+def npm_program(package: str, version: str, bin_name: str | None = None) -> list[str]:
+    """The command that runs an npm package's program (its ``bin``: the one named ``bin_name``, else its only or
+    first one) with the machine's Node, installed (pinned) into the shared ``var/upstreams/node_modules`` once."""
+    folder = npm_package(package, version)
+    bins = json.loads((folder / "package.json").read_text())["bin"]
+    entry = bins if isinstance(bins, str) else bins[bin_name or next(iter(bins))]
+    return [shutil.which("node") or "node", str((folder / entry).resolve())]
+
+
+def git_in(folder: Path, *args: str) -> None:
+    """``git`` in ``folder`` with a fixed identity (the corpus's repositories are made fresh for each run)."""
+    subprocess.run(  # noqa: S603 (fixed git command)
+        [shutil.which("git") or "git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=folder, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _time(folder: Path) -> StdioLaunch:
+    return StdioLaunch(time_server(), ("--local-timezone", "Etc/UTC"))
+
+
+def _git(folder: Path) -> StdioLaunch:
+    repo = folder / "repo"
+    repo.mkdir()
+    git_in(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / "a.txt").write_text("a\n")
+    git_in(repo, "add", "a.txt")
+    git_in(repo, "commit", "--quiet", "-m", "one")
+    (folder / "plain").mkdir()
+    return StdioLaunch(git_server(), ("--repository", str(repo)))
+
+
+def _fetch(folder: Path) -> StdioLaunch:
+    return StdioLaunch(fetch_server())
+
+
+def _filesystem(folder: Path) -> StdioLaunch:
+    root = folder / "fsroot"
+    root.mkdir()
+    (root / "hello.txt").write_text("hello\n")
+    node, script = filesystem_server()
+    return StdioLaunch(node, (script, str(root)))
+
+
+def _everything(folder: Path) -> StdioLaunch:
+    node, script = everything_server()
+    return StdioLaunch(node, (script, "stdio"))
+
+
+# The machine's services the database and cache servers work on, each launch in a namespace of its own.
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432"
+MARIADB = {"host": "127.0.0.1", "port": "3306", "user": "root"}  # empty password
+
+
+def _launch(command: list[str], *args: str, env: Mapping[str, str] | None = None) -> StdioLaunch:
+    """A launch of ``command`` (a program and its first arguments, as ``npm_program`` gives it) with ``args``."""
+    return StdioLaunch(command[0], (*command[1:], *args), env or {})
+
+
+def _fresh_name() -> str:
+    return f"corpus_{secrets.token_hex(6)}"
+
+
+def _memory(folder: Path) -> StdioLaunch:
+    memory = folder / "memory.jsonl"  # one entity to add to, in the server's own line format
+    memory.write_text(
+        json.dumps({"type": "entity", "name": "Alice", "entityType": "person", "observations": []}) + "\n"
+    )
+    program = npm_program("@modelcontextprotocol/server-memory", "2026.8.31")
+    return _launch(program, env={"MEMORY_FILE_PATH": str(memory)})
+
+
+def _thinking(folder: Path) -> StdioLaunch:
+    program = npm_program("@modelcontextprotocol/server-sequential-thinking", "2026.8.31")
+    return _launch(program, env={"DISABLE_THOUGHT_LOGGING": "true"})
+
+
+def _sqlite(folder: Path) -> StdioLaunch:
+    database = folder / "corpus.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, age INTEGER)")
+        connection.execute("INSERT INTO users (name, age) VALUES ('alice', 30), ('bob', 40)")
+    connection.close()
+    return StdioLaunch(pypi_program("sqlite", "mcp-server-sqlite", "2025.4.25", "mcp-server-sqlite", "mcp<2"),
+                       ("--db-path", str(database)))  # fmt: skip
+
+
+def _psql(*args: str) -> None:
+    subprocess.run(  # noqa: S603 (fixed psql command)
+        [shutil.which("psql") or "psql", "-h", "127.0.0.1", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-q", *args],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+
+
+def _postgres_database() -> str:
+    """A new PostgreSQL database of the corpus's own with a ``users`` table (alice and bob), dropped when the run ends,
+    after its servers have (one still connected is disconnected)."""
+    database = _fresh_name()
+    _psql("-d", "postgres", "-c", f"CREATE DATABASE {database}")
+    atexit.register(_psql, "-d", "postgres", "-c", f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    _psql("-d", database, "-c", "CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL UNIQUE, age integer, "
+          "created date); INSERT INTO users (name, age, created) VALUES ('alice', 30, '2024-01-01'), "
+          "('bob', 40, '2024-02-01')")  # fmt: skip
+    return database
+
+
+def _postgres(folder: Path) -> StdioLaunch:
+    program = npm_program("@modelcontextprotocol/server-postgres", "0.6.2")
+    return _launch(program, f"{POSTGRES_URL}/{_postgres_database()}")
+
+
+def _mysql(*args: str) -> None:
+    subprocess.run(  # noqa: S603 (fixed mysql command)
+        [shutil.which("mysql") or "mysql", "-h", MARIADB["host"], "-P", MARIADB["port"], "-u", MARIADB["user"], *args],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+
+
+def _mariadb(folder: Path) -> StdioLaunch:
+    database = _fresh_name()
+    _mysql("-e", f"CREATE DATABASE {database}")
+    atexit.register(_mysql, "-e", f"DROP DATABASE IF EXISTS {database}")
+    _mysql(database, "-e", "CREATE TABLE users (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50) NOT NULL UNIQUE, "
+           "age INT, created DATE); INSERT INTO users (name, age, created) VALUES ('alice', 30, '2024-01-01'), "
+           "('bob', 40, '2024-02-01')")  # fmt: skip
+    program = npm_program("@benborla29/mcp-server-mysql", "2.0.9")
+    env = {"MYSQL_HOST": MARIADB["host"], "MYSQL_PORT": MARIADB["port"], "MYSQL_USER": MARIADB["user"],
+           "MYSQL_PASS": "", "MYSQL_DB": database}  # fmt: skip
+    return _launch(program, env=env)
+
+
+def _own_redis(folder: Path) -> str:
+    """The URL of a ``redis-server`` of this launch's own, on a free port, its files in ``folder``, stopped when the
+    run ends, with the corpus's keys: a list and a string. The machine's Redis is never touched."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(  # noqa: S603 (the system's redis-server, fixed arguments)
+        [shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    atexit.register(process.kill)
+    url = f"redis://127.0.0.1:{port}/0"
+    cli = [shutil.which("redis-cli") or "redis-cli", "-u", url]
+    deadline = time.monotonic() + 10
+    while subprocess.run([*cli, "PING"], capture_output=True, check=False).stdout.strip() != b"PONG":  # noqa: S603
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"redis-server on port {port} did not answer")
+        time.sleep(0.1)
+    for command in (("RPUSH", "corpus:list", "a", "b"), ("SET", "corpus:string", "hello")):
+        subprocess.run([*cli, *command], check=True, capture_output=True, timeout=60)  # noqa: S603 (fixed command)
+    return url
+
+
+def _redis(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("@modelcontextprotocol/server-redis", "2025.4.25"), _own_redis(folder))
+
+
+def _redis_official(folder: Path) -> StdioLaunch:
+    program = pypi_program("redis", "redis-mcp-server", "0.5.1", "redis-mcp-server")
+    return StdioLaunch(program, ("--url", _own_redis(folder)))
+
+
+def _git_cyanheads(folder: Path) -> StdioLaunch:
+    repo = folder / "repo"
+    repo.mkdir()
+    git_in(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / "a.txt").write_text("a\n")
+    git_in(repo, "add", "a.txt")
+    git_in(repo, "commit", "--quiet", "-m", "one")
+    (folder / "plain").mkdir()  # a folder that is no repository, inside GIT_BASE_DIR
+    env = {"MCP_TRANSPORT_TYPE": "stdio", "MCP_LOG_LEVEL": "error", "GIT_BASE_DIR": str(folder),
+           "LOGS_DIR": str(folder / "logs"), "GIT_USERNAME": "t", "GIT_EMAIL": "t@example.invalid",
+           "GIT_SIGN_COMMITS": "false"}  # fmt: skip
+    return _launch(npm_program("@cyanheads/git-mcp-server", "2.15.3"), env=env)
+
+
+def _fetch_node(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("mcp-fetch-server", "1.1.2", "mcp-fetch-server"))
+
+
+DUCKDB_SEED = (
+    "CREATE TABLE users (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL UNIQUE, age INTEGER, created DATE); "
+    "INSERT INTO users VALUES (1, 'alice', 30, DATE '2024-01-01'), (2, 'bob', 40, DATE '2024-02-01')"
+)
+
+
+def _duckdb(folder: Path) -> StdioLaunch:
+    program = pypi_program("motherduck", "mcp-server-motherduck", "1.1.0", "mcp-server-motherduck")
+    database = folder / "corpus.duckdb"  # seeded by the DuckDB of the server's own environment
+    subprocess.run(  # noqa: S603 (fixed script)
+        [str(Path(program).parent / "python"), "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).execute("
+         "sys.argv[2]).close()", str(database), DUCKDB_SEED],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    return StdioLaunch(program, ("--db-path", str(database)))  # read-only, the server's default for a file
+
+
+def _text_editor(folder: Path) -> StdioLaunch:
+    texts = folder / "texts"  # the server takes any absolute path; the cases name files of this folder
+    texts.mkdir()
+    (texts / "notes.txt").write_text("one\ntwo\nthree\n")
+    (texts / "latin1.txt").write_bytes("café\n".encode("latin-1"))
+    return StdioLaunch(pypi_program("texteditor", "mcp-text-editor", "1.0.2", "mcp-text-editor", "mcp<2"))
+
+
+def _knowledge_graph(folder: Path) -> StdioLaunch:
+    memory = folder / "memory.jsonl"  # one entity, as in the server's own line format
+    memory.write_text(
+        json.dumps({"type": "entity", "name": "Alice", "entityType": "person", "observations": []}) + "\n"
+    )
+    return _launch(npm_program("@itseasy21/mcp-knowledge-graph", "1.0.7"), "--memory-path", str(memory))
+
+
+def _dbhub(folder: Path) -> StdioLaunch:
+    program = npm_program("@bytebase/dbhub", "1.4.0")
+    dsn = f"{POSTGRES_URL}/{_postgres_database()}?sslmode=disable"
+    return _launch(program, "--transport", "stdio", "--dsn", dsn)
+
+
+def _excel(folder: Path) -> StdioLaunch:
+    program = pypi_program("excel", "excel-mcp-server", "2.2.2", "excel-mcp-server")
+    books = folder / "books"  # the only folder the server may open workbooks in
+    books.mkdir()
+    subprocess.run(  # noqa: S603 (fixed script) a workbook made by the openpyxl of the server's own environment
+        [str(Path(program).parent / "python"), "-c", "import openpyxl, sys; book = openpyxl.Workbook(); "
+         "sheet = book.active; sheet.title = 'Data'; [sheet.append(row) for row in "
+         "(['name', 'age'], ['alice', 30], ['bob', 40])]; book.save(sys.argv[1])", str(books / "people.xlsx")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    (books / "plain.xlsx").write_text("not a workbook\n")  # a text file named as a workbook
+    return StdioLaunch(program, ("stdio", "--allow-dir", str(books)))
+
+
+def _basic_memory(folder: Path) -> StdioLaunch:
+    notes = folder / "notes"  # the default project "main"; its index and config go to a folder of their own
+    (notes / "people").mkdir(parents=True)
+    (notes / "people" / "Alice.md").write_text(
+        "---\ntitle: Alice\ntype: person\npermalink: people/alice\n---\n\n# Alice\n\nA person.\n"
+    )
+    env = {"BASIC_MEMORY_HOME": str(notes), "BASIC_MEMORY_CONFIG_DIR": str(folder / "config"),
+           "BASIC_MEMORY_NO_PROMOS": "1", "FASTMCP_CHECK_FOR_UPDATES": "off"}  # fmt: skip
+    return StdioLaunch(pypi_program("basicmemory", "basic-memory", "0.24.1", "basic-memory"), ("mcp",), env)
+
+
+def _markitdown(folder: Path) -> StdioLaunch:
+    documents = folder / "documents"  # the server reads any file: URI; the cases name this folder's
+    documents.mkdir()
+    (documents / "table.csv").write_text("name,age\nalice,30\n")
+    return StdioLaunch(pypi_program("markitdown", "markitdown-mcp", "0.0.1a8", "markitdown-mcp"))
+
+
+SERVERS: dict[str, CorpusServer] = {
+    server.name: server
+    for server in (
+        CorpusServer("time", "time", "PyPI mcp-server-time", "2026.10.19", True, _time),
+        CorpusServer("git", "version-control", "PyPI mcp-server-git", "2026.10.19", True, _git),
+        CorpusServer("fetch", "web", "PyPI mcp-server-fetch", "2026.10.24", True, _fetch),
+        CorpusServer("files", "files", "npm @modelcontextprotocol/server-filesystem", "2026.8.31", True, _filesystem),
+        CorpusServer("everything", "reference", "npm @modelcontextprotocol/server-everything", "2026.8.31", True,
+                     _everything),
+        CorpusServer("memory", "knowledge", "npm @modelcontextprotocol/server-memory", "2026.8.31", True, _memory),
+        CorpusServer("thinking", "reasoning", "npm @modelcontextprotocol/server-sequential-thinking", "2026.8.31", True,
+                     _thinking),
+        CorpusServer("sqlite", "database", "PyPI mcp-server-sqlite", "2025.4.25", True, _sqlite),
+        CorpusServer("postgres", "database", "npm @modelcontextprotocol/server-postgres", "0.6.2", True, _postgres),
+        CorpusServer("mysql", "database", "npm @benborla29/mcp-server-mysql", "2.0.9", True, _mariadb),
+        CorpusServer("redis", "cache", "npm @modelcontextprotocol/server-redis", "2025.4.25", True, _redis),
+        CorpusServer("redis2", "cache", "PyPI redis-mcp-server", "0.5.1", False, _redis_official),
+        CorpusServer("git2", "version-control", "npm @cyanheads/git-mcp-server", "2.15.3", True, _git_cyanheads),
+        CorpusServer("fetch2", "web", "npm mcp-fetch-server", "1.1.2", True, _fetch_node),
+        CorpusServer("duckdb", "database", "PyPI mcp-server-motherduck", "1.1.0", True, _duckdb),
+        CorpusServer("files2", "files", "PyPI mcp-text-editor", "1.0.2", True, _text_editor),
+        CorpusServer("memory2", "knowledge", "npm @itseasy21/mcp-knowledge-graph", "1.0.7", False, _knowledge_graph),
+        CorpusServer("postgres2", "database", "npm @bytebase/dbhub", "1.4.0", False, _dbhub),
+        CorpusServer("excel", "files", "PyPI excel-mcp-server", "2.2.2", False, _excel),
+        CorpusServer("notes", "knowledge", "PyPI basic-memory", "0.24.1", False, _basic_memory),
+        CorpusServer("markitdown", "files", "PyPI markitdown-mcp", "0.0.1a8", False, _markitdown),
+    )
+}  # fmt: skip

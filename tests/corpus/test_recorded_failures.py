@@ -1,0 +1,67 @@
+"""The corpus's recorded failure texts against the default catalog's rules and the gateway's screen, without servers.
+
+``recorded.json`` holds what each real server answered directly (``bench/corpus_score.py --record``). Each text is
+made into the failure the gateway makes of it (``mcpserver.gateway.failures``: the Python SDK's wrapper and a
+JavaScript "Error: " taken off, credentials redacted), classified, captured and screened as the pipeline does: a
+server the rules were written for gets a code that fits the truth, and every failure's quote keeps the facts the model
+needs and drops what a case planted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from errcatalog.gateway.detail import screen_detail
+from errcatalog.render.classify import classification, facts_from_exception
+from errcatalog.render.patterns import captured_facts
+from mcpserver.gateway.failures import UpstreamError, UpstreamJsonRpcError, UpstreamToolError
+from tests.corpus.harness import load_cases, load_recorded
+from tests.corpus.servers import SERVERS
+
+CASES = {case.id: case for case in load_cases()}
+RECORDED = load_recorded()
+QUOTE_MAX_CHARS = 300
+
+
+def _failure(entry: dict) -> UpstreamError:
+    if entry["kind"] == "jsonrpc_error":
+        return UpstreamJsonRpcError(entry["server"], entry["text"], jsonrpc_code=entry["jsonrpc_code"], words="quoted")
+    return UpstreamToolError(entry["server"], entry["text"], tool=entry["tool"], words="quoted")
+
+
+def _classified(snapshot, entry: dict):
+    failure = _failure(entry)
+    facts = facts_from_exception(failure, upstream=entry["server"], tool=f"{entry['server']}__{entry['tool']}")
+    return facts, classification(snapshot, facts)
+
+
+def test_every_case_was_recorded_failing():
+    assert set(RECORDED) == set(CASES)
+    assert all(entry["kind"] in ("tool_error", "jsonrpc_error") for entry in RECORDED.values())
+
+
+# A text that carries no fact of its failure ("Cannot read properties of undefined") cannot tell a rule its truth.
+TUNED = [case_id for case_id, case in CASES.items() if SERVERS[case.server].tuned and case.facts]
+
+
+@pytest.mark.parametrize("case_id", TUNED)
+def test_a_tuned_servers_failure_gets_a_code_that_fits_its_truth(default_snapshot, case_id):
+    _facts, (code, _rule, _matched) = _classified(default_snapshot, RECORDED[case_id])
+    assert code in CASES[case_id].codes, f"{RECORDED[case_id]['text']!r} -> {code}"
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_the_quote_keeps_the_facts_and_drops_what_was_planted(default_snapshot, case_id):
+    case, entry = CASES[case_id], RECORDED[case_id]
+    facts, (_code, rule, matched) = _classified(default_snapshot, entry)
+    screened = screen_detail(facts.text, max_chars=QUOTE_MAX_CHARS)
+    captured = captured_facts(rule.pattern, matched) if rule else ()
+    quoted = screened.text.lower()
+    for fact in case.facts:
+        # The upstream's own words are the first way of saying a fact; a fact past the quote's bound is not lost
+        # when the rule captured it.
+        said = fact[0].lower()
+        assert said in quoted or any(said in value.lower() for _name, value in captured) or screened.withheld, fact
+    for planted in case.hostile:
+        assert planted.lower() not in quoted
+        assert all(planted.lower() not in value.lower() for _name, value in captured)
