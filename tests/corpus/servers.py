@@ -84,7 +84,8 @@ def _time(folder: Path) -> StdioLaunch:
     return StdioLaunch(time_server(), ("--local-timezone", "Etc/UTC"))
 
 
-def _git(folder: Path) -> StdioLaunch:
+def _repository(folder: Path) -> Path:
+    """``folder/repo``, a repository with one commit of ``a.txt``, beside ``folder/plain``, a folder that is none."""
     repo = folder / "repo"
     repo.mkdir()
     git_in(repo, "init", "--quiet", "--initial-branch=main")
@@ -92,7 +93,11 @@ def _git(folder: Path) -> StdioLaunch:
     git_in(repo, "add", "a.txt")
     git_in(repo, "commit", "--quiet", "-m", "one")
     (folder / "plain").mkdir()
-    return StdioLaunch(git_server(), ("--repository", str(repo)))
+    return repo
+
+
+def _git(folder: Path) -> StdioLaunch:
+    return StdioLaunch(git_server(), ("--repository", str(_repository(folder))))
 
 
 def _fetch(folder: Path) -> StdioLaunch:
@@ -228,13 +233,7 @@ def _redis_official(folder: Path) -> StdioLaunch:
 
 
 def _git_cyanheads(folder: Path) -> StdioLaunch:
-    repo = folder / "repo"
-    repo.mkdir()
-    git_in(repo, "init", "--quiet", "--initial-branch=main")
-    (repo / "a.txt").write_text("a\n")
-    git_in(repo, "add", "a.txt")
-    git_in(repo, "commit", "--quiet", "-m", "one")
-    (folder / "plain").mkdir()  # a folder that is no repository, inside GIT_BASE_DIR
+    _repository(folder)  # inside GIT_BASE_DIR, with the folder that is no repository
     env = {"MCP_TRANSPORT_TYPE": "stdio", "MCP_LOG_LEVEL": "error", "GIT_BASE_DIR": str(folder),
            "LOGS_DIR": str(folder / "logs"), "GIT_USERNAME": "t", "GIT_EMAIL": "t@example.invalid",
            "GIT_SIGN_COMMITS": "false"}  # fmt: skip
