@@ -39,7 +39,7 @@ from errcatalog.render.core import NETWORK_FAILURES
 from errcatalog.render.locale import choose_locale
 from errcatalog.render.patterns import PATTERN_MAX_CHARS, TEXT_MAX_CHARS
 from errcatalog.safety import redacted_for_people, template_errors
-from errcatalog.vocabulary import TOOL_NAME_PATTERN, UPSTREAM_FAILURE_KINDS, is_json_number
+from errcatalog.vocabulary import CODE_PATTERN, TOOL_NAME_PATTERN, UPSTREAM_FAILURE_KINDS, is_json_number
 
 # Python class names, as classification rules and ``classify/`` compare them (no module path).
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -238,8 +238,18 @@ class ParameterHintSerializer(CatalogRowSerializer):
         read_only_fields = ["id", "updated_at"]
 
 
+class CodeByNameField(serializers.SlugRelatedField):
+    """A catalog code by its name. A name no code can have is refused before the database is asked: PostgreSQL
+    refuses text with a NUL character in a query (a 500), and no other such name can match."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and not re.fullmatch(CODE_PATTERN, data):
+            self.fail("does_not_exist", slug_name=self.slug_field, value=data.replace("\x00", "\\x00")[:64])
+        return super().to_internal_value(data)
+
+
 class ClassificationRuleSerializer(CatalogRowSerializer):
-    code = serializers.SlugRelatedField(
+    code = CodeByNameField(
         source="error_code", slug_field="code", queryset=ErrorCode.objects.all(), help_text="The code to assign."
     )
     upstream = serializers.CharField(max_length=64, required=False, allow_blank=True)

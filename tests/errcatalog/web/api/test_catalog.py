@@ -294,6 +294,9 @@ def test_rules_are_created_updated_and_deleted(catalog, editor):
     ("rule", "field"),
     [
         ({"code": "NO_SUCH_CODE", "status_min": 400}, "code"),
+        # A name no code can have is refused before the database is asked (PostgreSQL: a 500 for NUL).
+        ({"code": "NOT\x00FOUND", "status_min": 400}, "code"),
+        ({"code": "not found", "status_min": 400}, "code"),
         ({"code": "NOT_FOUND"}, "non_field_errors"),
         ({"code": "NOT_FOUND", "status_min": 500, "status_max": 400}, "status_max"),
         ({"code": "NOT_FOUND", "status_min": 99}, "status_min"),
