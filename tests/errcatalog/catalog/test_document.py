@@ -178,19 +178,27 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     # between exception rules (33: a provider's unconverted APICallError, 36: SafetyRefusal); the gateway's answer
     # that is not MCP and its open circuit before the transport rules (104, 105); what the gateway cannot relay (275:
     # an upstream's URL elicitation required, 276: a task-only tool); the rules on an upstream's own failure text
-    # (291-297) and, after them, the rules on a bare JSON-RPC code (301-305), before the fallback for a JSON-RPC error;
-    # the rules in the words of the engines and libraries servers wrap (271-289, around the positions taken then).
+    # (291-297) and, after them, the rules on a bare JSON-RPC code (301-305); the rules in the words of the engines
+    # and libraries servers wrap (265-289, around the positions taken then); the rules on common words (306, 307),
+    # before the fallback for a failed tool, which moved from 300 to 309 to make room for them.
     upstream_text = set(range(291, 298))
-    dialects = {271, 272, 273, 274, 277, 278, 279, *range(281, 290)}
+    dialects = {*range(265, 275), 277, 278, 279, *range(281, 290)}
     jsonrpc_codes = set(range(301, 306))
-    inserted = {33, 36, 104, 105, 275, 276} | upstream_text | dialects | jsonrpc_codes
+    common_words = {306, 307}
+    inserted = {33, 36, 104, 105, 275, 276, 309} | upstream_text | dialects | jsonrpc_codes | common_words
     original = [r["position"] for r in rules if r["position"] not in inserted]
-    assert original == [*range(10, 211, 10), 280, 290, 300, 310]
+    assert original == [*range(10, 211, 10), 280, 290, 310]
     assert [r["code"] for r in rules if r["position"] in inserted] == [
         "LLM_PROVIDER_ERROR",
         "SAFETY_REFUSAL",
         "EXECUTION_FAILURE",
         "SERVICE_UNAVAILABLE",
+        "INVALID_PARAMETER",
+        "VALIDATION_ERROR",
+        "INVALID_PARAMETER",
+        "PERMISSION_DENIED",
+        "NETWORK_ERROR",
+        "VALIDATION_ERROR",
         "PERMISSION_DENIED",
         "INVALID_PARAMETER",
         "NOT_FOUND",
@@ -221,6 +229,9 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "METHOD_NOT_FOUND",
         "INVALID_PARAMS",
         "RESOURCE_NOT_FOUND",
+        "NOT_FOUND",
+        "INVALID_PARAMETER",
+        "UPSTREAM_TOOL_FAILED",
     ]
     # Rules on an upstream's text read a tool's error result and a JSON-RPC error's message alike.
     assert all(

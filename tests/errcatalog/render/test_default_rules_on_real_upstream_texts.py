@@ -44,7 +44,7 @@ def test_the_fixture_covers_every_category_across_servers():
         by_code.setdefault(case["expected"], set()).add(case["server"])
     assert {"INVALID_PARAMETER", "NOT_FOUND", "PERMISSION_DENIED", "NETWORK_ERROR"} <= by_code.keys()
     assert len(by_code["INVALID_PARAMETER"]) >= 4 and len(by_code["NOT_FOUND"]) >= 3
-    # Only the texts that cannot be told apart by their words fall back: git's bare path, conflicts and states.
+    # Only the texts that cannot be told apart by their words fall back: git's bare path and states.
     assert sum(c["expected"] == FALLBACK for c in CASES) <= 6
 
 

@@ -44,7 +44,7 @@ def test_words_after_any_other_colon_are_not_read(text):
 @pytest.mark.parametrize(
     ("text", "code"),
     [
-        ("Unknown widget: Access denied - outside allowed directories", "UPSTREAM_TOOL_FAILED"),
+        ("Widget exploded: Access denied - outside allowed directories", "UPSTREAM_TOOL_FAILED"),
         ("Widget error: Access denied - outside allowed directories", "PERMISSION_DENIED"),
         (
             'Error calling tool \'q\': {"error": "Parser Error: syntax error at or near \\"SELEC\\""}',

@@ -70,12 +70,12 @@ def test_a_rule_is_previewed_then_saved_and_the_group_it_classifies_is_gone(admi
     first = admin_client.get(url)
     suggested = first.context["form"].initial
     assert suggested["pattern"] == r"^ENOENT-ish:\s+cannot\s+open\s+[^\n]*?\s+\(code\s+[^\n]*?\)"
-    assert suggested["position"] == 299  # the highest free position before the fallback rule (300)
-    form = {"code": "NOT_FOUND", "pattern": suggested["pattern"], "position": "299", "note": "files: missing"}
+    assert suggested["position"] == 308  # the highest free position before the fallback rule (309)
+    form = {"code": "NOT_FOUND", "pattern": suggested["pattern"], "position": "308", "note": "files: missing"}
 
     # Saving values that were not previewed shows their preview instead.
     page = admin_client.post(url, {**form, "save": "1"})
-    assert page.status_code == 200 and not ClassificationRule.objects.filter(position=299).exists()
+    assert page.status_code == 200 and not ClassificationRule.objects.filter(position=308).exists()
     previews = page.context["previews"]
     assert [(p.found, p.code_now, p.code_with_rule) for p in previews] == [
         (True, "UPSTREAM_TOOL_FAILED", "NOT_FOUND")
@@ -85,7 +85,7 @@ def test_a_rule_is_previewed_then_saved_and_the_group_it_classifies_is_gone(admi
 
     saved = admin_client.post(url, {**form, "previewed": page.context["form"]["previewed"].value(), "save": "1"})
     assert saved.status_code == 302
-    rule = ClassificationRule.objects.get(position=299)
+    rule = ClassificationRule.objects.get(position=308)
     assert (rule.error_code.code, rule.upstream, rule.tool, rule.kind, rule.pattern) == (
         "NOT_FOUND", "files", "files__read", "tool_error", suggested["pattern"]
     )  # fmt: skip
@@ -108,7 +108,7 @@ def test_a_rule_that_misses_some_samples_keeps_the_group(admin_client, group):
     [
         ("pattern", "(?=lookahead)", "RE2 cannot use this pattern"),
         ("pattern", "x" * 501, "at most 500 characters"),
-        ("position", "300", "A rule has position 300 already"),
+        ("position", "309", "A rule has position 309 already"),
         ("position", "0", "greater than or equal to 1"),
         ("code", "NO_SUCH_CODE", "Select a valid choice"),
     ],
