@@ -33,7 +33,7 @@ from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, UpstreamWords, did_you_mean, render, tool_result
 from errcatalog.render.classify import FailureFacts, classification, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
-from errcatalog.render.patterns import captured_facts, parameter_named_in
+from errcatalog.render.patterns import captured_facts, inner_texts, parameter_named_in
 from errcatalog.safety import safe_identifier
 from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_name
 from mcpserver import elicitation, tracing
@@ -459,8 +459,10 @@ def _parameters_named(
     chosen says the input was wrong, names nothing that exists or was refused.
 
     In order: the property at the start of the path the rule captured; the property the words the rule matched name
-    (``matched``: the text, or words a wrapper holds, "url: Invalid URL"), then the text; the one argument
-    whose value the text quotes back (an identifier that matches nothing, a path); the tool's one text property (a
+    (``matched``: words a wrapper holds, "url: Invalid URL"); the one argument whose value the text quotes back (an
+    identifier that matches nothing, a path), which says more than a property's name met in the text's prose
+    ("Invalid time zone specified: Europe/Londn" is about the zone, not a ``time`` property); a property the text
+    names; the path of a validation issue in a JSON error body the text holds; the tool's one text property (a
     query, a command) when it has at most one other, which then holds whatever the text found wrong. The text only
     picks among the schema's names: nothing of it is rendered.
     """
@@ -475,13 +477,12 @@ def _parameters_named(
         return (replace(parameter_fault(echoed, described[echoed], "invalid"), expected_format=""),) if echoed else ()
     if entry.system or not (entry.kind == "needs_input" or entry.category in _PARAMETER_CATEGORIES):
         return ()
-    path = dict(captured).get("path", "")
-    top = re.split(r"[./\[]", path.lstrip("/"), maxsplit=1)[0]
     name = (
-        (top if top in described else None)
+        _property_at(dict(captured).get("path", ""), described)
         or (parameter_named_in(matched, described) if matched and matched != text else None)
-        or parameter_named_in(text, described)
         or _parameter_echoed(text, described, arguments)
+        or parameter_named_in(text, described)
+        or next(filter(None, (_property_at(path, described) for path in _paths_in(text))), None)
     )
     if name is None:
         texts = [n for n, p in described.items() if p.get("type") == "string" and "enum" not in p]
@@ -492,6 +493,28 @@ def _parameters_named(
     # from 1 to 10) is what the upstream refused it despite: saying it again would point the model the wrong way.
     # What the upstream expects is in its own words, quoted after the catalog's.
     return (replace(parameter_fault(name, described[name], "invalid"), expected_format=""),)
+
+
+def _property_at(path: str, properties: Mapping[str, Any]) -> str | None:
+    """The property at the start of a parameter or JSON path (``entities[0].name``, ``/url``), matched as the schema
+    writes it or else regardless of case (a sentence starts "Query must be ..." for ``query``)."""
+    top = re.split(r"[./\[]", path.lstrip("/"), maxsplit=1)[0]
+    if not top or top in properties:
+        return top or None
+    folded = [name for name in properties if name.lower() == top.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+# A validation library's issue as ``inner_texts`` words it: its message, then " at " and the path of the value.
+_AT_PATH = re.compile(r" at ([A-Za-z0-9_$-]{1,64}(?:[.\[][A-Za-z0-9_$\]-]{0,64}){0,8})$")
+
+
+def _paths_in(text: str) -> Iterator[str]:
+    """The paths of the validation issues a JSON error body in ``text`` holds (``[{"path": ["url"], ...}]``)."""
+    for inner in inner_texts(text):
+        found = _AT_PATH.search(inner)
+        if found:
+            yield found.group(1)
 
 
 # An argument's value quoted back in a failure's text names its parameter only when it is this long: shorter ones

@@ -74,6 +74,12 @@ def test_the_text_rules_read_is_the_upstreams_own_words_cut_and_redacted():
     # Another tool's wrapper is the tool's own words: kept.
     other = facts_from_exception(UpstreamToolError("files", said, tool="write_file"))
     assert other.text.startswith("Error executing tool read_file: ")
+    # FastMCP's wrapper is taken off the same way.
+    fastmcp = "Error calling tool 'web_fetch': A valid HTTP/HTTPS URL is required"
+    assert facts_from_exception(UpstreamToolError("web", fastmcp, tool="web_fetch")).text == (
+        "A valid HTTP/HTTPS URL is required"
+    )
+    assert facts_from_exception(UpstreamToolError("web", fastmcp, tool="fetch")).text == fastmcp
     # A JSON-RPC error's text is its message, without the code our log line puts before it.
     rpc = UpstreamJsonRpcError("git", "-32602: Unknown tool: x", said="Unknown tool: x", jsonrpc_code=-32602)
     assert facts_from_exception(rpc).text == "Unknown tool: x"
