@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml
 
+from bench.benchtools.failure_texts import enoent, padded, percentile, unauthorized
 from errcatalog.render.classify import FailureFacts, classify
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.render.patterns import TEXT_MAX_CHARS
@@ -40,34 +41,8 @@ GOAL_MEDIAN_US = 20.0
 VARIANTS = 64
 
 
-def _padded(head: str, filler: str) -> str:
-    """``head`` followed by ``filler`` (repeated) to twice TEXT_MAX_CHARS: redacted as the gateway redacts an
-    upstream's text (paths and ids can look like credentials), it is cut to TEXT_MAX_CHARS."""
-    text = head
-    while len(text) < 2 * TEXT_MAX_CHARS:
-        text += filler
-    return text[: 2 * TEXT_MAX_CHARS]
-
-
-def _unauthorized(i: int) -> str:
-    return _padded(
-        f"401 Unauthorized: the token for workspace ws-{i:04d} was rejected by https://api.example.com/v2/items.\n"
-        f'Response body: {{"error": "invalid_token", "request_id": "req-{i * 7919:08x}"}}\n',
-        f"  retry {i}: GET https://api.example.com/v2/items?page={i}&per_page=100 -> 401\n",
-    )
-
-
-def _enoent(i: int) -> str:
-    return _padded(
-        f"ENOENT: no such file or directory, open '/workspace/projects/report-{i}/data/2026-q{i % 4 + 1}.csv'\n",
-        f"    at async open (node:internal/fs/promises:639:25)\n"
-        f"    at async Object.readFile (node:internal/fs/promises:1242:14)\n"
-        f"    at async readFileContent (file:///app/dist/lib.js:{100 + i}:20)\n",
-    )
-
-
 def _traceback(i: int) -> str:
-    return _padded(
+    return padded(
         "Traceback (most recent call last):\n"
         f'  File "/srv/tools/reports.py", line {200 + i}, in build_report\n'
         f"    totals = aggregate(rows, by=group_{i})\n",
@@ -78,22 +53,17 @@ def _traceback(i: int) -> str:
 
 
 def _jsonrpc(i: int) -> str:
-    return _padded(f"Query {i} exceeded the planner's budget; narrow it. ", f"plan node {i}: scan of table t{i}; ")
+    return padded(f"Query {i} exceeded the planner's budget; narrow it. ", f"plan node {i}: scan of table t{i}; ")
 
 
 # Label, the facts other than the text, the text for variant i, and the code the default rules give it.
 CASES = (
-    ("first pattern rule (401)", {"kind": "tool_error"}, _unauthorized, "AUTHENTICATION_ERROR"),
-    ("last pattern rule (ENOENT)", {"kind": "tool_error"}, _enoent, "NOT_FOUND"),
+    ("first pattern rule (401)", {"kind": "tool_error"}, unauthorized, "AUTHENTICATION_ERROR"),
+    ("last pattern rule (ENOENT)", {"kind": "tool_error"}, enoent, "NOT_FOUND"),
     ("no pattern → fallback", {"kind": "tool_error"}, _traceback, "UPSTREAM_TOOL_FAILED"),
     ("JSON-RPC error, no pattern rules", {"kind": "jsonrpc_error", "jsonrpc_code": -32000}, _jsonrpc, None),
 )
 UPSTREAM, TOOL = "files", "files__read_file"
-
-
-def percentile(values: list[int], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def timed_calls(snapshot: CatalogSnapshot, facts: list[FailureFacts], calls: int) -> list[int]:
@@ -158,7 +128,7 @@ def main() -> int:
     timer_median, timer_p99 = statistics.median(timer) / 1000, percentile(timer, 0.99) / 1000
     print(f"  {'(the timer alone)':34s} {'':22s} {timer_median:8.2f} {timer_p99:8.2f}")
 
-    texts = [_enoent(i) for i in range(VARIANTS)]
+    texts = [enoent(i) for i in range(VARIANTS)]
     rounds = []
     for _ in range(args.rounds):
         started = time.perf_counter()

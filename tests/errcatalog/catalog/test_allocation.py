@@ -13,12 +13,13 @@ import pytest
 from django.core.management import call_command
 
 from errcatalog.catalog.allocation import SYSTEM_USERNAME, Guards, allocate, floored, next_shares
-from errcatalog.catalog.models import ErrorCode, TemplateVariant
+from errcatalog.catalog.models import TemplateVariant
 from errcatalog.catalog.snapshot import catalog_snapshot_from_db
 from errcatalog.outcomes import ingest, rollups
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.stats import VariantResult, thompson_shares
 from errcatalog.render import Failure, render
+from tests.errcatalog.adaptive import adaptive_two_wordings
 from tests.errcatalog.outcomes.conftest import wait_until
 
 GUARDS = Guards(min_share=0.1, min_episodes=30, max_step=0.2)
@@ -70,19 +71,7 @@ EPISODES_PER_ROUND = 60
 @pytest.fixture
 def adaptive_code(db, settings):
     call_command("catalog_load_defaults", verbosity=0)
-    code = ErrorCode.objects.get(code="EXECUTION_FAILURE")
-    code.allocation = "adaptive"
-    code.save()
-    code.variants.filter(locale="").update(name="clear")
-    TemplateVariant.objects.create(
-        error_code=code, name="vague", message="The tool {tool_name} failed.", instruction="Try something else."
-    )
-    settings.ERRCATALOG = {
-        **settings.ERRCATALOG,
-        "ALLOCATION": {"EVERY_SECONDS": 3600, "WINDOW_DAYS": 14, "MIN_SHARE_PERCENT": 10, "MIN_EPISODES": 30,
-                       "MAX_STEP_PERCENT": 20},
-    }  # fmt: skip
-    return code
+    return adaptive_two_wordings("EXECUTION_FAILURE", settings)
 
 
 def _weights() -> dict[str, int]:

@@ -21,12 +21,13 @@ from django.utils import timezone
 
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.allocation import allocate
-from errcatalog.catalog.models import ErrorCode, TemplateVariant
+from errcatalog.catalog.models import TemplateVariant
 from errcatalog.outcomes import ingest, recorder, rollups
 from errcatalog.outcomes.events import MAX_EVENT_AGE_SECONDS, MAX_EVENT_FUTURE_SECONDS, OutcomeEvent
 from errcatalog.outcomes.metrics import compute_metrics
 from errcatalog.outcomes.models import Episode, OutcomeRecord, Rollup
 from errcatalog.web.api.views import MAX_EVENTS_PER_BATCH
+from tests.errcatalog.adaptive import adaptive_two_wordings
 from tests.errcatalog.web.api.conftest import bearer_client, grant
 from tests.errcatalog.web.api.error_shape import assert_api_error
 
@@ -57,19 +58,7 @@ def buffer(settings, redis_url):
 @pytest.fixture
 def adaptive_code(catalog, settings):
     """EXECUTION_FAILURE with two wordings, "clear" and "vague", at even weights, under adaptive allocation."""
-    code = ErrorCode.objects.get(code=CODE)
-    code.allocation = "adaptive"
-    code.save()
-    code.variants.filter(locale="").update(name="clear")
-    TemplateVariant.objects.create(
-        error_code=code, name="vague", message="The tool {tool_name} failed.", instruction="Try something else."
-    )
-    settings.ERRCATALOG = {
-        **settings.ERRCATALOG,
-        "ALLOCATION": {"EVERY_SECONDS": 3600, "WINDOW_DAYS": 14, "MIN_SHARE_PERCENT": 10, "MIN_EPISODES": 30,
-                       "MAX_STEP_PERCENT": 20},
-    }  # fmt: skip
-    return code
+    return adaptive_two_wordings(CODE, settings)
 
 
 def reporter(user, name: str = "external-mcp", **rights):
