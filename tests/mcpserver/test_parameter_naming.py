@@ -39,11 +39,12 @@ def _named(snapshot: CatalogSnapshot, spec: ToolSpec, text: str, arguments: dict
          "Invalid time zone specified: Europe/Londn", {"time": "10:00", "targetTimezone": "Europe/Londn"},
          ["targetTimezone"]),
         # The path a rule captured, matched regardless of case when the schema has it once.
-        ({"query": STRING, "max_results": INTEGER}, "Query must be a non-empty string", {"query": ""}, ["query"]),
+        ({"query": STRING, "region": STRING, "max_results": INTEGER}, "Query must be a non-empty string",
+         {"query": ""}, ["query"]),
         ({"query": STRING, "max_results": INTEGER}, "max_results must be a positive integer",
          {"query": "x", "max_results": 0}, ["max_results"]),
         # The path of a validation issue inside a JSON error body (zod's keys, valibot's objects with their key).
-        ({"url": STRING, "raw": {"type": "boolean"}},
+        ({"url": STRING, "format": STRING, "raw": {"type": "boolean"}},
          'Invalid arguments: [{"code": "custom", "message": "Only http/https URLs are allowed", "path": ["url"]}]',
          {"url": "file:///etc/passwd"}, ["url"]),
         ({"query": STRING, "limit": INTEGER},
