@@ -121,8 +121,38 @@ def _compiled(pattern: str) -> re2._Regexp:
     return re2.compile(pattern, _options())
 
 
+def anchored_at_start(pattern: str) -> bool:
+    """Whether every alternative of ``pattern`` at its top level starts with ``^`` (outside a ``(?m…)`` group, so
+    at the text's start only): such a pattern can match nowhere but at the start of a text."""
+    if not pattern.startswith("^") or "(?m" in pattern or "(?sm" in pattern or "(?im" in pattern:
+        return False
+    depth, class_at, escaped = 0, -1, False  # class_at: where the character class being read opened, or -1
+    for i, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif class_at >= 0:
+            # A "]" first in a class ("[]a]", "[^]a]") is one of its characters; any other closes it.
+            if char == "]" and i != class_at + 1 and not (i == class_at + 2 and pattern[class_at + 1] == "^"):
+                class_at = -1
+        elif char == "[":
+            class_at = i
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0 and not pattern.startswith("^", i + 1):
+            return False
+    return True
+
+
 class PatternSet:
-    """Distinct patterns, matched against a text in one pass; ``index`` says which one a rule uses."""
+    """Distinct patterns, matched against a text in one pass; ``index`` says which one a rule uses.
+
+    The pass is anchored at the text's start, and each pattern that may match elsewhere is led by ``(?s:.*)``: where
+    every pattern is anchored at the start, as rules' patterns are written, RE2 stops reading a text as soon as none
+    can match any more, rather than at its end."""
 
     __slots__ = ("_indexes", "_set")
 
@@ -132,9 +162,9 @@ class PatternSet:
         usable = [p for p in dict.fromkeys(patterns) if p and not pattern_problems(p)]
         if not usable:
             return
-        found = re2.Set.SearchSet(_options())
+        found = re2.Set.MatchSet(_options())
         for pattern in usable:
-            self._indexes[pattern] = found.Add(pattern)
+            self._indexes[pattern] = found.Add(pattern if anchored_at_start(pattern) else f"(?s:.*)(?:{pattern})")
         found.Compile()
         self._set = found
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+import re2
 
 from errcatalog.render.classify import FailureFacts, classify
 from errcatalog.render.entries import CatalogSnapshot, RuleEntry
@@ -10,9 +14,13 @@ from errcatalog.render.patterns import (
     PATTERN_MAX_CHARS,
     TEXT_MAX_CHARS,
     PatternSet,
+    anchored_at_start,
     parameter_named_in,
     pattern_problems,
 )
+from tests.corpus.harness import load_recorded
+
+REAL_FAILURES = Path(__file__).with_name("real_upstream_failures.json")
 
 # Texts as real servers send them (/work/realservers/failures.json), after the gateway took off the Python SDK's
 # "Error executing tool <name>: " wrapper.
@@ -163,6 +171,35 @@ def test_a_pattern_set_matches_all_its_patterns_in_one_pass():
     assert found.index("(?<=x)y") is None
     indexes = found.matching(ENOENT)
     assert indexes == {found.index("^ENOENT"), found.index("no such file")}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "anchored"),
+    [
+        ("^a", True), ("^a|^b", True), ("^(a|b)", True), ("^a(b|c)|^d", True), (r"^a\|b", True), ("^[|]x", True),
+        ("^[]|]x", True), ("^[^]|]x", True), (r"^[\]|]x", True),
+        ("a", False), ("^a|b", False), ("^(x)|y", False), ("^[[]x|b", False), ("^[^]]|b", False), ("(?m)^a", False),
+        ("^(?m:a)|^b", False), ("^a||^b", False),
+    ],
+)  # fmt: skip
+def test_a_pattern_is_anchored_only_when_every_alternative_starts_at_the_text(pattern, anchored):
+    assert anchored_at_start(pattern) is anchored
+
+
+def test_a_pattern_set_finds_what_each_of_its_patterns_finds_alone(default_snapshot):
+    # The set reads a text anchored at its start, leading the patterns that may match elsewhere by ``(?s:.*)``: what
+    # it finds must be what each pattern finds searching on its own, anchored or not, on real failures' texts.
+    patterns = [rule.pattern for rule in default_snapshot.rules if rule.pattern]
+    patterns += ["no such file", "^ENOENT|denied", "^[[]x|missing", "(?m)^\\s+at ", "required$", "(?i)TOKEN"]
+    texts = [entry["text"] for entry in load_recorded().values()]
+    texts += [case["text"] for case in json.loads(REAL_FAILURES.read_text())]
+    texts += [ENOENT, BAD_ZONE, PYDANTIC, "x\nno such file", "[x", "  at foo (a.js:1:2)", "y " * 1500 + "missing"]
+    found = PatternSet(patterns)
+    options = re2.Options()
+    options.case_sensitive = False  # as rules' patterns are matched
+    for text in texts:
+        alone = {found.index(p) for p in patterns if re2.compile(p, options).search(text[:TEXT_MAX_CHARS])}
+        assert found.matching(text) == alone, text[:80]
 
 
 # --- Naming the parameter: a whole word of the text that is one of the tool's input properties ---------------
