@@ -68,8 +68,25 @@ def validator_for(schema: Mapping[str, Any]) -> Draft202012Validator:
     return cached[1]
 
 
+def merged_schema(prop: Mapping[str, Any], depth: int = 0) -> Mapping[str, Any]:
+    """``prop`` with what its ``allOf`` parts require read as its own keywords (the part listed last, then ``prop``
+    itself, winning a keyword they share): zod-to-json-schema writes a coerced number as ``{"allOf": [{"type":
+    ["number", "string"]}, {"type": "number", "maximum": 10}]}``, whose bounds the caller must hear of."""
+    parts = prop.get("allOf")
+    if not isinstance(parts, list) or depth > 4:
+        return prop
+    merged: dict[str, Any] = {}
+    for part in parts:
+        if isinstance(part, Mapping):
+            merged.update(merged_schema(part, depth + 1))
+    merged.update((key, value) for key, value in prop.items() if key != "allOf")
+    return merged
+
+
 def expected_format(prop: Mapping[str, Any]) -> str:
-    """Describe what a property accepts, from its schema only (format, pattern, enum, bounds)."""
+    """Describe what a property accepts, from its schema only (format, pattern, enum, bounds, those of its
+    ``allOf`` parts included)."""
+    prop = merged_schema(prop)
     parts: list[str] = []
     if "enum" in prop and isinstance(prop["enum"], list):
         parts.append("one of " + ", ".join(_num(v) for v in prop["enum"]))
@@ -129,6 +146,7 @@ def received_value(value: Any) -> int | float | bool | None:
 
 def parameter_fault(name: str, prop: Mapping[str, Any], problem: str, received: Any = None) -> ParameterFault:
     """A fault described from the property's schema (the catalog's parameter hint may override the words)."""
+    prop = merged_schema(prop)
     prop_type = prop.get("type")
     return ParameterFault(
         name=name,

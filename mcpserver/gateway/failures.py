@@ -16,6 +16,7 @@ failure to connect or to list tools).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,9 +84,20 @@ class UpstreamError(Exception):
 # How a JavaScript error reads when a server sends its ``toString()`` ("Error: Table 'x' doesn't exist"): the word says
 # nothing, and rules' patterns are anchored at the failure's own first words.
 _ERROR_WORD = "Error: "
+# Symbols some servers put before their words ("🌐 Network Error: fetch failed", "❌ Error: ..."): emoji and other
+# symbols, the marks that modify them (variation selectors) and the spaces between, at most this many characters.
+_LEADING_SYMBOLS_MAX = 8
+_SYMBOL_CATEGORIES = frozenset({"So", "Sk", "Mn"})
 
 
 def _without_error_word(text: str) -> str:
+    start = 0
+    while start < min(len(text), _LEADING_SYMBOLS_MAX) and (
+        text[start].isspace() or unicodedata.category(text[start]) in _SYMBOL_CATEGORIES
+    ):
+        start += 1
+    if start and text[start : start + 1].isalnum():
+        text = text[start:]
     return text[len(_ERROR_WORD) :] if text.startswith(_ERROR_WORD) else text
 
 

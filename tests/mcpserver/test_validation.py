@@ -217,3 +217,17 @@ def test_a_nested_fault_reaches_the_model_through_the_renderers_screen(default_s
     (fault,) = validate_arguments(NESTED_SCHEMA, {"entities": [{"name": "x"}]}).invalid
     text = render(default_snapshot, Failure("INVALID_PARAMETER", tool_name="create_entities", parameters=(fault,))).text
     assert "entities.0.entityType is required" in text
+
+
+def test_the_bounds_of_a_propertys_allof_parts_are_said():
+    # zod-to-json-schema's coerced number: the bounds sit in the last part of an allOf.
+    coerced = {"allOf": [{"type": ["number", "string"]}, {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000}]}
+    schema = {"type": "object", "properties": {"maxLength": {**coerced, "default": 20000}}}
+    (fault,) = validate_arguments(schema, {"maxLength": 5000000}).invalid
+    assert (fault.name, fault.expected_format, fault.maximum, fault.received) == (
+        "maxLength",
+        "a number of at most 1000000",
+        1000000,
+        5000000,
+    )
+    assert expected_format({"allOf": [{"type": "integer"}, {"minimum": 1}], "maximum": 5}) == "a number from 1 to 5"

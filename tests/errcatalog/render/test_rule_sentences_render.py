@@ -240,6 +240,10 @@ PYDANTIC = (
          "corpus:x already exists: use it, or choose another name."),
         ("tool_error", None, "The 'table' parameter requires 'schema' to be specified", "INVALID_PARAMETER",
          "schema is required: give it a value."),
+        ("tool_error", None, '{"name": "MissingParamError", "error": "Missing parameter: content"}',
+         "INVALID_PARAMETER", "content is required: give it a value."),
+        ("jsonrpc_error", -32603, 'The "paths[0]" argument must be of type string. Received undefined',
+         "INVALID_PARAMETER", "paths[0] must be of type string."),
         # In common words, after every rule on a specific wording.
         ("tool_error", None, "Workbook missing.xlsx does not exist.", "NOT_FOUND",
          "Nothing named missing.xlsx was found"),

@@ -80,6 +80,12 @@ def test_the_text_rules_read_is_the_upstreams_own_words_cut_and_redacted():
         "A valid HTTP/HTTPS URL is required"
     )
     assert facts_from_exception(UpstreamToolError("web", fastmcp, tool="fetch")).text == fastmcp
+    # Symbols a server puts before its words go, then a JavaScript error's word; symbols alone stay.
+    for said, read in [("🌐 Network Error: fetch failed", "Network Error: fetch failed"),
+                       ("❌ Error: Table 'x' doesn't exist", "Table 'x' doesn't exist"),
+                       ("🔒 URL blocked by security policy", "URL blocked by security policy"),
+                       ("⚠️", "⚠️"), ("→ 1", "→ 1")]:  # fmt: skip
+        assert facts_from_exception(UpstreamToolError("web", said, tool="t")).text == read
     # A JSON-RPC error's text is its message, without the code our log line puts before it.
     rpc = UpstreamJsonRpcError("git", "-32602: Unknown tool: x", said="Unknown tool: x", jsonrpc_code=-32602)
     assert facts_from_exception(rpc).text == "Unknown tool: x"
