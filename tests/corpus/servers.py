@@ -9,9 +9,14 @@ environment of their own, as ``uvx`` gives them (``pypi_program``; mcp-server-sq
 ``mcp<2``, which their own loose bounds ``mcp>=1.6`` and ``mcp>=1.1.2`` would let in and which they do not start
 with). The database servers work on the machine's PostgreSQL and MariaDB, each launch in a new database named
 ``corpus_<random>``, dropped when the run ends; the cache servers each on a ``redis-server`` of their own, started
-for the launch and stopped when the run ends; the SQLite, DuckDB and Excel servers on a file made in their scratch
-folder, the notes server (basic-memory) on a folder of notes there, with its index and config beside it, and the
-document converter (markitdown-mcp) on files there.
+for the launch and stopped when the run ends; the SQLite, DuckDB, Excel and libSQL memory servers on a file made in
+their scratch folder, the notes server (basic-memory) on a folder of notes there, with its index and config beside it,
+and the document converter (markitdown-mcp) on files there. The search and web servers have no internet here: their
+searches and fetches fail as they do on a machine cut off from it. The queue server (mqtt5-mcp-server) works on a
+``mosquitto`` broker of its own, started and stopped as the cache servers' ``redis-server`` is; redis-client-mcp-py
+is held to ``mcp<2`` too (its bound is ``mcp>=1.0.0``; it imports the FastMCP that mcp 2 renamed), and so is git-mcp
+(it asks for ``fastmcp`` but imports the SDK's FastMCP). The command server (mcp-shell-server) runs only the file
+commands it is allowed (``ALLOW_COMMANDS``), in a folder of files in its scratch folder; the maths servers need nothing.
 """
 
 from __future__ import annotations
@@ -40,8 +45,9 @@ from tests.mcpserver.gateway.upstreams import (
 
 # What a server works on, as the corpus's report groups them.
 KINDS = frozenset(
-    {"files", "version-control", "web", "database", "cache", "knowledge", "search", "time", "reasoning", "reference"}
-)
+    {"files", "version-control", "web", "database", "cache", "knowledge", "search", "time", "reasoning", "reference",
+     "queue", "maths"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -186,13 +192,19 @@ def _mysql(*args: str) -> None:
     )  # fmt: skip
 
 
-def _mariadb(folder: Path) -> StdioLaunch:
+def _mariadb_database() -> str:
+    """A new MariaDB database of the corpus's own with a ``users`` table (alice and bob), dropped when the run ends."""
     database = _fresh_name()
     _mysql("-e", f"CREATE DATABASE {database}")
     atexit.register(_mysql, "-e", f"DROP DATABASE IF EXISTS {database}")
     _mysql(database, "-e", "CREATE TABLE users (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50) NOT NULL UNIQUE, "
            "age INT, created DATE); INSERT INTO users (name, age, created) VALUES ('alice', 30, '2024-01-01'), "
            "('bob', 40, '2024-02-01')")  # fmt: skip
+    return database
+
+
+def _mariadb(folder: Path) -> StdioLaunch:
+    database = _mariadb_database()
     program = npm_program("@benborla29/mcp-server-mysql", "2.0.9")
     env = {"MYSQL_HOST": MARIADB["host"], "MYSQL_PORT": MARIADB["port"], "MYSQL_USER": MARIADB["user"],
            "MYSQL_PASS": "", "MYSQL_DB": database}  # fmt: skip
@@ -315,6 +327,153 @@ def _markitdown(folder: Path) -> StdioLaunch:
     return StdioLaunch(pypi_program("markitdown", "markitdown-mcp", "0.0.1a8", "markitdown-mcp"))
 
 
+def _time_node(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("time-mcp", "1.0.6"))
+
+
+def _web_forager(folder: Path) -> StdioLaunch:
+    return StdioLaunch(pypi_program("webforager", "web-forager", "4.0.0", "web-forager"), ("serve",))
+
+
+def _fetch_images(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("@kazuph/mcp-fetch", "1.6.3"))
+
+
+def _postgres_henkey(folder: Path) -> StdioLaunch:
+    program = npm_program("@henkey/postgres-mcp-server", "1.0.7")
+    return _launch(program, "--connection-string", f"{POSTGRES_URL}/{_postgres_database()}")
+
+
+def _mariadb_berthojoris(folder: Path) -> StdioLaunch:
+    program = npm_program("@berthojoris/mcp-mysql-server", "1.43.2")
+    url = f"mysql://{MARIADB['user']}@{MARIADB['host']}:{MARIADB['port']}/{_mariadb_database()}"
+    return _launch(program, url, "list,read,utility")  # the README's permissions: no writes
+
+
+def _memory_libsql(folder: Path) -> StdioLaunch:
+    """The server on a libSQL file of its scratch folder holding one entity, Alice, in the tables the server makes
+    itself (it makes them only where they are missing)."""
+    database = folder / "memory.db"
+    with sqlite3.connect(database) as connection:
+        connection.executescript(
+            "CREATE TABLE entities (name TEXT PRIMARY KEY, entity_type TEXT NOT NULL, "
+            "created_at DATETIME DEFAULT CURRENT_TIMESTAMP); "
+            "CREATE TABLE observations (id INTEGER PRIMARY KEY AUTOINCREMENT, entity_name TEXT NOT NULL, "
+            "content TEXT NOT NULL, created_at DATETIME DEFAULT CURRENT_TIMESTAMP, "
+            "FOREIGN KEY (entity_name) REFERENCES entities(name)); "
+            "CREATE TABLE relations (id INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, target TEXT NOT NULL, "
+            "relation_type TEXT NOT NULL, created_at DATETIME DEFAULT CURRENT_TIMESTAMP, "
+            "FOREIGN KEY (source) REFERENCES entities(name), FOREIGN KEY (target) REFERENCES entities(name)); "
+            "INSERT INTO entities (name, entity_type) VALUES ('Alice', 'person'); "
+            "INSERT INTO observations (entity_name, content) VALUES ('Alice', 'likes tea');"
+        )
+    connection.close()
+    return _launch(npm_program("mcp-memory-libsql", "0.0.17"), env={"LIBSQL_URL": f"file:{database}"})
+
+
+def _own_mosquitto(folder: Path) -> int:
+    """The port of a ``mosquitto`` broker of this launch's own, on a free port of 127.0.0.1, anonymous, keeping
+    nothing on disk, its config in ``folder``, stopped when the run ends. The machine's broker is never touched."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = folder / "mosquitto.conf"
+    config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    process = subprocess.Popen(  # noqa: S603 (the system's mosquitto, a fixed config)
+        [shutil.which("mosquitto") or "/usr/sbin/mosquitto", "-c", str(config)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    atexit.register(process.kill)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return port
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"mosquitto on port {port} did not answer") from None
+            time.sleep(0.1)
+
+
+def _mqtt(folder: Path) -> StdioLaunch:
+    program = pypi_program("mqtt5", "mqtt5-mcp-server", "0.1.0", "mqtt5-mcp-server")
+    return StdioLaunch(program, (), {"MQTT_HOST": "127.0.0.1", "MQTT_PORT": str(_own_mosquitto(folder))})
+
+
+def _redis_client(folder: Path) -> StdioLaunch:
+    """The server on a ``redis-server`` of its own, as its single connection (the profile it names ``default``)."""
+    port = _own_redis(folder).split(":")[-1].split("/")[0]
+    program = pypi_program("redisclient", "redis-client-mcp-py", "0.1.1", "redis-client-mcp-py", "mcp<2")
+    return StdioLaunch(program, (), {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": port})
+
+
+def _searxng(folder: Path) -> StdioLaunch:
+    """The server pointed at a SearXNG instance that is down (nothing listens at 127.0.0.1:1): its searches fail as
+    they do when the instance cannot be reached, and its page reader has no internet either."""
+    return _launch(npm_program("mcp-searxng", "1.15.0"), env={"SEARXNG_URL": "http://127.0.0.1:1"})
+
+
+def _git_cli(folder: Path) -> StdioLaunch:
+    _repository(folder)  # the cases name its repository, and the folder that is none, by path
+    return _launch(npm_program("mcp-git", "0.0.4"))
+
+
+def _memory_bank(folder: Path) -> StdioLaunch:
+    """The server on a memory bank of its scratch folder: one project, shop, with one file, projectbrief.md."""
+    bank = folder / "bank"
+    (bank / "shop").mkdir(parents=True)
+    (bank / "shop" / "projectbrief.md").write_text("# Shop\n\nA web shop.\n")
+    return _launch(npm_program("@allpepper/memory-bank-mcp", "0.2.2"), env={"MEMORY_BANK_ROOT": str(bank)})
+
+
+def _fast_filesystem(folder: Path) -> StdioLaunch:
+    """The server with its scratch folder's ``fsroot`` allowed (``--allow``) beside the folders it allows itself
+    (the home folders and /tmp); the cases work in ``fsroot`` only."""
+    root = folder / "fsroot"
+    (root / "sub").mkdir(parents=True)
+    (root / "hello.txt").write_text("hello\n")
+    (root / "sub" / "hello.txt").write_text("hello\n")
+    return _launch(npm_program("fast-filesystem-mcp", "3.5.2"), "--allow", str(root))
+
+
+def _calc(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("@coo-quack/calc-mcp", "2.1.1"))
+
+
+def _calculator(folder: Path) -> StdioLaunch:
+    return StdioLaunch(pypi_program("calculator", "mcp-server-calculator", "0.2.1", "mcp-server-calculator"))
+
+
+def _shell(folder: Path) -> StdioLaunch:
+    """The server allowed the README's file commands (ls, cat, pwd, grep, wc, touch, find) and nothing else; the cases
+    work in its scratch folder's ``work``, which holds ``hello.txt``."""
+    work = folder / "work"
+    work.mkdir()
+    (work / "hello.txt").write_text("hello\n")
+    program = pypi_program("shell", "mcp-shell-server", "1.1.14", "mcp-shell-server")
+    return StdioLaunch(program, (), {"ALLOW_COMMANDS": "ls,cat,pwd,grep,wc,touch,find"})
+
+
+def _git_tags(folder: Path) -> StdioLaunch:
+    """The server on ``folder/repos`` (``GIT_REPOS_PATH``), which holds ``repo`` (one commit, no tag) and ``plain``
+    (a folder that is no repository); the cases name them as the server does, by name."""
+    repos = folder / "repos"
+    repos.mkdir()
+    _repository(repos)
+    program = pypi_program("gitmcp", "git-mcp", "0.3.2", "git-mcp", "mcp<2")
+    return StdioLaunch(program, (), {"GIT_REPOS_PATH": str(repos)})
+
+
+def _postgres_antonorlov(folder: Path) -> StdioLaunch:
+    """The server on a database of the corpus's own (``DATABASE_URL``), read-only, its default."""
+    program = npm_program("mcp-postgres-server", "0.3.1")
+    return _launch(program, env={"DATABASE_URL": f"{POSTGRES_URL}/{_postgres_database()}"})
+
+
+def _curl(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("@mcp-get-community/server-curl", "0.1.0"))
+
+
 SERVERS: dict[str, CorpusServer] = {
     server.name: server
     for server in (
@@ -331,15 +490,33 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("postgres", "database", "npm @modelcontextprotocol/server-postgres", "0.6.2", True, _postgres),
         CorpusServer("mysql", "database", "npm @benborla29/mcp-server-mysql", "2.0.9", True, _mariadb),
         CorpusServer("redis", "cache", "npm @modelcontextprotocol/server-redis", "2025.4.25", True, _redis),
-        CorpusServer("redis2", "cache", "PyPI redis-mcp-server", "0.5.1", False, _redis_official),
+        CorpusServer("redis2", "cache", "PyPI redis-mcp-server", "0.5.1", True, _redis_official),
         CorpusServer("git2", "version-control", "npm @cyanheads/git-mcp-server", "2.15.3", True, _git_cyanheads),
         CorpusServer("fetch2", "web", "npm mcp-fetch-server", "1.1.2", True, _fetch_node),
         CorpusServer("duckdb", "database", "PyPI mcp-server-motherduck", "1.1.0", True, _duckdb),
         CorpusServer("files2", "files", "PyPI mcp-text-editor", "1.0.2", True, _text_editor),
-        CorpusServer("memory2", "knowledge", "npm @itseasy21/mcp-knowledge-graph", "1.0.7", False, _knowledge_graph),
-        CorpusServer("postgres2", "database", "npm @bytebase/dbhub", "1.4.0", False, _dbhub),
-        CorpusServer("excel", "files", "PyPI excel-mcp-server", "2.2.2", False, _excel),
-        CorpusServer("notes", "knowledge", "PyPI basic-memory", "0.24.1", False, _basic_memory),
-        CorpusServer("markitdown", "files", "PyPI markitdown-mcp", "0.0.1a8", False, _markitdown),
+        CorpusServer("memory2", "knowledge", "npm @itseasy21/mcp-knowledge-graph", "1.0.7", True, _knowledge_graph),
+        CorpusServer("postgres2", "database", "npm @bytebase/dbhub", "1.4.0", True, _dbhub),
+        CorpusServer("excel", "files", "PyPI excel-mcp-server", "2.2.2", True, _excel),
+        CorpusServer("notes", "knowledge", "PyPI basic-memory", "0.24.1", True, _basic_memory),
+        CorpusServer("markitdown", "files", "PyPI markitdown-mcp", "0.0.1a8", True, _markitdown),
+        CorpusServer("time2", "time", "npm time-mcp", "1.0.6", True, _time_node),
+        CorpusServer("search", "search", "PyPI web-forager", "4.0.0", True, _web_forager),
+        CorpusServer("fetch3", "web", "npm @kazuph/mcp-fetch", "1.6.3", True, _fetch_images),
+        CorpusServer("postgres3", "database", "npm @henkey/postgres-mcp-server", "1.0.7", True, _postgres_henkey),
+        CorpusServer("mysql2", "database", "npm @berthojoris/mcp-mysql-server", "1.43.2", True, _mariadb_berthojoris),
+        CorpusServer("memory3", "knowledge", "npm mcp-memory-libsql", "0.0.17", True, _memory_libsql),
+        CorpusServer("mqtt", "queue", "PyPI mqtt5-mcp-server", "0.1.0", True, _mqtt),
+        CorpusServer("redis3", "cache", "PyPI redis-client-mcp-py", "0.1.1", True, _redis_client),
+        CorpusServer("search2", "search", "npm mcp-searxng", "1.15.0", True, _searxng),
+        CorpusServer("git3", "version-control", "npm mcp-git", "0.0.4", True, _git_cli),
+        CorpusServer("memory4", "knowledge", "npm @allpepper/memory-bank-mcp", "0.2.2", True, _memory_bank),
+        CorpusServer("files3", "files", "npm fast-filesystem-mcp", "3.5.2", True, _fast_filesystem),
+        CorpusServer("calc", "maths", "npm @coo-quack/calc-mcp", "2.1.1", False, _calc),
+        CorpusServer("calculator", "maths", "PyPI mcp-server-calculator", "0.2.1", False, _calculator),
+        CorpusServer("shell", "files", "PyPI mcp-shell-server", "1.1.14", False, _shell),
+        CorpusServer("git4", "version-control", "PyPI git-mcp", "0.3.2", False, _git_tags),
+        CorpusServer("postgres4", "database", "npm mcp-postgres-server", "0.3.1", False, _postgres_antonorlov),
+        CorpusServer("curl", "web", "npm @mcp-get-community/server-curl", "0.1.0", False, _curl),
     )
 }  # fmt: skip
