@@ -111,8 +111,19 @@ def expected_format(prop: Mapping[str, Any]) -> str:
     elif high_len is not None:
         parts.append(f"at most {_num(high_len)} characters")
     if not parts:
-        parts.append(type_words(prop.get("type")))
+        parts.append(type_words(prop.get("type")) or _alternatives_words(prop))
     return "; ".join(part for part in parts if part)
+
+
+def _alternatives_words(prop: Mapping[str, Any]) -> str:
+    """What a property of alternative schemas accepts (``anyOf``, ``oneOf``: pydantic's ``int | None`` is
+    ``{"anyOf": [{"type": "integer"}, {"type": "null"}]}``), "an integer or null"; "" when one of them says
+    nothing."""
+    alternatives = prop.get("anyOf", prop.get("oneOf"))
+    if not isinstance(alternatives, list) or not 0 < len(alternatives) <= 8:
+        return ""
+    words = [expected_format(part) if isinstance(part, Mapping) else "" for part in alternatives]
+    return " or ".join(dict.fromkeys(words)) if all(words) else ""
 
 
 def type_words(schema_type: Any) -> str:

@@ -231,3 +231,15 @@ def test_the_bounds_of_a_propertys_allof_parts_are_said():
         5000000,
     )
     assert expected_format({"allOf": [{"type": "integer"}, {"minimum": 1}], "maximum": 5}) == "a number from 1 to 5"
+
+
+def test_a_property_of_alternative_schemas_says_each():
+    # pydantic's ``int | None``: the expectation is in the alternatives, not in a type of the property's own.
+    optional = {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
+    schema = {"type": "object", "properties": {"max_count": optional}}
+    (fault,) = validate_arguments(schema, {"max_count": "ten"}).invalid
+    assert fault.expected_format == "an integer or null"
+    assert expected_format({"oneOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "integer", "minimum": 1}]}) == (
+        "one of a, b or a number of at least 1"
+    )
+    assert expected_format({"anyOf": [{"type": "integer"}, {"not": {}}]}) == ""  # one says nothing: no guess
