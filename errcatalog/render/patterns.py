@@ -266,8 +266,9 @@ def _messages(body: Any, depth: int = 0) -> Iterator[str]:
                 path = body.get("path")
                 if isinstance(path, list) and path:
                     # A zod issue's path is its keys, a valibot issue's the objects it went through, each with its key.
-                    keys = [p.get("key") if isinstance(p, dict) else p for p in path]
-                    if all(isinstance(k, str | int) and not isinstance(k, bool) for k in keys):
+                    found = (p.get("key") if isinstance(p, dict) else p for p in path)
+                    keys: list[str | int] = [k for k in found if isinstance(k, str | int) and not isinstance(k, bool)]
+                    if len(keys) == len(path):
                         # As the TypeScript SDK words a zod issue: "Invalid URL at url".
                         yield f"{value} at {_json_path(keys)}"
                 yield value
