@@ -200,6 +200,14 @@ def _removable(char: str) -> bool:
     return char not in "\n\r\t" and (hidden(char) or char in _SPACING_CONTROLS or char in _BLANK_LETTERS)
 
 
+def _printable(value: str) -> bool:
+    """Whether ``value`` holds only printable characters and line breaks, tabs and carriage returns: line by line,
+    so that a text of one line is read once, and only a line with a tab or a carriage return is copied."""
+    return value.isprintable() or all(
+        line.isprintable() or line.replace("\t", " ").replace("\r", " ").isprintable() for line in value.split("\n")
+    )
+
+
 def _normalised(value: str, flags: list[str], *, hinted: bool) -> tuple[str, str]:
     """Step 3: the text with its escapes undone, invisible characters and controls removed, NFKC-normalised; and the
     message its Unicode tag characters spell, when it has any (else ""). ``hinted``: whether the triage saw an
@@ -209,7 +217,7 @@ def _normalised(value: str, flags: list[str], *, hinted: bool) -> tuple[str, str
     if "&" in value:
         value = _CHARACTER_REFERENCE.sub(_character_reference, value)
     smuggled = ""
-    if hinted or not value.replace("\n", " ").replace("\t", " ").replace("\r", " ").isprintable():
+    if hinted or not _printable(value):
         odd = {char for char in set(_NOT_PLAIN_ASCII.findall(value)) if _removable(char)}
         if odd:
             flags.append(HIDDEN_CHARACTERS)
@@ -699,7 +707,7 @@ def screen_detail(text: str, *, known: Sequence[str] = (), max_chars: int = DEFA
     # Whitespace runs are made single in as much of the text as the quote can show, or in all of it when that
     # much shrinks to within the bound.
     whole = value
-    head = whole[: 4 * max(max_chars, 0) + 64]
+    head = whole[: 2 * max(max_chars, 0) + 64]
     value = " ".join(head.split())
     if len(head) < len(whole) and len(value) <= max_chars:
         value = " ".join(whole.split())
