@@ -512,11 +512,11 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("git3", "version-control", "npm mcp-git", "0.0.4", True, _git_cli),
         CorpusServer("memory4", "knowledge", "npm @allpepper/memory-bank-mcp", "0.2.2", True, _memory_bank),
         CorpusServer("files3", "files", "npm fast-filesystem-mcp", "3.5.2", True, _fast_filesystem),
-        CorpusServer("calc", "maths", "npm @coo-quack/calc-mcp", "2.1.1", False, _calc),
-        CorpusServer("calculator", "maths", "PyPI mcp-server-calculator", "0.2.1", False, _calculator),
-        CorpusServer("shell", "files", "PyPI mcp-shell-server", "1.1.14", False, _shell),
-        CorpusServer("git4", "version-control", "PyPI git-mcp", "0.3.2", False, _git_tags),
-        CorpusServer("postgres4", "database", "npm mcp-postgres-server", "0.3.1", False, _postgres_antonorlov),
-        CorpusServer("curl", "web", "npm @mcp-get-community/server-curl", "0.1.0", False, _curl),
+        CorpusServer("calc", "maths", "npm @coo-quack/calc-mcp", "2.1.1", True, _calc),
+        CorpusServer("calculator", "maths", "PyPI mcp-server-calculator", "0.2.1", True, _calculator),
+        CorpusServer("shell", "files", "PyPI mcp-shell-server", "1.1.14", True, _shell),
+        CorpusServer("git4", "version-control", "PyPI git-mcp", "0.3.2", True, _git_tags),
+        CorpusServer("postgres4", "database", "npm mcp-postgres-server", "0.3.1", True, _postgres_antonorlov),
+        CorpusServer("curl", "web", "npm @mcp-get-community/server-curl", "0.1.0", True, _curl),
     )
 }  # fmt: skip
