@@ -50,7 +50,7 @@ KNOWN_MISSES = {
     # The rules are written in English: redis-client-mcp-py says an unknown profile in Chinese ("未知的 … profile").
     "redis3-unknown-connection": "a wording in Chinese",
     "redis3-hostile-connection": "a wording in Chinese",
-    # grep's own words for a bad pattern ("Unmatched ( or \\("), and a URL refused for what it holds: no rule knows them.
+    # grep's words for a bad pattern ("Unmatched ( or \\("), a URL refused for what it holds: no rule knows them.
     "shell-grep-bad-pattern": "grep's wording of a bad regular expression",
     "curl-hostile-credentials": "a refusal worded as a statement about the URL",
 }
