@@ -694,6 +694,9 @@ class ParameterHintAdmin(CatalogRowAdmin):
 
 @admin.register(ClassificationRule)
 class ClassificationRuleAdmin(CatalogRowAdmin):
+    class Media:
+        css = ADMIN_CSS  # a pattern's conditions wrap anywhere in the list
+
     list_display = ("position", "code", "conditions", "note", "active")
     list_display_links = ("position",)
     list_editable = ("active",)
