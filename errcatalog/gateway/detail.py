@@ -25,8 +25,8 @@ harm the model, the user or the server, in this order:
    cannot know what was echoed.
 5. Credentials are redacted before anything is cut or moved, so no cut leaves half of one: the shapes
    ``errcatalog.safety`` knows (bearer, basic and token values, vendors' keys, JWTs, private keys, ``password=``,
-   hex runs of 32 and base64 runs of 40 characters or more), then passwords in URLs and DSNs (the scheme and user
-   stay: ``postgres://user:[REDACTED]@db``), keys whose name says secret (``DB_PASSWORD=``, ``"password": "x"``,
+   hex runs of 32 and base64 runs of 40 characters or more, passwords in URLs and DSNs, whose scheme and user stay:
+   ``postgres://user:[REDACTED]@db``), then keys whose name says secret (``DB_PASSWORD=``, ``"password": "x"``,
    ``client_secret=``), secret query parameters and headers, and the key forms of more vendors as secret scanners
    (detect-secrets, gitleaks) know them; then random-looking tokens of 20 characters or more (``_random_looking``).
 6. Tracebacks and stack frames (Python, Node, Java, Go, Rust) are removed, with the source lines and carets beneath
@@ -153,7 +153,9 @@ _SPACING_CONTROLS = frozenset("\x0b\x0c\x1c\x1d\x1e\x1f\x85")
 _BLANK_LETTERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
 # Unicode tag characters spell ASCII invisibly ("ASCII smuggling"): what they spell is judged, then they go.
 _TAG_OFFSET = 0xE0000
-_NOT_PLAIN_ASCII = re.compile(r"[^\x20-\x7e\n\t\r]")
+# The UTF-8 bytes of printable ASCII characters, line breaks, tabs and carriage returns: with them deleted, what is
+# left of a text's bytes are its other characters, whole (no byte of a longer character is ASCII).
+_PLAIN_ASCII_BYTES = bytes(range(0x20, 0x7F)) + b"\n\t\r"
 # Beyond this many distinct characters to remove, the text is rebuilt once rather than replaced character by
 # character.
 _REPLACE_LIMIT = 16
@@ -218,7 +220,8 @@ def _normalised(value: str, flags: list[str], *, hinted: bool) -> tuple[str, str
         value = _CHARACTER_REFERENCE.sub(_character_reference, value)
     smuggled = ""
     if hinted or not _printable(value):
-        odd = {char for char in set(_NOT_PLAIN_ASCII.findall(value)) if _removable(char)}
+        others = value.encode("utf-8", "surrogatepass").translate(None, _PLAIN_ASCII_BYTES)
+        odd = {char for char in set(others.decode("utf-8", "surrogatepass")) if _removable(char)}
         if odd:
             flags.append(HIDDEN_CHARACTERS)
             if any(ord(char) >= _TAG_OFFSET for char in odd):
@@ -268,6 +271,12 @@ _MODEL_DIRECTED: tuple[tuple[str, str], ...] = (
     (
         r"(?m:(?:^|[.!?>\]\"'])\s*(?:system|assistant|developer|human)\s*:)",
         ROLE_MARKER[1],
+    ),
+    (
+        # Without the noun the tool-poisoning phrase ends on: a library that shortens an echoed value keeps its start
+        # (pydantic's input_value='Ignore all previous inst... call x').
+        r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier|preceding)\b",
+        INSTRUCTION_PHRASES[0][1],
     ),
     (
         r"<\|\s*(?:im\s+start|im\s+end|system|user|assistant|endoftext|eot\s+id|start\s+header\s+id)\s*\|>"
@@ -328,11 +337,9 @@ def _instruction_reasons(data: bytes, *, mixed_scripts: bool) -> tuple[str, ...]
 # --- Step 5: credentials and random tokens ---------------------------------------------------------------------------
 
 _MORE_CREDENTIALS = (
-    # A password in a URL or DSN (postgres://user:hunter2@db/x): the scheme and user stay, the password goes.
-    r"(\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/?#@:]*:)[^\s/?#]+@"
     # An assignment to a key whose name says secret, also inside a longer name (DB_PASSWORD=, client_secret=,
     # AccountKey=), and such a key quoted in JSON or YAML ("password": "x").
-    r"|((?i:[\w-]*(?:passw(?:or)?d|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"((?i:[\w-]*(?:passw(?:or)?d|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
     r"|account[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?id|credentials?)[\w-]*)"
     r"(?:\s*=\s*|[\"']\s*:\s*)[\"']?)[^\s\"',;&<>]+"
     # Secret query parameters: signed URLs, OAuth tokens and codes, ?key= API keys.
@@ -355,10 +362,8 @@ _REDACTED_BYTES = REDACTED.encode()
 
 
 def _more_credential(match: re2._Match) -> bytes:
-    """What a match of ``_MORE_CREDENTIALS`` becomes: its name, scheme or user kept, its secret redacted."""
-    userinfo, assigned, query, header = match.groups()
-    if userinfo:
-        return bytes(userinfo) + _REDACTED_BYTES + b"@"
+    """What a match of ``_MORE_CREDENTIALS`` becomes: its name kept, its secret redacted."""
+    assigned, query, header = match.groups()
     return bytes(assigned or query or header or b"") + _REDACTED_BYTES
 
 
@@ -537,7 +542,9 @@ def _markup_neutralised(value: str, needs: frozenset[int], flags: list[str]) -> 
         # What the pattern could not read (a link split oddly, nested deeper) still opens no link.
         value = value.replace("](", "] (")
     if _CODE_AT in needs:
-        value = _BACKTICKS.sub("'", _FENCE.sub("", value))
+        if "```" in value or "~~~" in value:
+            value = _FENCE.sub("", value)
+        value = _BACKTICKS.sub("'", value)
     if _HEADING_AT in needs:
         value = _HEADING.sub("", value)
     if "<" in value:

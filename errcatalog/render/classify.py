@@ -8,7 +8,7 @@ rendered is ever taken from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from errcatalog.caching import BoundedCache, process_cache
@@ -41,6 +41,15 @@ class FailureFacts:
     code: str | None = None  # set when the raiser named the catalog code itself
     kind: str = ""  # how an upstream's call failed (errcatalog.vocabulary.UPSTREAM_FAILURE_KINDS), else ""
     text: str = field(default="", repr=False)
+
+
+def _without_text(facts: FailureFacts) -> FailureFacts:
+    """``facts`` with no text: ``dataclasses.replace(facts, text="")``, by the constructor, since ``replace`` reads
+    the fields anew on every call (a third of the time of classifying a short text)."""
+    return FailureFacts(
+        facts.exception_types, facts.status_code, facts.jsonrpc_code, facts.upstream, facts.tool, facts.transport,
+        facts.code, facts.kind,
+    )  # fmt: skip
 
 
 # Exception classes live as long as the process; their names and transport kind are read once per class.
@@ -100,7 +109,7 @@ def _classify_text(snapshot: CatalogSnapshot, facts: FailureFacts) -> Classifica
     # only when a rule with a pattern comes before the first rule without one.
     if facts.code and _own_code(snapshot, facts.code):
         return Classification(facts.code)
-    key = replace(facts, text="")
+    key = _without_text(facts)
     plan: _Plan | None = snapshot.classify_plans.get(key)
     if plan is None:
         plan = _plan(snapshot, key)

@@ -3,6 +3,8 @@ conventions."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from errcatalog.errors import (
@@ -17,7 +19,7 @@ from errcatalog.errors import (
     UserInputError,
     create_api_error,
 )
-from errcatalog.render.classify import FailureFacts, classify, facts_from_exception
+from errcatalog.render.classify import FailureFacts, _without_text, classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot, RuleEntry
 
 
@@ -136,3 +138,15 @@ def test_inactive_rules_and_unknown_codes_are_skipped(default_snapshot):
 def test_a_code_named_by_the_raiser_wins_when_the_catalog_has_it(default_snapshot):
     assert classify(default_snapshot, FailureFacts(code="TIMEOUT", status_code=500)) == "TIMEOUT"
     assert classify(default_snapshot, FailureFacts(code="NOT_A_CODE", status_code=404)) == "NOT_FOUND"
+
+
+def test_the_plans_key_is_every_fact_but_the_text():
+    """Rules are narrowed once per set of facts without the text; a field added to FailureFacts and left out of
+    that key would make one failure's plan answer for another's."""
+    facts = FailureFacts(
+        exception_types=("KeyError",), status_code=404, jsonrpc_code=-32602, upstream="files", tool="files__read",
+        transport="timeout", code="NOT_FOUND", kind="tool_error", text="no such file",
+    )  # fmt: skip
+    # Every fact differs from its default, so that one left out of the key shows.
+    assert all(getattr(facts, f.name) != f.default for f in dataclasses.fields(FailureFacts))
+    assert _without_text(facts) == dataclasses.replace(facts, text="")
