@@ -17,6 +17,13 @@ searches and fetches fail as they do on a machine cut off from it. The queue ser
 is held to ``mcp<2`` too (its bound is ``mcp>=1.0.0``; it imports the FastMCP that mcp 2 renamed), and so is git-mcp
 (it asks for ``fastmcp`` but imports the SDK's FastMCP). The command server (mcp-shell-server) runs only the file
 commands it is allowed (``ALLOW_COMMANDS``), in a folder of files in its scratch folder; the maths servers need nothing.
+The SQLAlchemy server (mcp-alchemy) works on a MariaDB database of the corpus's own through PyMySQL, installed beside
+it as its README has it; the PDF reader may read only a folder of PDFs in its scratch folder (``--allow-dir``); the
+ESLint server lints a project folder there (with its ``eslint.config.js``) and one without a config; the queue
+server (bullmq-mcp) works on a ``redis-server`` of its own, as the cache servers do; the OpenAPI server on a small
+pet API whose spec is in its scratch folder, served by Python's ``http.server`` of the launch's own (started and
+stopped as the brokers are). The Obsidian server refuses a vault under /tmp or /var, so its vault is made in a folder
+of its own in ``var/upstreams``, removed when the run ends.
 """
 
 from __future__ import annotations
@@ -28,12 +35,14 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.mcpserver.gateway.upstreams import (
+    UPSTREAMS_DIR,
     everything_server,
     fetch_server,
     filesystem_server,
@@ -46,7 +55,7 @@ from tests.mcpserver.gateway.upstreams import (
 # What a server works on, as the corpus's report groups them.
 KINDS = frozenset(
     {"files", "version-control", "web", "database", "cache", "knowledge", "search", "time", "reasoning", "reference",
-     "queue", "maths"}
+     "queue", "maths", "dev-tool"}
 )  # fmt: skip
 
 
@@ -474,6 +483,136 @@ def _curl(folder: Path) -> StdioLaunch:
     return _launch(npm_program("@mcp-get-community/server-curl", "0.1.0"))
 
 
+def _alchemy(folder: Path) -> StdioLaunch:
+    """The server on a MariaDB database of the corpus's own, through PyMySQL, which its README has installed beside it
+    (``uvx --with pymysql mcp-alchemy``)."""
+    program = pypi_program("alchemy", "mcp-alchemy", "2026.10.15.202659", "mcp-alchemy", "pymysql==1.2.4")
+    url = f"mysql+pymysql://{MARIADB['user']}@{MARIADB['host']}:{MARIADB['port']}/{_mariadb_database()}"
+    return StdioLaunch(program, (), {"DB_URL": url})
+
+
+# A one-page PDF whose page says "Hello PDF", written out byte for byte (its cross-reference offsets computed).
+def _one_page_pdf() -> bytes:
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length 44 >>\nstream\nBT /F1 18 Tf 20 100 Td (Hello PDF) Tj ET\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _pdf_reader(folder: Path) -> StdioLaunch:
+    """The server allowed ``folder/pdfs`` only (``--allow-dir``), which holds ``hello.pdf`` (one page) and
+    ``plain.pdf``, a text file named as a PDF."""
+    pdfs = folder / "pdfs"
+    pdfs.mkdir()
+    (pdfs / "hello.pdf").write_bytes(_one_page_pdf())
+    (pdfs / "plain.pdf").write_text("not a pdf\n")
+    return _launch(npm_program("@sylphx/pdf-reader-mcp", "2.4.0"), f"--allow-dir={pdfs}")
+
+
+def _eslint(folder: Path) -> StdioLaunch:
+    """The server on ``folder/project``, which holds an ``eslint.config.js`` (the recommended ``no-unused-vars`` rule
+    alone) and ``app.js``, beside ``folder/bare``, whose ``app.js`` has no config file above it."""
+    project = folder / "project"
+    project.mkdir()
+    (project / "eslint.config.js").write_text('export default [{ rules: { "no-unused-vars": "error" } }];\n')
+    (project / "app.js").write_text("const unused = 1;\n")
+    (folder / "bare").mkdir()
+    (folder / "bare" / "app.js").write_text("const unused = 1;\n")
+    return _launch(npm_program("@eslint/mcp", "0.3.13"))
+
+
+def _obsidian(folder: Path) -> StdioLaunch:
+    """The server on a vault holding ``Projects/Shop.md`` (with a tag), which the server names ``vault``. The server
+    refuses a vault under /tmp or /var ("a system directory"), so the vault is made in a folder of its own beside
+    the installed packages, ``var/upstreams/vault-<random>``, removed when the run ends."""
+    home = UPSTREAMS_DIR / f"vault-{secrets.token_hex(6)}"
+    vault = home / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    atexit.register(shutil.rmtree, home, True)
+    (vault / ".obsidian" / "app.json").write_text("{}\n")  # what Obsidian writes when it opens a folder as a vault
+    (vault / "Projects").mkdir()
+    (vault / "Projects" / "Shop.md").write_text("---\ntags: [project]\n---\n\n# Shop\n\nA web shop.\n")
+    return _launch(npm_program("obsidian-mcp", "1.0.6"), str(vault))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _own_http_api(folder: Path) -> str:
+    """The base URL of a small read-only HTTP API of this launch's own: Python's ``http.server`` on a free port of
+    127.0.0.1 serving ``folder/api`` (``pets/1``, a JSON pet; any other path a 404; any write a 501), stopped when
+    the run ends."""
+    api = folder / "api"
+    (api / "pets").mkdir(parents=True)
+    (api / "pets" / "1").write_text(json.dumps({"id": 1, "name": "Rex", "tag": "dog"}) + "\n")
+    port = _free_port()
+    process = subprocess.Popen(  # noqa: S603 (this Python's http.server, fixed arguments)
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(api)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    atexit.register(process.kill)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return f"http://127.0.0.1:{port}"
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"http.server on port {port} did not answer") from None
+            time.sleep(0.1)
+
+
+PETSTORE_SPEC = {
+    "openapi": "3.0.3",
+    "info": {"title": "Pets", "version": "1.0.0"},
+    "paths": {
+        "/pets/{petId}": {"get": {
+            "operationId": "getPet", "summary": "One pet by its id",
+            "parameters": [{"name": "petId", "in": "path", "required": True, "schema": {"type": "integer"}}],
+            "responses": {"200": {"description": "The pet"}, "404": {"description": "No such pet"}},
+        }},
+        "/pets": {"post": {
+            "operationId": "createPet", "summary": "Add a pet",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string"}, "tag": {"type": "string"}},
+            }}}},
+            "responses": {"201": {"description": "Added"}},
+        }},
+    },
+}  # fmt: skip
+
+
+def _openapi(folder: Path) -> StdioLaunch:
+    """The server on a two-operation pet API (``openapi.json`` in its scratch folder), whose base URL is a small
+    HTTP API of the launch's own (``_own_http_api``): it has pet 1, and answers writes with a 501."""
+    spec = folder / "openapi.json"
+    spec.write_text(json.dumps(PETSTORE_SPEC, indent=2) + "\n")
+    program = npm_program("@ivotoby/openapi-mcp-server", "1.16.1")
+    return _launch(program, "--api-base-url", _own_http_api(folder), "--openapi-spec", str(spec), "--verbose", "false")
+
+
+def _bullmq(folder: Path) -> StdioLaunch:
+    """The server on a ``redis-server`` of its own (``REDIS_URL``, the connection it names ``default``)."""
+    return _launch(npm_program("@adamhancock/bullmq-mcp", "1.0.7"), env={"REDIS_URL": _own_redis(folder)})
+
+
 SERVERS: dict[str, CorpusServer] = {
     server.name: server
     for server in (
@@ -518,5 +657,11 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("git4", "version-control", "PyPI git-mcp", "0.3.2", True, _git_tags),
         CorpusServer("postgres4", "database", "npm mcp-postgres-server", "0.3.1", True, _postgres_antonorlov),
         CorpusServer("curl", "web", "npm @mcp-get-community/server-curl", "0.1.0", True, _curl),
+        CorpusServer("alchemy", "database", "PyPI mcp-alchemy", "2026.10.15.202659", False, _alchemy),
+        CorpusServer("pdf", "files", "npm @sylphx/pdf-reader-mcp", "2.4.0", False, _pdf_reader),
+        CorpusServer("eslint", "dev-tool", "npm @eslint/mcp", "0.3.13", False, _eslint),
+        CorpusServer("obsidian", "knowledge", "npm obsidian-mcp", "1.0.6", False, _obsidian),
+        CorpusServer("openapi", "web", "npm @ivotoby/openapi-mcp-server", "1.16.1", False, _openapi),
+        CorpusServer("bullmq", "queue", "npm @adamhancock/bullmq-mcp", "1.0.7", False, _bullmq),
     )
 }  # fmt: skip
