@@ -194,9 +194,9 @@ _BOUNDARY_SPAN = 600
 # Rules are anchored at a text's start: an inner text is matched over its beginning only.
 _INNER_MAX_CHARS = 300
 # Where a wrapper's own words end: at a line's start, or after "prefix: " when the prefix says it wraps a failure
-# ("… error", "… failed", "Stderr", "Stdout"); words after any other colon may be an argument the upstream echoed,
-# which must not steer the code.
-_WRAPPER_WORD = re.compile(r"(?i)\b(?:error|errors|failed|failure|exception|stderr|stdout)\b")
+# ("… error", "… failed", "Reason", "Stderr", "Stdout"); words after any other colon may be an argument the upstream
+# echoed, which must not steer the code.
+_WRAPPER_WORD = re.compile(r"(?i)\b(?:error|errors|failed|failure|exception|reason|cause|stderr|stdout)\b")
 # How far before its colon a wrapper's word may stand ("Failed to fetch http://host/path: ").
 _WRAPPER_WORDS_BEFORE = 120
 # The keys a JSON error body keeps its message under.

@@ -180,12 +180,16 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     # an upstream's URL elicitation required, 276: a task-only tool); the rules on an upstream's own failure text
     # (291-297) and, after them, the rules on a bare JSON-RPC code (301-305); the rules in the words of the engines
     # and libraries servers wrap (265-289, around the positions taken then); the rules on common words (306, 307),
-    # before the fallback for a failed tool, which moved from 300 to 309 to make room for them.
+    # before the fallback for a failed tool, which moved from 300 to 309 to make room for them; an HTTP status in an
+    # HTTP client's words (253-259), where no position ever held another rule.
     upstream_text = set(range(291, 298))
+    http_statuses = set(range(253, 260))
     dialects = {*range(265, 275), 277, 278, 279, *range(281, 290)}
     jsonrpc_codes = set(range(301, 306))
     common_words = {306, 307}
-    inserted = {33, 36, 104, 105, 275, 276, 309} | upstream_text | dialects | jsonrpc_codes | common_words
+    inserted = (
+        {33, 36, 104, 105, 275, 276, 309} | upstream_text | dialects | jsonrpc_codes | common_words | http_statuses
+    )
     original = [r["position"] for r in rules if r["position"] not in inserted]
     assert original == [*range(10, 211, 10), 280, 290, 310]
     assert [r["code"] for r in rules if r["position"] in inserted] == [
@@ -193,6 +197,13 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "SAFETY_REFUSAL",
         "EXECUTION_FAILURE",
         "SERVICE_UNAVAILABLE",
+        "VALIDATION_ERROR",
+        "AUTHENTICATION_ERROR",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "RATE_LIMIT",
+        "SERVICE_UNAVAILABLE",
+        "SERVER_ERROR",
         "INVALID_PARAMETER",
         "VALIDATION_ERROR",
         "INVALID_PARAMETER",

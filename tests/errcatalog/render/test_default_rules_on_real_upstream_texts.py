@@ -86,3 +86,39 @@ def test_an_unrecognised_upstream_failure_claims_no_cause(default_snapshot):
     assert entry.system and not entry.retryable  # the operator's to look at until a rule covers it
     case = {"server": "up", "tool": "t", "text": "Widget exploded", "kind": "tool_error"}
     assert _code(default_snapshot, case) == FALLBACK
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # axios, which most Node servers call APIs with, behind a server's own wrapper.
+        ("Error: API request failed: Request failed with status code 404 (404: <!DOCTYPE HTML>", "NOT_FOUND"),
+        ("Request failed with status code 401", "AUTHENTICATION_ERROR"),
+        ("Request failed with status code 403", "PERMISSION_DENIED"),
+        ("Request failed with status code 429", "RATE_LIMIT"),
+        ("Request failed with status code 422", "VALIDATION_ERROR"),
+        ("Request failed with status code 503", "SERVICE_UNAVAILABLE"),
+        ("Request failed with status code 502", "SERVER_ERROR"),
+        # fetch wrappers
+        ("HTTP error! status: 404", "NOT_FOUND"),
+        ("HTTP 403: Forbidden", "PERMISSION_DENIED"),
+        ("GitHub API error: 401 Bad credentials", "AUTHENTICATION_ERROR"),
+        ("Status 410: the item is gone", "NOT_FOUND"),
+        # requests and httpx
+        ("404 Client Error: Not Found for url: https://api.example.com/v1/items/7", "NOT_FOUND"),
+        ("500 Server Error: Internal Server Error for url: https://api.example.com/v1/items", "SERVER_ERROR"),
+        ("Client error '429 Too Many Requests' for url 'https://api.example.com/v1/items'", "RATE_LIMIT"),
+        # A status-like number elsewhere, or one that is no status, steers nothing.
+        ("Row 404 is not valid", "INVALID_PARAMETER"),
+        ("Widget 4040 exploded", FALLBACK),
+        ("Found 404 items; expected 400", FALLBACK),
+        # Common words: a search that matched nothing, in ESLint's words.
+        ("No files matching '/srv/project/missing.js' were found.", "NOT_FOUND"),
+        # A wrapper's "Reason:" holds the cause, however long the path before it (a planted file name).
+        ("All PDF sources failed to process: Failed to process PDF from /srv/pdfs/" + "x" * 150 + ".pdf. Reason: File "
+         "not found at '/srv/pdfs/x.pdf'.", "NOT_FOUND"),
+    ],
+)  # fmt: skip
+def test_http_clients_words_for_a_status_choose_the_code_kept_for_it(default_snapshot, text, expected):
+    case = {"server": "up", "tool": "call_api", "text": text, "kind": "tool_error"}
+    assert _code(default_snapshot, case) == expected
