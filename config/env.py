@@ -7,6 +7,8 @@ start-up with the variable's name rather than running with a surprising default.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -134,3 +136,50 @@ def env_origins(name: str, default: list[str]) -> list[str]:
         ):
             raise ImproperlyConfigured(f"{name} takes origins like https://errors.example.com[:port], not {origin!r}.")
     return origins
+
+
+@dataclass(frozen=True)
+class PublicUrl:
+    """Where clients reach this service, read from one setting, and what follows from it: the host Django compares
+    (``host``: no port, an IPv6 address in brackets), the Host header forms /mcp's DNS-rebinding check accepts
+    (``mcp_hosts``) and the origin browsers send from it (``origin``)."""
+
+    url: str
+    host: str
+    mcp_hosts: tuple[str, ...]
+    origin: str
+
+
+def env_public_url(name: str) -> PublicUrl | None:
+    """The service's public URL from ``name`` (``https://errors.example.com``, maybe with a path it is served
+    under), or None when unset or blank. A URL without a scheme and host, with credentials, a query or a fragment is
+    refused: every resource URL and the OAuth issuer are built on it, so a wrong one would fail only when a hosted
+    client tries to sign in."""
+    raw = os.environ.get(name, "").strip().rstrip("/")
+    if not raw:
+        return None
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or "@" in parts.netloc
+        or parts.query
+        or parts.fragment
+        or raw.endswith(("?", "#"))
+    ):
+        raise ImproperlyConfigured(
+            f"{name} must be the URL clients reach this service at, like https://errors.example.com, not {raw!r}."
+        )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    at = f"{host}:{port}" if port is not None else host
+    return PublicUrl(
+        url=f"{parts.scheme}://{at}{parts.path}",
+        host=host,
+        mcp_hosts=(at,) if port is not None else (host, f"{host}:*"),
+        origin=f"{parts.scheme}://{at}",
+    )

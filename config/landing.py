@@ -54,8 +54,12 @@ def what_runs() -> list[tuple[str, str]]:
 
 def client_blocks(mcp_url: str) -> list[tuple[str, str]]:
     """Each client's configuration as (heading, text), from the blocks ``client_configs`` prints."""
+    public = settings.OAUTH["PUBLIC_URL"]
+    oauth = settings.OAUTH["MODE"] != "off"
     blocks = []
-    for block in client_configs(mcp_url, KEY_PLACEHOLDER, oauth=settings.OAUTH["MODE"] != "off").split("\n\n"):
+    for block in client_configs(
+        mcp_url, KEY_PLACEHOLDER, oauth=oauth, public_url=f"{public}{MCP_PATH}" if public else ""
+    ).split("\n\n"):
         heading, _newline, text = block.partition("\n")
         blocks.append((heading.rstrip(":"), text))
     return blocks

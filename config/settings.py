@@ -22,6 +22,7 @@ from config.env import (
     env_int,
     env_list,
     env_origins,
+    env_public_url,
     env_secret_key,
     env_str,
 )
@@ -369,11 +370,13 @@ MCP: dict[str, Any] = {
 # "builtin": tokens from errcatalog's own authorization server; "external": tokens from the company's identity provider
 # (errcatalog.access.external), errcatalog only checks them; "off": static client tokens only. Static tokens work in
 # every mode.
+_PUBLIC = env_public_url("ERRCATALOG_PUBLIC_URL")
 OAUTH: dict[str, Any] = {
     "MODE": env_choice("ERRCATALOG_OAUTH", "builtin", ("builtin", "external", "off")),
     # Where clients reach this service, e.g. https://errors.example.com. Resource identifiers and the issuer are
-    # built on it; blank: from each request's scheme and Host (checked: ALLOWED_HOSTS, the MCP hosts, BEHIND_TLS_PROXY).
-    "PUBLIC_URL": env_str("ERRCATALOG_PUBLIC_URL", "").rstrip("/"),
+    # built on it, and its host is one this service answers to (below); blank: from each request's scheme and Host
+    # (checked: ALLOWED_HOSTS, the MCP hosts, BEHIND_TLS_PROXY).
+    "PUBLIC_URL": _PUBLIC.url if _PUBLIC else "",
     # Dynamic client registrations (RFC 7591) one address may make per hour; over it, 429. 0: registration is off.
     "REGISTRATIONS_PER_HOUR": env_int("ERRCATALOG_OAUTH_REGISTRATIONS_PER_HOUR", 20, minimum=0),
     # Client ID Metadata Documents are fetched from public addresses only, over HTTPS. On: loopback and private
@@ -413,6 +416,18 @@ OAUTH: dict[str, Any] = {
         "ALLOW_HTTP": env_bool("ERRCATALOG_OAUTH_EXTERNAL_ALLOW_HTTP", False),
     },
 }
+# The public URL is the one setting a hosted client needs: a tunnel or proxy in front forwards requests with its host
+# in the Host header, so that host is one Django answers to (ALLOWED_HOSTS) and /mcp's DNS-rebinding check accepts,
+# and a sign-in form posted from its origin is trusted (CSRF_TRUSTED_ORIGINS, /mcp's origins).
+if _PUBLIC:
+    ALLOWED_HOSTS = [*ALLOWED_HOSTS, *([_PUBLIC.host] if _PUBLIC.host not in ALLOWED_HOSTS else [])]
+    CSRF_TRUSTED_ORIGINS = [
+        *CSRF_TRUSTED_ORIGINS,
+        *([_PUBLIC.origin] if _PUBLIC.origin not in CSRF_TRUSTED_ORIGINS else []),
+    ]
+    MCP["ALLOWED_HOSTS"] = [*MCP["ALLOWED_HOSTS"], *(h for h in _PUBLIC.mcp_hosts if h not in MCP["ALLOWED_HOSTS"])]
+    if _PUBLIC.origin not in MCP["ALLOWED_ORIGINS"]:
+        MCP["ALLOWED_ORIGINS"] = [*MCP["ALLOWED_ORIGINS"], _PUBLIC.origin]
 # Asymmetric signatures only: with an HS* algorithm the provider's public key, or a secret shared with every client,
 # would sign tokens.
 _ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")

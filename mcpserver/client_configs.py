@@ -95,17 +95,29 @@ def typescript_client(url: str, key: str) -> str:
     )
 
 
-def oauth_clients(url: str) -> str:
-    """How to add the endpoint to the clients that sign in with OAuth (one block, no blank line inside)."""
+def oauth_clients(url: str, public_url: str = "") -> str:
+    """How to add the endpoint to the clients that sign in with OAuth (one block, no blank line inside): hosted
+    ones at ``public_url`` (the MCP endpoint's public URL) when there is one, the others at ``url``."""
     vscode = json.dumps({"servers": {"errcatalog": {"type": "http", "url": url}}})
     cursor = json.dumps({"mcpServers": {"errcatalog": {"url": url}}})
-    return "\n".join(
-        [
-            "Clients that sign in with OAuth (your errcatalog account; no key to paste):",
+    if public_url:
+        where = [
+            f"  Connector URL: {public_url}",
+            "  Claude (claude.ai, Claude Desktop): Settings > Connectors > Add custom connector, with the URL above.",
+            "  ChatGPT: Settings > Connectors > Create (developer mode), with the URL above and OAuth authentication.",
+            "  Both connect from their own cloud to the public URL: ./dev manage public_url_check says what they see.",
+        ]
+    else:
+        where = [
             f"  Connector URL: {url}",
             "  Claude (claude.ai, Claude Desktop): Settings > Connectors > Add custom connector, with the URL above.",
             "  ChatGPT: Settings > Connectors > Create (developer mode), with the URL above and OAuth authentication.",
             "  Both connect from their own cloud: the URL must be public https (set ERRCATALOG_PUBLIC_URL).",
+        ]
+    return "\n".join(
+        [
+            "Clients that sign in with OAuth (your errcatalog account; no key to paste):",
+            *where,
             f"  Claude Code: claude mcp add --transport http errcatalog {url}  (then /mcp to sign in)",
             f"  VS Code (.vscode/mcp.json): {vscode}  (then Start, and sign in)",
             f"  Cursor (~/.cursor/mcp.json): {cursor}  (then sign in when it asks)",
@@ -115,10 +127,16 @@ def oauth_clients(url: str) -> str:
 
 
 def client_configs(
-    url: str, key: str, *, node: tuple[int, int, int] | None = (*INSPECTOR_NODE, 0), oauth: bool = False
+    url: str,
+    key: str,
+    *,
+    node: tuple[int, int, int] | None = (*INSPECTOR_NODE, 0),
+    oauth: bool = False,
+    public_url: str = "",
 ) -> str:
     """Ready-to-paste configuration for MCP Inspector, VS Code, Claude Desktop (through mcp-remote) and the Python
-    and TypeScript SDKs, with a static key; first, with ``oauth``, how clients that sign in with OAuth connect.
+    and TypeScript SDKs, with a static key; first, with ``oauth``, how clients that sign in with OAuth connect (the
+    hosted ones at ``public_url``, the MCP endpoint's public URL, when there is one).
     Each block is separated from the next by one blank line. ``node`` is the version of the machine's Node
     (``node_version``): when it cannot run the Inspector, its block says so first."""
     vscode = {"servers": {"errcatalog": {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {key}"}}}}
@@ -134,7 +152,7 @@ def client_configs(
     notice = node_notice(node)
     return "\n".join(
         [
-            *([oauth_clients(url), ""] if oauth else []),
+            *([oauth_clients(url, public_url), ""] if oauth else []),
             f"MCP Inspector (Node {'.'.join(map(str, INSPECTOR_NODE))} or later; older Node gets an Inspector"
             " without --header):",
             *([notice] if notice else []),

@@ -96,3 +96,22 @@ def test_the_inspectors_config_has_no_warning_on_a_recent_enough_node(
     django_user_model.objects.create_superuser(username="admin", password="pw")
     _node_on_path(monkeypatch, tmp_path, version)
     assert "  ! " not in run()
+
+
+def test_with_a_public_url_hosted_clients_are_given_it_and_local_ones_the_local_url(django_user_model, settings):
+    django_user_model.objects.create_superuser(username="admin", password="pw")
+    settings.OAUTH = {**settings.OAUTH, "MODE": "builtin", "PUBLIC_URL": "https://errors.example.com"}
+    printed = run("--url", "http://127.0.0.1:9000/mcp")
+    hosted = printed.split("Clients that sign in with OAuth", 1)[1].split("\n\n", 1)[0]
+    assert "Connector URL: https://errors.example.com/mcp" in hosted
+    assert "public_url_check" in hosted
+    assert "127.0.0.1" not in hosted.split("Claude Code:", 1)[0]  # the hosted clients' lines name the public URL only
+    assert "claude mcp add --transport http errcatalog http://127.0.0.1:9000/mcp" in hosted  # Claude Code runs here
+
+
+def test_without_a_public_url_the_connector_url_is_the_local_one_and_says_what_to_set(django_user_model, settings):
+    django_user_model.objects.create_superuser(username="admin", password="pw")
+    settings.OAUTH = {**settings.OAUTH, "MODE": "builtin", "PUBLIC_URL": ""}
+    printed = run("--url", "http://127.0.0.1:9000/mcp")
+    assert "Connector URL: http://127.0.0.1:9000/mcp" in printed
+    assert "set ERRCATALOG_PUBLIC_URL" in printed

@@ -41,4 +41,6 @@ class Command(BaseCommand):
             _token, key = client_token_create(user=admin, name=TOKEN_NAME)
             self.stdout.write(f"MCP client token {TOKEN_NAME!r} for {admin.get_username()} (shown once): {key}\n")
         oauth = settings.OAUTH["MODE"] != "off"
-        self.stdout.write(client_configs(url, key, node=node_version(), oauth=oauth))
+        public = settings.OAUTH["PUBLIC_URL"]
+        public_url = f"{public}/mcp" if public else ""
+        self.stdout.write(client_configs(url, key, node=node_version(), oauth=oauth, public_url=public_url))
