@@ -657,11 +657,11 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("git4", "version-control", "PyPI git-mcp", "0.3.2", True, _git_tags),
         CorpusServer("postgres4", "database", "npm mcp-postgres-server", "0.3.1", True, _postgres_antonorlov),
         CorpusServer("curl", "web", "npm @mcp-get-community/server-curl", "0.1.0", True, _curl),
-        CorpusServer("alchemy", "database", "PyPI mcp-alchemy", "2026.10.15.202659", False, _alchemy),
-        CorpusServer("pdf", "files", "npm @sylphx/pdf-reader-mcp", "2.4.0", False, _pdf_reader),
-        CorpusServer("eslint", "dev-tool", "npm @eslint/mcp", "0.3.13", False, _eslint),
-        CorpusServer("obsidian", "knowledge", "npm obsidian-mcp", "1.0.6", False, _obsidian),
-        CorpusServer("openapi", "web", "npm @ivotoby/openapi-mcp-server", "1.16.1", False, _openapi),
-        CorpusServer("bullmq", "queue", "npm @adamhancock/bullmq-mcp", "1.0.7", False, _bullmq),
+        CorpusServer("alchemy", "database", "PyPI mcp-alchemy", "2026.10.15.202659", True, _alchemy),
+        CorpusServer("pdf", "files", "npm @sylphx/pdf-reader-mcp", "2.4.0", True, _pdf_reader),
+        CorpusServer("eslint", "dev-tool", "npm @eslint/mcp", "0.3.13", True, _eslint),
+        CorpusServer("obsidian", "knowledge", "npm obsidian-mcp", "1.0.6", True, _obsidian),
+        CorpusServer("openapi", "web", "npm @ivotoby/openapi-mcp-server", "1.16.1", True, _openapi),
+        CorpusServer("bullmq", "queue", "npm @adamhancock/bullmq-mcp", "1.0.7", True, _bullmq),
     )
 }  # fmt: skip
