@@ -53,6 +53,14 @@ KNOWN_MISSES = {
     # grep's words for a bad pattern ("Unmatched ( or \\("), a URL refused for what it holds: no rule knows them.
     "shell-grep-bad-pattern": "grep's wording of a bad regular expression",
     "curl-hostile-credentials": "a refusal worded as a statement about the URL",
+    # obsidian-mcp sends "Note x not found" as JSON-RPC -32600, whose rule on the bare code comes before the rules on
+    # common words.
+    "obsidian-note-not-found": "a not-found sent as -32600 (Invalid Request)",
+    "obsidian-hostile-delete": "a not-found sent as -32600 (Invalid Request)",
+    # "No files matching x were found" is read for a name without spaces: the planted one has them.
+    "eslint-hostile-file": "a file name with spaces in ESLint's not-found",
+    # A step the server wants first, in its own words ("No active connection. Use 'connect' first."): no rule knows it.
+    "bullmq-not-connected": "a precondition in the server's own words",
 }
 
 
