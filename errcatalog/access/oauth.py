@@ -14,26 +14,33 @@ none is for all of this service, as a static key is.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import hashlib
 import ipaddress
+import json
 import logging
+import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
 import urllib3
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher
-from oauth2_provider.models import get_access_token_model
+from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher, is_cimd_client_id, refresh_if_stale
+from oauth2_provider.cimd import resolve_cimd_application as toolkit_resolve_cimd_application
+from oauth2_provider.models import get_access_token_model, get_application_model
 from oauth2_provider.settings import oauth2_settings
 
 from errcatalog.access import scopes as scope_names
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import KEY_PREFIX, LAST_USED_PRECISION
+from errcatalog.dependencies import REDIS_ERRORS
 from errcatalog.input_limits import json_depth_exceeds
 from errcatalog.vocabulary import ROOT_SERVER, is_server_name
 
@@ -275,6 +282,141 @@ class _ReadResponse:
         return self.body if amount is None else self.body[:amount]
 
 
+# --- Why a Client ID Metadata Document cannot be used, in words a person can act on ----------------------------
+
+# What is wrong with a document, by kind: what the page says after "The client's metadata document at <URL> ...",
+# and what to do about it. Fixed words only: a document's own content never reaches the page (its URL does,
+# escaped and cut to CLIENT_DOCUMENT_URL_SHOWN characters). ``{status}``, ``{bytes}``, ``{seconds}`` are numbers and
+# ``{refusal}`` one of our own sentences (``client_metadata_refusal`` and ``_public_client_refusal``).
+_ASK_THE_MAKER = "Ask the app's maker to fix its metadata document, then try again."
+CLIENT_DOCUMENT_PROBLEMS: dict[str, tuple[str, str]] = {
+    "url": (
+        "is not at a URL a client ID may be: it must be an https URL with a host and a path, without a user name, "
+        "password, fragment or '.' and '..' segments",
+        "Check the client ID the app was set up with.",
+    ),
+    "unresolved": (
+        "could not be fetched: the host name did not resolve",
+        "Check the client ID URL for a typo; if it is right, its host is not in DNS (yet): ask the app's maker.",
+    ),
+    "private": (
+        "could not be fetched: its host points to a private address, which this server does not fetch",
+        "A client's metadata document must be on a public https address. Ask the app's maker, or your "
+        "administrator for a development server.",
+    ),
+    "unreachable": (
+        "could not be fetched: the connection failed or timed out (the server may be down, or its HTTPS "
+        "certificate not valid)",
+        "Try again in a minute; if it goes on failing, ask the app's maker.",
+    ),
+    "status": ("could not be fetched: its server answered HTTP {status}", _ASK_THE_MAKER),
+    "not_json": (
+        "is not JSON: its server must send it as application/json, and answered another content type",
+        _ASK_THE_MAKER,
+    ),
+    "too_large": ("is larger than this server reads ({bytes} bytes)", _ASK_THE_MAKER),
+    "too_slow": (
+        "took longer than {seconds} seconds to fetch",
+        "Try again in a minute; if it goes on, ask the app's maker.",
+    ),
+    "too_deep": ("nests too deeply to be a client's metadata", _ASK_THE_MAKER),
+    "invalid_json": ("is not valid JSON", _ASK_THE_MAKER),
+    "not_object": ("is not a JSON object", _ASK_THE_MAKER),
+    "client_id": (
+        "is not this client's: its client_id does not match the URL it was fetched from",
+        "The document's client_id must be exactly its own URL. " + _ASK_THE_MAKER,
+    ),
+    "metadata": ("is refused: {refusal}", _ASK_THE_MAKER),
+    "redirect_uri": (
+        "does not name this redirect URI, so this server cannot send you back to the app with it",
+        "Start the sign-in from the app again; if it goes on, its maker must add the redirect URI to the document.",
+    ),
+    "unusable": (
+        "could not be used as a client here",
+        "Try again in a minute; if it goes on, ask your administrator (the server's log says why).",
+    ),
+}
+CLIENT_DOCUMENT_URL_SHOWN = 200
+
+
+class ClientDocumentError(CIMDError):
+    """A Client ID Metadata Document that cannot be used, by kind (``CLIENT_DOCUMENT_PROBLEMS``) and the numbers or
+    our own sentence its words take. The message is for the log; ``problem`` is what a person reads."""
+
+    def __init__(self, kind: str, message: str, **values: int | str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.values = values
+
+    @property
+    def problem(self) -> ClientDocumentProblem:
+        return ClientDocumentProblem(kind=self.kind, values=tuple(sorted(self.values.items())))
+
+
+@dataclass(frozen=True)
+class ClientDocumentProblem:
+    """Why a client ID URL's document cannot be used, as a person reads it on the authorization page."""
+
+    kind: str
+    values: tuple[tuple[str, int | str], ...] = ()
+
+    def sentence(self, url: str) -> str:
+        shown = url if len(url) <= CLIENT_DOCUMENT_URL_SHOWN else url[: CLIENT_DOCUMENT_URL_SHOWN - 1] + "…"
+        words, _advice = CLIENT_DOCUMENT_PROBLEMS[self.kind]
+        return f"The client's metadata document at {shown} {words.format(**dict(self.values)).rstrip('.')}."
+
+    @property
+    def advice(self) -> str:
+        return CLIENT_DOCUMENT_PROBLEMS[self.kind][1]
+
+
+# The failure the metadata fetcher met in this request (the toolkit's resolver logs it and answers "no client").
+_fetch_failure: contextvars.ContextVar[ClientDocumentProblem | None] = contextvars.ContextVar(
+    "errcatalog_cimd_fetch_failure", default=None
+)
+_FAILURE_CACHE_PREFIX = "errcatalog:oauth:cimd-failure:"
+
+
+def _public_client_refusal(metadata: Mapping) -> str | None:
+    """Why the toolkit would refuse ``metadata`` as a public client's (its rules for a metadata document, in our
+    words), or None."""
+    uris = metadata.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(uri, str) for uri in uris):
+        return "redirect_uris must be a non-empty list of URIs."
+    if metadata.get("token_endpoint_auth_method", "none") != "none":
+        return "a client with a metadata document is public: token_endpoint_auth_method must be none."
+    if "client_secret" in metadata or "client_secret_expires_at" in metadata:
+        return "a client with a metadata document is public: it must not hold a client_secret."
+    grants = metadata.get("grant_types", ["authorization_code"])
+    if not isinstance(grants, list) or [grant for grant in grants if grant != "refresh_token"] != [
+        "authorization_code"
+    ]:
+        return "grant_types must name authorization_code (and may name refresh_token)."
+    if not isinstance(metadata.get("client_name", ""), str):
+        return "client_name must be a string."
+    return None
+
+
+def _classified(exc: CIMDError) -> ClientDocumentError:
+    """A failure the toolkit's fetch raised, by its kind: the address checks and the connection are the toolkit's."""
+    if isinstance(exc, ClientDocumentError):
+        return exc
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(chain) < 8:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__ or getattr(cause, "reason", None)
+    message = str(exc)
+    if any(isinstance(link, socket.gaierror | urllib3.exceptions.NameResolutionError) for link in chain) or (
+        "did not resolve" in message
+    ):
+        return ClientDocumentError("unresolved", message)
+    # The toolkit's words for its refusal of a loopback, private, link-local or reserved address (pinned by a test).
+    if "non-public address" in message:
+        return ClientDocumentError("private", message)
+    return ClientDocumentError("unreachable", message)
+
+
 class MetadataFetcher(SafeMetadataFetcher):
     """django-oauth-toolkit's SSRF-hardened fetcher of Client ID Metadata Documents (https only, public addresses
     only, no redirects, bounded in time and size), which also refuses a document that registration would refuse
@@ -284,37 +426,73 @@ class MetadataFetcher(SafeMetadataFetcher):
     The toolkit's fetch bounds each connect and read by the time left, but a server sending its body a byte at a time
     gets a fresh read each time: the body is read here against one deadline for the whole fetch (anyone may start a
     fetch, before signing in, by naming a client id URL), and measured for nesting before the JSON decoder sees it.
-    The toolkit makes a fetcher per fetch, so the deadline is the fetch's own."""
+    The toolkit makes a fetcher per fetch, so the deadline is the fetch's own.
+
+    Every failure is a ``ClientDocumentError`` of a kind, recorded for the request (``client_document_problem``
+    reads it): the toolkit's resolver logs a failure and answers "no such client", which tells a person nothing."""
 
     def fetch(self, client_id):
+        try:
+            return self._fetch_checked(client_id)
+        except CIMDError as exc:
+            failure = _classified(exc)
+            _fetch_failure.set(failure.problem)
+            if failure is exc:
+                raise
+            raise failure from exc
+
+    def _fetch_checked(self, client_id):
         self._deadline = time.monotonic() + oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
+        if client_id_url_refusal(client_id) is not None:
+            raise ClientDocumentError("url", "client_id URL is not one a client ID may be")
         if settings.OAUTH["CIMD_ALLOW_PRIVATE"]:
             metadata, max_age = self._fetch_from_any_address(client_id)
         else:
             metadata, max_age = super().fetch(client_id)
+        if metadata.get("client_id") != client_id:
+            raise ClientDocumentError("client_id", "document client_id does not match the client_id URL")
         refusal = client_metadata_refusal(metadata)
-        if refusal is not None:
-            raise CIMDError(refusal[1])
+        refused = refusal[1] if refusal is not None else _public_client_refusal(metadata)
+        if refused is not None:
+            raise ClientDocumentError("metadata", refused, refusal=refused)
         return metadata, max_age
 
     def _read_document(self, response):
-        limit = oauth2_settings.CIMD_MAX_DOCUMENT_SIZE + 1
+        if response.status != 200:
+            raise ClientDocumentError(
+                "status", f"client_id document returned HTTP {response.status}", status=response.status
+            )
+        media_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if media_type != "application/json" and not (
+            media_type.startswith("application/") and media_type.endswith("+json")
+        ):
+            raise ClientDocumentError("not_json", "client_id document is not JSON")
+        size = oauth2_settings.CIMD_MAX_DOCUMENT_SIZE
         body = bytearray()
-        while len(body) < limit:
+        while len(body) <= size:
             if time.monotonic() >= self._deadline:
-                raise CIMDError("client_id document took longer than the fetch may")
-            chunk = response.read1(limit - len(body))
+                seconds = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
+                raise ClientDocumentError(
+                    "too_slow", "client_id document took longer than the fetch may", seconds=seconds
+                )
+            chunk = response.read1(size + 1 - len(body))
             if not chunk:
                 break
             body += chunk
+        if len(body) > size:
+            raise ClientDocumentError("too_large", "client_id document exceeds the maximum allowed size", bytes=size)
         if json_depth_exceeds(bytes(body), settings.ERRCATALOG["API_MAX_JSON_DEPTH"]):
-            raise CIMDError("client_id document nests too deeply")
+            raise ClientDocumentError("too_deep", "client_id document nests too deeply")
+        try:
+            document = json.loads(bytes(body))
+        except ValueError:
+            raise ClientDocumentError("invalid_json", "client_id document is not valid JSON") from None
+        if not isinstance(document, dict):
+            raise ClientDocumentError("not_object", "client_id document must be a JSON object")
+        # The toolkit's own reading, which now passes, for its cache lifetime from the answer's Cache-Control.
         return super()._read_document(_ReadResponse(response.status, response.headers, bytes(body)))
 
     def _fetch_from_any_address(self, client_id):
-        parts = urlsplit(client_id)
-        if parts.scheme != "https" or not parts.hostname or parts.username or parts.password or parts.fragment:
-            raise CIMDError("client_id URL must be an https URL without credentials or fragment")
         seconds = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
         pool = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=seconds, read=seconds, total=seconds), retries=False, maxsize=1
@@ -335,3 +513,83 @@ class MetadataFetcher(SafeMetadataFetcher):
             raise CIMDError(f"could not fetch client_id document: {exc}") from exc
         finally:
             pool.clear()
+
+
+def client_id_url_refusal(client_id: str) -> str | None:
+    """Why ``client_id`` is not a URL a client ID may be (the Client ID Metadata Document draft, section 3: https, a
+    host, a valid port and a path; no user, password, fragment, '.' or '..' segments), or None."""
+    try:
+        parts = urlsplit(client_id)
+        parts.port  # noqa: B018  # an out-of-range port raises here
+    except ValueError:
+        return "invalid"
+    if parts.scheme.lower() != "https" or not parts.hostname or not parts.path:
+        return "not an https URL with a host and a path"
+    if parts.username is not None or parts.password is not None or parts.fragment:
+        return "a user, password or fragment"
+    if any(segment in (".", "..") for segment in parts.path.split("/")):
+        return "dot segments"
+    return None
+
+
+@dataclass(frozen=True)
+class _HeadersOnly:
+    """What the toolkit's registration permission classes read of the oauthlib request a client id came on."""
+
+    headers: Mapping[str, str]
+
+
+def client_document_problem(
+    client_id: str, redirect_uri: str | None, *, headers: Mapping[str, str]
+) -> ClientDocumentProblem | None:
+    """Why the client ID URL ``client_id`` cannot be used for an authorization request to ``redirect_uri``, or None:
+    when it can, or when ``client_id`` is no such URL (the toolkit checks other clients as usual).
+
+    A URL not seen before (or whose document is stale) is resolved as the toolkit's authorization request resolves
+    it, with the same bounds, backoff and cap; the client it makes is the one the request then uses. The failure is
+    remembered for as long as the toolkit's backoff refuses to fetch the URL again, so a page reloaded meanwhile
+    still says why. ``headers`` are the request's, for the toolkit's registration permission classes.
+    """
+    if not oauth2_settings.CIMD_ENABLED or not is_cimd_client_id(client_id):
+        return None
+    application = get_application_model().objects.filter(client_id=client_id).first()
+    request = _HeadersOnly(headers=headers)
+    if application is None:
+        token = _fetch_failure.set(None)
+        try:
+            application = toolkit_resolve_cimd_application(client_id, request)
+            problem = _fetch_failure.get()
+        finally:
+            _fetch_failure.reset(token)
+        if application is None:
+            return _remembered_failure(client_id, problem) or ClientDocumentProblem(kind="unusable")
+    elif application.registration_source != application.RegistrationSource.CIMD:
+        return None
+    else:
+        # A stale document is fetched again; when that fails the last good one is kept, as the toolkit keeps it.
+        application = refresh_if_stale(application, request)
+    if redirect_uri and not application.redirect_uri_allowed(redirect_uri):
+        return ClientDocumentProblem(kind="redirect_uri")
+    return None
+
+
+def _remembered_failure(client_id: str, problem: ClientDocumentProblem | None) -> ClientDocumentProblem | None:
+    """``problem`` remembered for ``client_id`` while the toolkit backs off from fetching it; without one (the
+    backoff answered), the one remembered."""
+    key = _FAILURE_CACHE_PREFIX + hashlib.sha256(client_id.encode()).hexdigest()
+    try:
+        if problem is not None:
+            cache.set(key, (problem.kind, problem.values), oauth2_settings.CIMD_FAILURE_BACKOFF_SECONDS)
+            return problem
+        remembered = cache.get(key)
+    except REDIS_ERRORS:
+        return problem
+    try:
+        kind, values = remembered
+        return (
+            ClientDocumentProblem(kind=kind, values=tuple((str(k), v) for k, v in values))
+            if kind in CLIENT_DOCUMENT_PROBLEMS
+            else None
+        )
+    except (TypeError, ValueError):
+        return None

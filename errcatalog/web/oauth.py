@@ -33,6 +33,7 @@ from errcatalog.access import scopes
 from errcatalog.access.models import ClientToken
 from errcatalog.access.oauth import (
     API_RESOURCE,
+    client_document_problem,
     client_metadata_refusal,
     grant_consented,
     public_base,
@@ -61,9 +62,14 @@ FOREIGN_RESOURCE_MESSAGE = (
 )
 
 
+# These pages are errcatalog's to whoever signs in to connect an app, most of whom never see admin: its name heads
+# them and their titles, not Django's default "Django administration".
+SITE_NAME = "errcatalog"
+
+
 def _page(request: HttpRequest) -> dict:
-    """What the admin's base template needs (site header, title), which these pages extend."""
-    return admin.site.each_context(request)
+    """What the admin's base template needs (site header, title), which these pages extend, in errcatalog's name."""
+    return {**admin.site.each_context(request), "site_header": SITE_NAME, "site_title": SITE_NAME}
 
 
 def _client_address(request: HttpRequest) -> str:
@@ -167,14 +173,21 @@ class AuthorizeView(oauth_views.AuthorizationView):
 
     template_name = "oauth/authorize.html"
 
+    def dispatch(self, request, *args, **kwargs):
+        # A request that cannot be authorized is refused before anyone is asked to sign in: after signing in, a person
+        # would only learn that it was in vain. The cheap checks come before the client's document is fetched.
+        if request.method == "GET":
+            refusal = (
+                self._plain_pkce(request.GET)
+                or self._foreign_resource(request.GET.getlist("resource"))
+                or self._unusable_client_document(request)
+                or self._insecure_redirect(request.GET.get("redirect_uri") or _only_redirect_uri(request.GET))
+            )
+            if refusal is not None:
+                return refusal
+        return super().dispatch(request, *args, **kwargs)
+
     def get(self, request, *args, **kwargs):
-        refusal = (
-            self._plain_pkce(request.GET)
-            or self._insecure_redirect(request.GET.get("redirect_uri") or _only_redirect_uri(request.GET))
-            or self._foreign_resource(request.GET.getlist("resource"))
-        )
-        if refusal is not None:
-            return refusal
         if "approval_prompt" in request.GET:
             # The person is asked every time: the toolkit's approval_prompt=auto would skip this page for a client
             # holding any live token with these scopes, whatever resource it asks for now, and would give back a
@@ -198,6 +211,21 @@ class AuthorizeView(oauth_views.AuthorizationView):
         logger.warning("Authorization refused: PKCE method other than S256")
         return self._refused(PLAIN_PKCE_MESSAGE)
 
+    def _unusable_client_document(self, request):
+        # A client id that is a URL names the client's metadata document: one that cannot be fetched or used is said
+        # here in plain words, never sent to a redirect URI that no document vouched for. (The toolkit's own answer
+        # is "invalid client_id", after sign-in, with the reason in the log only.)
+        client_id = request.GET.get("client_id") or ""
+        try:
+            problem = client_document_problem(client_id, request.GET.get("redirect_uri"), headers=request.headers)
+        except DATABASE_ERRORS as exc:
+            DATABASE.failed(exc)
+            return self._refused(STORE_DOWN_MESSAGE, status=503)
+        if problem is None:
+            return None
+        logger.warning("Authorization refused: the client's metadata document cannot be used (%s)", problem.kind)
+        return self._refused(problem.sentence(client_id), advice=problem.advice)
+
     def post(self, request, *args, **kwargs):
         refusal = self._foreign_resource(request.POST.get("resource", "").split())
         return refusal or super().post(request, *args, **kwargs)
@@ -218,9 +246,11 @@ class AuthorizeView(oauth_views.AuthorizationView):
         logger.warning("Authorization refused: a resource indicator names another service")
         return self._refused(FOREIGN_RESOURCE_MESSAGE)
 
-    def _refused(self, reason: str):
-        """A refusal before any redirect: nothing is sent to the client's redirect URI, the person reads why."""
-        return render(self.request, "oauth/refused.html", {**_page(self.request), "reason": reason}, status=400)
+    def _refused(self, reason: str, *, advice: str = "", status: int = 400):
+        """A refusal before any redirect: nothing is sent to the client's redirect URI, the person reads why (and,
+        when there is something to do about it, what)."""
+        context = {**_page(self.request), "reason": reason, "advice": advice}
+        return render(self.request, "oauth/refused.html", context, status=status)
 
     def get_context_data(self, **kwargs):
         context = {**_page(self.request), **super().get_context_data(**kwargs)}
@@ -387,7 +417,12 @@ class LoginView(auth_views.LoginView):
     next_page = "connected-apps"
 
     def get_context_data(self, **kwargs):
-        return {**_page(self.request), **super().get_context_data(**kwargs), "app_path": self.request.get_full_path()}
+        return {
+            **_page(self.request),
+            **super().get_context_data(**kwargs),
+            "title": "Sign in",
+            "app_path": self.request.get_full_path(),
+        }
 
 
 def urlpatterns() -> list:

@@ -108,8 +108,19 @@ class _DocumentHandler(BaseHTTPRequestHandler):
             body = b'{"x": ' + b"[" * 7000 + b"]" * 7000 + b"}"
         elif self.server.mode == "client_credentials":
             body = json.dumps({**json.loads(body), "grant_types": ["client_credentials"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        elif self.server.mode == "invalid_json":
+            body = b'{"client_id": "<b>not closed'
+        elif self.server.mode == "array":
+            body = b"[]"
+        elif self.server.mode == "other_client_id":
+            body = json.dumps({**json.loads(body), "client_id": "https://elsewhere.example/client.json"}).encode()
+        status, media_type = 200, "application/json"
+        if self.server.mode == "missing":
+            status, body = 404, b"<h1>Not Found</h1><script>alert(1)</script>"
+        elif self.server.mode == "html":
+            media_type = "text/html"
+        self.send_response(status)
+        self.send_header("Content-Type", media_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.server.mode == "trickle":  # a byte every 0.1 s: each read is quick, the body never ends in time

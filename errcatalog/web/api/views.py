@@ -30,6 +30,8 @@ from errcatalog.outcomes.events import REPORTER_CLIENT_PREFIX, InvalidEvent, Out
 from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
 from errcatalog.render.classify import classify
 from errcatalog.web.api import examples
+from errcatalog.web.api.metrics_filters import UNKNOWN_FILTER_MESSAGES, unknown_metrics_filters
+from errcatalog.web.api.pagination import refuse_paging
 from errcatalog.web.api.permissions import (
     CatalogModelPermissions,
     CatalogReadAccess,
@@ -446,6 +448,12 @@ class MetricsUnavailable(exceptions.APIException):
     wait = RETRY_AFTER_SECONDS
 
 
+METRICS_NOT_PAGED_MESSAGE = (
+    "The metrics answer is one object, not a list of pages: leave out limit, offset, page_size and page. Narrow it "
+    "with window and the filters instead."
+)
+
+
 class MetricsView(APIView):
     permission_classes = [MetricsReadAccess]
 
@@ -457,7 +465,13 @@ class MetricsView(APIView):
             "by code, tool, client and variant, the variant comparison and recent episodes over a window: 1h in "
             "minute buckets (read from the events, up to date as soon as they are ingested), 24h in the rollups' "
             "buckets (an hour by default), 7d and 30d in days (read from the rollups). Filters are exact matches; "
-            "an empty filter is no filter. Rate definitions: "
+            "an empty filter is no filter. A filter value that names nothing known is a 400 naming the filter, "
+            "not an answer of zeros: known are a value some recorded outcome has (rolled up within a minute of "
+            "the call), and for tool a tool the gateway serves (`<prefix>__<tool>`) or one with a parameter hint, "
+            "for code an error code of the catalog, for variant a template variant's name, for upstream a "
+            "configured upstream, for client a client token's key (`token:<id>`). A known value with nothing in "
+            "the window answers zeros. The answer is one object, not paged: limit, offset, page_size or page is "
+            "a 400. Rate definitions: "
             "error_rate = errors / calls; interactive_error_rate = interactive_errors / errors; "
             "retry_success_rate = recovered / retried_episodes; first_retry_success_rate = "
             "first_retry_recovered / retried_episodes. For staff sessions, tokens created with metrics read "
@@ -468,14 +482,23 @@ class MetricsView(APIView):
         responses={200: MetricsSerializer, 400: ApiErrorSerializer, **_READ_ERRORS, 503: ApiErrorSerializer},
     )
     def get(self, request: Request) -> Response:
+        refuse_paging(request, METRICS_NOT_PAGED_MESSAGE)
         query = MetricsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        filters = query.filters()
         try:
-            metrics = compute_metrics(query.validated_data["window"], **query.filters())
+            metrics = compute_metrics(query.validated_data["window"], **filters)
+            # An answer with calls or episodes in it matched every filter; only an empty one may have a filter
+            # that names nothing (a typo), which is then said instead of answered as zeros.
+            totals = metrics["totals"]
+            answered = totals["calls"] or totals["episodes"] or metrics["recent_episodes"]
+            unknown = [] if answered else unknown_metrics_filters(filters)
         except ValueError:
             raise exceptions.ValidationError({"window": [f"Use one of {', '.join(WINDOWS)}."]}) from None
         except MetricsStoreUnavailable:
             raise MetricsUnavailable() from None
+        if unknown:
+            raise exceptions.ValidationError({name: [UNKNOWN_FILTER_MESSAGES[name]] for name in unknown})
         return Response(metrics)
 
 

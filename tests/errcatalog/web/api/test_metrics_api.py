@@ -111,10 +111,11 @@ def test_an_overlong_filter_is_refused_without_echoing_it(staff_client):
     assert "x" * 50 not in str(error)
 
 
-def test_injection_text_in_a_filter_matches_nothing(staff_client, outcomes):
-    body = staff_client.get(URL, {"tool": "send_email' OR '1'='1"}).json()
+def test_injection_text_in_a_filter_matches_nothing_and_is_answered_as_an_unknown_tool(staff_client, outcomes):
+    error = assert_api_error(staff_client.get(URL, {"tool": "send_email' OR '1'='1"}), 400, "invalid")
 
-    assert body["totals"]["calls"] == 0
+    assert list(error["fields"]) == ["tool"]
+    assert "OR" not in str(error)
 
 
 def test_the_schema_documents_the_endpoints(anonymous):

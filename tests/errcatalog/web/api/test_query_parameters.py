@@ -38,6 +38,40 @@ def test_a_limit_or_offset_out_of_bounds_is_a_400_naming_it(catalog, staff_clien
 
 
 @pytest.mark.parametrize("path", LISTS)
+@pytest.mark.parametrize(
+    "value", ["-1", "0", str(MAX_LIMIT + 1), "9223372036854775808", "9" * 5000, "ten", "1.5", "", "null", " 5"]
+)
+def test_a_page_size_out_of_bounds_is_a_400_naming_it(catalog, staff_client, path, value):
+    error = assert_api_error(staff_client.get(path, {"page_size": value}), 400, "invalid")
+    assert error["fields"] == {"page_size": [f"Give a whole number from 1 to {MAX_LIMIT}."]}
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_page_size_sets_the_page_as_limit_does_and_the_next_link_keeps_it(catalog, staff_client, path):
+    everything = staff_client.get(path, {"limit": MAX_LIMIT}).json()["results"]
+    first = staff_client.get(path, {"page_size": 2}).json()
+    assert first["results"] == everything[:2]
+    assert "page_size" not in first["next"] and "limit=2" in first["next"]
+    second = staff_client.get(first["next"]).json()
+    assert second["results"] == everything[2:4]
+    assert "page_size" not in second["previous"] and "limit=2" in second["previous"]
+    assert staff_client.get(path, {"page_size": MAX_LIMIT}).json()["results"] == everything
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_a_page_size_given_with_a_limit_is_a_400(catalog, staff_client, path):
+    error = assert_api_error(staff_client.get(path, {"page_size": 2, "limit": 2}), 400, "invalid")
+    assert list(error["fields"]) == ["page_size"]
+
+
+@pytest.mark.parametrize("path", LISTS)
+@pytest.mark.parametrize("value", ["2", "0", "x"])
+def test_a_page_number_is_refused_not_ignored(catalog, staff_client, path, value):
+    error = assert_api_error(staff_client.get(path, {"page": value, "page_size": 2}), 400, "invalid")
+    assert list(error["fields"]) == ["page"] and "offset" in error["fields"]["page"][0]
+
+
+@pytest.mark.parametrize("path", LISTS)
 def test_the_bounds_themselves_are_served(catalog, staff_client, path):
     assert staff_client.get(path, {"limit": MAX_LIMIT, "offset": MAX_OFFSET}).json()["results"] == []
     page = staff_client.get(path, {"limit": 1, "offset": 0}).json()
@@ -70,6 +104,7 @@ def test_the_schema_states_the_page_bounds_and_the_400(client):
     parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
     assert (parameters["limit"]["minimum"], parameters["limit"]["maximum"]) == (1, MAX_LIMIT)
     assert (parameters["offset"]["minimum"], parameters["offset"]["maximum"]) == (0, MAX_OFFSET)
+    assert (parameters["page_size"]["minimum"], parameters["page_size"]["maximum"]) == (1, MAX_LIMIT)
     assert "400" in operation["responses"]
 
 
