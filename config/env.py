@@ -7,6 +7,7 @@ start-up with the variable's name rather than running with a surprising default.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -55,6 +56,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+_MODULE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def env_modules(name: str) -> list[str]:
+    """Dotted module paths from ``name``, comma-separated (``myapp,billing.apps.BillingConfig``); anything else (a
+    file path, a space inside a name) is refused with the variable's name rather than failing as an import later."""
+    modules = env_list(name, [])
+    for module in modules:
+        if not _MODULE_PATH.fullmatch(module):
+            raise ImproperlyConfigured(f"{name} takes dotted module paths like myapp or billing.apps, not {module!r}.")
+    return modules
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

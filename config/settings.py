@@ -21,6 +21,7 @@ from config.env import (
     env_host_names,
     env_int,
     env_list,
+    env_modules,
     env_origins,
     env_public_url,
     env_secret_key,
@@ -41,6 +42,9 @@ CSRF_TRUSTED_ORIGINS = env_origins("CSRF_TRUSTED_ORIGINS", [])
 # Toolsets served at /mcp (MCP["TOOLSETS"] below). Read here because the demo toolset is its own app, installed only
 # where it is served.
 _MCP_TOOLSETS = frozenset(env_list("ERRCATALOG_MCP_TOOLSETS", ["catalog", "demo"] if DEBUG else ["catalog"]))
+# Django apps of your own (dotted module paths), e.g. the one whose mcp_tools.py holds your tools: installed without
+# editing this file. Each must be importable from the project's folder or the Python path.
+_EXTRA_APPS = env_modules("ERRCATALOG_EXTRA_APPS")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -62,6 +66,7 @@ INSTALLED_APPS = [
     *(["demo"] if "demo" in _MCP_TOOLSETS else []),
     # The official conformance suite's fixtures (conformance/), for ./dev conformance only.
     *(["conformance"] if "conformance" in _MCP_TOOLSETS else []),
+    *_EXTRA_APPS,
 ]
 
 MIDDLEWARE = [
@@ -611,8 +616,11 @@ OUTCOMES: dict[str, Any] = {
     "BATCH_SIZE": env_int("ERRCATALOG_OUTCOMES_BATCH", 2000, minimum=1),
     # A batch a worker took but did not acknowledge for this long (the worker died) is taken over by another.
     "CLAIM_IDLE_SECONDS": env_int("ERRCATALOG_OUTCOMES_CLAIM_IDLE_SECONDS", 60, minimum=1),
-    # A call of the same tool by the same client/session within this window after an error is a retry.
+    # A call of the same tool by the same client in the same session within this window after an error is a retry.
     "RETRY_WINDOW_SECONDS": env_int("ERRCATALOG_RETRY_WINDOW_SECONDS", 600, minimum=1),
+    # The same for calls without a session (2026-07-28 requests, reports without one), where nothing tells two runs
+    # under one token apart: a minute, the time an agent takes to read an error and call again.
+    "SESSIONLESS_RETRY_WINDOW_SECONDS": env_int("ERRCATALOG_RETRY_WINDOW_WITHOUT_SESSION_SECONDS", 60, minimum=1),
     # The failed retry number MAX_ATTEMPTS ends an episode as exhausted (the question protocol's
     # MAX_RETRY_ATTEMPTS = 3).
     "MAX_ATTEMPTS": env_int("ERRCATALOG_RETRY_MAX_ATTEMPTS", 3, minimum=1),
