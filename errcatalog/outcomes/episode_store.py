@@ -21,7 +21,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from errcatalog.outcomes.bulk_sql import server_side_cursor, text_array
-from errcatalog.outcomes.episodes import ABANDONED, OPEN, EpisodeState, Key, Link, correlate, event_key
+from errcatalog.outcomes.episodes import (
+    ABANDONED,
+    OPEN,
+    EpisodeState,
+    Key,
+    Link,
+    correlate,
+    event_key,
+)
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.models import Episode
 
@@ -38,6 +46,7 @@ def episode_link_events(*, events: Sequence[OutcomeEvent]) -> list[Link]:
         open_episodes,
         events,
         window=settings.OUTCOMES["RETRY_WINDOW_SECONDS"],
+        sessionless_window=settings.OUTCOMES["SESSIONLESS_RETRY_WINDOW_SECONDS"],
         max_attempts=settings.OUTCOMES["MAX_ATTEMPTS"],
     )
     _store(touched)
@@ -47,14 +56,20 @@ def episode_link_events(*, events: Sequence[OutcomeEvent]) -> list[Link]:
 def episode_close_abandoned(*, now: datetime | None = None) -> int:
     """End open episodes whose window passed without another call (``abandoned``, at last call + window).
 
-    ``episodes.abandon_expired`` in one UPDATE: on PostgreSQL it waits for an ingest that holds one of the rows
-    and re-checks it is still open. Returns how many were ended.
+    ``episodes.abandon_expired`` in one UPDATE per window (with a session, without one): on PostgreSQL each waits
+    for an ingest that holds one of the rows and re-checks it is still open. Returns how many were ended.
     """
-    window = timedelta(seconds=settings.OUTCOMES["RETRY_WINDOW_SECONDS"])
     now = now or timezone.now()
-    return Episode.objects.filter(ending=OPEN, last_at__lt=now - window).update(
-        ending=ABANDONED, ended_at=F("last_at") + window, changed_at=now
-    )
+    ended = 0
+    for sessionless, seconds in (
+        (False, settings.OUTCOMES["RETRY_WINDOW_SECONDS"]),
+        (True, settings.OUTCOMES["SESSIONLESS_RETRY_WINDOW_SECONDS"]),
+    ):
+        window = timedelta(seconds=seconds)
+        rows = Episode.objects.filter(ending=OPEN, last_at__lt=now - window)
+        rows = rows.filter(session="") if sessionless else rows.exclude(session="")
+        ended += rows.update(ending=ABANDONED, ended_at=F("last_at") + window, changed_at=now)
+    return ended
 
 
 # --- Loading --------------------------------------------------------------------------------------------------

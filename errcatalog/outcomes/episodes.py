@@ -6,9 +6,16 @@ which episode each event opens, extends or ends and with which attempt number; `
 open episodes the window has ended. ``episode_store`` is the database edge: it loads the open episodes, calls
 these functions and writes their decisions. This module imports only ``errcatalog.outcomes.events``.
 
-- The key is (tool, client, session or ""): sessions and clients never share an episode.
+- The key is (tool, client, session or ""): a retry belongs to the conversation of the error, and the MCP session
+  (or the session a reporter names) is the only record of a conversation an outcome has. Sessions and clients
+  never share an episode: a success in another session is never a recovery.
+- Calls without a session (a 2026-07-28 request belongs to none; a report may name none) share the key of their
+  client and tool, and nothing in them tells one run of a script from another. For them the window is the much
+  shorter ``sessionless_window``: an agent retries within seconds of reading the error, while another run under
+  the same token is as likely minutes later as seconds.
 - An ``error`` with no open episode for its key opens one; the error is attempt 0.
-- The next call of the key at most ``window`` seconds after the episode's latest call is a retry with
+- The next call of the key at most ``window`` seconds (``sessionless_window`` without a session) after the episode's
+  latest call is a retry with
   attempt = retries + 1. ``ok`` ends the episode ``recovered`` at that attempt; a failed retry keeps it open
   unless it was retry number ``max_attempts`` (3: the question protocol's ``MAX_RETRY_ATTEMPTS``, after which a
   client following it stops retrying), which ends it ``exhausted``: error, then three failed retries, is the fourth
@@ -83,8 +90,13 @@ class Link:
 
 
 def event_key(event: OutcomeEvent) -> Key:
-    """The caller an event belongs to: episodes of different keys never mix."""
+    """The caller an event belongs to: episodes of different keys never mix (and ingest partitions follow it)."""
     return (event.tool, event.client or "", event.session or "")
+
+
+def window_of(key: Key, *, window: float, sessionless_window: float) -> float:
+    """The retry window of a key: ``window`` within a session, ``sessionless_window`` without one."""
+    return window if key[2] else sessionless_window
 
 
 def correlate(
@@ -92,6 +104,7 @@ def correlate(
     events: Iterable[OutcomeEvent],
     *,
     window: float,
+    sessionless_window: float,
     max_attempts: int,
 ) -> tuple[list[Link], list[EpisodeState]]:
     """Apply the rules to ``events`` in time order, whatever order they come in (equal times keep theirs).
@@ -104,9 +117,10 @@ def correlate(
     touched: dict[int, EpisodeState] = {}
     for event in sorted(events, key=lambda event: event.ts):
         key = event_key(event)
+        limit = window_of(key, window=window, sessionless_window=sessionless_window)
         episode = open_episodes.get(key)
-        if episode is not None and event.ts - episode.last_at > window:
-            _abandon(episode, window=window)
+        if episode is not None and event.ts - episode.last_at > limit:
+            _abandon(episode, window=limit)
             touched.setdefault(id(episode), episode)
             del open_episodes[key]
             episode = None
@@ -135,15 +149,20 @@ def correlate(
     return links, list(touched.values())
 
 
-def abandon_expired(episodes: Iterable[EpisodeState], *, now: float, window: float) -> list[EpisodeState]:
+def abandon_expired(
+    episodes: Iterable[EpisodeState], *, now: float, window: float, sessionless_window: float
+) -> list[EpisodeState]:
     """End the open episodes whose window passed before ``now`` without another call; returns those ended.
 
-    Ended ``abandoned`` at last call + window, as a late call would have ended them. ``episode_store`` applies
-    the same rule in one UPDATE (``episode_close_abandoned``): the whole table is too many rows to load.
+    Ended ``abandoned`` at last call + their key's window, as a late call would have ended them. ``episode_store``
+    applies the same rule in UPDATEs (``episode_close_abandoned``): the whole table is too many rows to load.
     """
-    expired = [episode for episode in episodes if episode.ending == OPEN and episode.last_at < now - window]
-    for episode in expired:
-        _abandon(episode, window=window)
+    expired = []
+    for episode in episodes:
+        limit = window_of(episode.key, window=window, sessionless_window=sessionless_window)
+        if episode.ending == OPEN and episode.last_at < now - limit:
+            _abandon(episode, window=limit)
+            expired.append(episode)
     return expired
 
 

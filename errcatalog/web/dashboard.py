@@ -15,6 +15,7 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -34,6 +35,7 @@ from errcatalog.outcomes.metrics import (
     filter_values,
     recorded_before,
 )
+from errcatalog.outcomes.stats import SIGNIFICANCE
 
 DEFAULT_WINDOW = "24h"
 # While every recorded outcome is younger than this (a new installation's first hour), the page opens on this
@@ -49,6 +51,11 @@ FILTER_VALUE = re.compile(r"[\w.:@/+()-]+")
 # Distinct values offered in each filter's drop-down list; more would not be usable as a list anyway.
 FILTER_CHOICES_LIMIT = 200
 MISSING = "—"
+# A rate over fewer calls (or episodes) than this is not shown as a percentage, only as its counts: one call in a
+# minute bucket is 0 % or 100 %, and Wilson's 95 % interval around 5 of 10 still spans 24 % to 76 %. Ten is the
+# usual floor of the normal approximation at an even split (n·p and n·(1-p) both at least 5).
+MIN_RATE_COUNT = 10
+TOO_FEW = f"too few to rate (under {MIN_RATE_COUNT})"
 UNAVAILABLE_PROBLEM = "The metrics store is unavailable right now (Redis or the database); try again in a moment."
 
 
@@ -200,12 +207,15 @@ def upstream_failure_tile(share: FailureShare, *, inbox_url: str | None) -> dict
     if not share.total and not share.open_groups:
         return None
     groups = f"{format_count(share.open_groups)} group{'s' * (share.open_groups != 1)} in the inbox"
+    figure = rate_figure(share.classified, share.total)
     return {
         "key": "upstream_classified_rate",
         "label": "Upstream failures classified",
-        "text": format_rate(share.rate),
-        "value": share.rate,
-        "note": f"of {format_count(share.total)} upstream failures; {groups}",
+        "text": figure["text"],
+        "count_text": figure["count_text"],
+        "too_few": figure["too_few"],
+        "value": figure["rate"],
+        "note": f"of upstream failures; {groups}",
         "inbox_url": inbox_url,
     }
 
@@ -246,7 +256,57 @@ def dashboard_context(metrics: Mapping[str, Any], *, client_names: Mapping[str, 
         ],
         "comparisons": [comparison_view(item) for item in metrics["variant_comparison"]],
         "episodes": [episode_view(episode, client_names=client_names) for episode in metrics["recent_episodes"]],
+        "min_rate_count": MIN_RATE_COUNT,
+        "significance": SIGNIFICANCE,
+        "recovery_rule": recovery_rule(
+            window_seconds=settings.OUTCOMES["RETRY_WINDOW_SECONDS"],
+            sessionless_window_seconds=settings.OUTCOMES["SESSIONLESS_RETRY_WINDOW_SECONDS"],
+            max_attempts=settings.OUTCOMES["MAX_ATTEMPTS"],
+        ),
     }
+
+
+def recovery_rule(*, window_seconds: int, sessionless_window_seconds: int, max_attempts: int) -> str:
+    """What the page counts as an episode and as recovered, in the words of ``outcomes.episodes``. Pure."""
+    return (
+        f"An episode is an error and the calls of the same tool by the same client that follow it in the same "
+        f"session, each within {format_seconds(float(window_seconds))} of the one before; a call in another session "
+        f"is never part of it. Recovered: one of the next {max_attempts} calls succeeded. Calls without a session "
+        f"(2026-07-28 requests, reports without one) cannot be told apart from another run under the same token: "
+        f"for them only a call within {format_seconds(float(sessionless_window_seconds))} counts."
+    )
+
+
+def rate_figure(numerator: int | None, denominator: int | None) -> dict[str, Any]:
+    """A rate with its counts, for display. Pure.
+
+    From ``MIN_RATE_COUNT`` up: "66.7 %" and "67 of 100". Below it the counts are the figure ("2 of 3") and the
+    note says they are too few; ``rate`` is then None, so no chart point, target verdict or sort order rests on it.
+    Nothing to divide by: "—" and "none".
+    """
+    numerator, denominator = numerator or 0, denominator or 0
+    counts = f"{format_count(numerator)} of {format_count(denominator)}"
+    if denominator <= 0:
+        return {"text": MISSING, "count_text": "none", "rate": None, "too_few": False}
+    if denominator < MIN_RATE_COUNT:
+        return {"text": counts, "count_text": TOO_FEW, "rate": None, "too_few": True}
+    return {"text": format_rate(numerator / denominator), "count_text": counts, "rate": numerator / denominator,
+            "too_few": False}  # fmt: skip
+
+
+# Each rate of a metrics ROW and the counters it divides: (numerator, denominator).
+RATE_COUNTS: dict[str, tuple[str, str]] = {
+    "error_rate": ("errors", "calls"),
+    "interactive_error_rate": ("interactive_errors", "errors"),
+    "retry_success_rate": ("recovered", "retried_episodes"),
+    "first_retry_success_rate": ("first_retry_recovered", "retried_episodes"),
+}
+
+
+def row_rate(row: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``rate_figure`` of one of a metrics row's rates (``RATE_COUNTS``)."""
+    numerator, denominator = RATE_COUNTS[key]
+    return rate_figure(row.get(numerator), row.get(denominator))
 
 
 def format_rate(rate: float | None) -> str:
@@ -281,9 +341,18 @@ def kpi_tiles(totals: Mapping[str, Any], targets: Mapping[str, float]) -> list[d
     """The headline numbers; the two rates with a target say whether they meet it ("good"/"bad")."""
 
     def rate_tile(key: str, label: str, note: str) -> dict[str, Any]:
-        rate = totals.get(key)
+        figure = row_rate(totals, key)
+        rate = figure["rate"]  # None below MIN_RATE_COUNT: too few to hold against a target
         target = targets.get(key)
-        tile = {"key": key, "label": label, "text": format_rate(rate), "value": rate, "note": note}
+        tile = {
+            "key": key,
+            "label": label,
+            "text": figure["text"],
+            "count_text": figure["count_text"],
+            "too_few": figure["too_few"],
+            "value": rate,
+            "note": note,
+        }
         if target is not None:
             tile["target"] = target
             tile["target_text"] = f"target > {target * 100:.0f} %"
@@ -292,7 +361,6 @@ def kpi_tiles(totals: Mapping[str, Any], targets: Mapping[str, float]) -> list[d
             tile["bar_percent"] = 0 if rate is None else round(rate * 100, 1)
         return tile
 
-    retried = totals.get("retried_episodes")
     return [
         {
             "key": "calls",
@@ -302,13 +370,14 @@ def kpi_tiles(totals: Mapping[str, Any], targets: Mapping[str, float]) -> list[d
             "note": f"{format_count(totals['errors'])} errors",
         },
         rate_tile("error_rate", "Error rate", "errors / calls"),
-        rate_tile("retry_success_rate", "Retry success rate", f"of {format_count(retried)} retried episodes"),
+        rate_tile("retry_success_rate", "Retry success rate", "recovered / retried episodes that ended"),
         rate_tile("first_retry_success_rate", "First-retry success rate", "recovered at the first retry"),
         rate_tile("interactive_error_rate", "Interactive-error rate", "errors asked as a question or elicitation"),
         {
             "key": "latency",
             "label": "Latency p50 / p95",
             "text": f"{format_ms(totals['latency_p50_ms'])} / {format_ms(totals['latency_p95_ms'])}",
+            "parts": [format_ms(totals["latency_p50_ms"]), format_ms(totals["latency_p95_ms"])],
             "value": totals["latency_p50_ms"],
             "note": "per call",
         },
@@ -317,6 +386,10 @@ def kpi_tiles(totals: Mapping[str, Any], targets: Mapping[str, float]) -> list[d
             "label": "User resolution time p50 / p90",
             "text": f"{format_seconds(totals['resolution_p50_seconds'])} / "
             f"{format_seconds(totals['resolution_p90_seconds'])}",
+            "parts": [
+                format_seconds(totals["resolution_p50_seconds"]),
+                format_seconds(totals["resolution_p90_seconds"]),
+            ],
             "value": totals["resolution_p50_seconds"],
             "note": f"first failed call to recovering call, {format_count(totals['recovered'])} recovered episodes",
         },
@@ -336,19 +409,26 @@ def episode_endings(totals: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def chart_data(series: list[Mapping[str, Any]], targets: Mapping[str, float], step: int) -> dict[str, Any]:
-    """Per-bucket values for the two charts; rates in percent, None (a gap) where a bucket had no denominator."""
+    """Per-bucket values for the two charts; rates in percent, None (a gap) where a bucket had fewer than
+    ``MIN_RATE_COUNT`` calls or episodes to divide by. ``counts`` gives each rate's [numerator, denominator] per
+    bucket, for the tooltips: a gap still says what happened in it."""
 
     def percent(rate: float | None) -> float | None:
         return None if rate is None else round(rate * 100, 2)
 
     rate_keys = ("error_rate", "retry_success_rate", "first_retry_success_rate", "interactive_error_rate")
     return {
+        "min_count": MIN_RATE_COUNT,
         "bucket_seconds": step,
         "labels": [bucket_label(row["bucket"], step) for row in series],
         "buckets": [row["bucket"] for row in series],
         "calls": [row["calls"] for row in series],
         "errors": [row["errors"] for row in series],
-        "rates": {key: [percent(row[key]) for row in series] for key in rate_keys},
+        "rates": {key: [percent(row_rate(row, key)["rate"]) for row in series] for key in rate_keys},
+        "counts": {
+            key: [[row.get(RATE_COUNTS[key][0]) or 0, row.get(RATE_COUNTS[key][1]) or 0] for row in series]
+            for key in rate_keys
+        },
         "targets": {key: round(value * 100, 2) for key, value in targets.items()},
     }
 
@@ -394,25 +474,42 @@ def breakdown_table(
     for row in rows:
         key = names.get(row["key"]) or row["key"] or ("(none)" if dimension != "code" else "(success)")
         cells = [{"text": key, "sort": key}]
-        cells += [
-            {"text": fmt(row.get(name)), "sort": "" if row.get(name) is None else row[name]}
-            for name, _, fmt in METRIC_COLUMNS
-        ]
+        cells += [_metric_cell(row, name, fmt) for name, _, fmt in METRIC_COLUMNS]
         body.append({"key": row["key"], "cells": cells})
     return {"dimension": dimension, "title": f"By {title.lower()}", "columns": columns, "rows": body}
 
 
+def _metric_cell(row: Mapping[str, Any], name: str, fmt: Callable[[Any], str]) -> dict[str, Any]:
+    """A breakdown cell; a rate's also carries its counts, and sorts as missing when they are too few."""
+    if name not in RATE_COUNTS:
+        return {"text": fmt(row.get(name)), "sort": "" if row.get(name) is None else row[name]}
+    figure = row_rate(row, name)
+    return {
+        "text": figure["text"],
+        # Short under the counts: fourteen columns share 1,366 px; the page's note says what "too few" means.
+        "count_text": "too few" if figure["too_few"] else figure["count_text"],
+        "too_few": figure["too_few"],
+        "sort": "" if figure["rate"] is None else figure["rate"],
+    }
+
+
 def comparison_view(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A code's variants with their rate and 95 % interval, as percentages ready for an SVG bar."""
+    """A code's variants with their rate and 95 % interval, as percentages ready for an SVG bar.
+
+    The "best" badge follows the comparison's test: only a variant that recovers more often beyond noise
+    (``significant``) is marked; otherwise no variant is, and the verdict says why.
+    """
     variants = []
     for variant in item["variants"]:
         low, high = variant["ci_low"] * 100, variant["ci_high"] * 100
         rate = variant["retry_success_rate"]
+        figure = rate_figure(variant["recovered"], variant["episodes"])
         variants.append(
             {
                 **variant,
-                "is_best": variant["variant"] == item["best"],
-                "rate_text": format_rate(rate),
+                "is_best": bool(item["significant"]) and variant["variant"] == item["best"],
+                "rate_text": figure["text"],
+                "too_few": figure["too_few"],
                 "interval_text": f"{low:.1f} to {high:.1f} %",
                 "ci_x": round(low, 2),
                 "ci_width": round(max(high - low, 0.5), 2),
@@ -440,7 +537,7 @@ def allocation_view(item: Mapping[str, Any]) -> dict[str, Any]:
             {
                 **variant,
                 "share_text": format_rate(variant["share"]),
-                "rate_text": format_rate(variant["rate"]),
+                "rate_text": rate_figure(variant["recovered"], variant["episodes"])["text"],
                 "interval_text": MISSING
                 if not variant["episodes"]
                 else f"{variant['ci_low'] * 100:.1f} to {variant['ci_high'] * 100:.1f} %",

@@ -43,6 +43,11 @@
     };
   }
 
+  /* "2 of 3": a rate's counts in a bucket, as the page's tables write them. */
+  function countText(pair) {
+    return pair[0].toLocaleString("en-US") + " of " + pair[1].toLocaleString("en-US");
+  }
+
   function rateDataset(label, values, color) {
     return {
       type: "line",
@@ -85,18 +90,29 @@
       },
     }));
 
+    /*
+     * A bucket with fewer than data.min_count calls (or episodes) has no rate point: one call is 0 % or 100 %,
+     * and drawing it would make noise look like a swing. Its counts are still in the tooltip.
+     */
+    const rateSeries = [
+      ["Retry success", "retry_success_rate", PALETTE.retry],
+      ["First-retry success", "first_retry_success_rate", PALETTE.firstRetry],
+      ["Interactive errors", "interactive_error_rate", PALETTE.interactive],
+      ["Error rate", "error_rate", PALETTE.errorRate],
+    ];
+    const rateDatasets = rateSeries.map(function (spec) {
+      const dataset = rateDataset(spec[0], data.rates[spec[1]], spec[2]);
+      dataset.rateKey = spec[1];
+      return dataset;
+    });
     charts.push(new Chart(rates, {
       type: "line",
       data: {
         labels: data.labels,
-        datasets: [
-          rateDataset("Retry success", data.rates.retry_success_rate, PALETTE.retry),
-          rateDataset("First-retry success", data.rates.first_retry_success_rate, PALETTE.firstRetry),
-          rateDataset("Interactive errors", data.rates.interactive_error_rate, PALETTE.interactive),
-          rateDataset("Error rate", data.rates.error_rate, PALETTE.errorRate),
+        datasets: rateDatasets.concat([
           targetDataset("Retry success target", data.targets.retry_success_rate, count, PALETTE.retry),
           targetDataset("Interactive target", data.targets.interactive_error_rate, count, PALETTE.interactive),
-        ],
+        ]),
       },
       options: {
         interaction: { mode: "index", intersect: false },
@@ -105,7 +121,25 @@
           tooltip: {
             callbacks: {
               label: function (item) {
-                return item.dataset.label + ": " + (item.raw === null ? "—" : item.raw + " %");
+                const key = item.dataset.rateKey;
+                if (!key) {
+                  return item.dataset.label + ": " + item.raw + " %";
+                }
+                const pair = data.counts[key][item.dataIndex];
+                return item.dataset.label + ": " + (item.raw === null ? "—" : item.raw + " %") + " (" + countText(pair) + ")";
+              },
+              footer: function (items) {
+                if (!items.length) {
+                  return "";
+                }
+                const index = items[0].dataIndex;
+                const shown = items.map(function (item) { return item.dataset.rateKey; });
+                return rateSeries.filter(function (spec) {
+                  const pair = data.counts[spec[1]][index];
+                  return data.rates[spec[1]][index] === null && pair[1] > 0 && shown.indexOf(spec[1]) < 0;
+                }).map(function (spec) {
+                  return spec[0] + ": " + countText(data.counts[spec[1]][index]) + ", too few to rate";
+                });
               },
             },
           },

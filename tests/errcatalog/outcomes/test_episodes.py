@@ -13,18 +13,29 @@ from errcatalog.outcomes.episodes import EpisodeState, abandon_expired, correlat
 from errcatalog.outcomes.events import OutcomeEvent
 
 WINDOW = 600
+SESSIONLESS_WINDOW = 60
 T0 = 1_800_000_000.0
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-def call(outcome: str, ts: float, *, tool: str = "search", client: str = "token:1", **fields) -> OutcomeEvent:
+def call(
+    outcome: str, ts: float, *, tool: str = "search", client: str = "token:1", session: str | None = "s-0", **fields
+) -> OutcomeEvent:
+    """A call of one MCP session (``s-0``) unless another session, or none, is given."""
+    fields["session"] = session
     if outcome == "error":
         fields.setdefault("code", "E_UPSTREAM")
     return OutcomeEvent(tool=tool, outcome=outcome, client=client, ts=T0 + ts, **fields)
 
 
 def run(events: list[OutcomeEvent], open_episodes: dict | None = None):
-    return correlate({} if open_episodes is None else open_episodes, events, window=WINDOW, max_attempts=3)
+    return correlate(
+        {} if open_episodes is None else open_episodes,
+        events,
+        window=WINDOW,
+        sessionless_window=SESSIONLESS_WINDOW,
+        max_attempts=3,
+    )
 
 
 def attempts(links) -> list[int]:
@@ -113,7 +124,7 @@ def test_episodes_that_did_not_recover_have_no_resolution_time():
 
 def test_the_limit_is_the_setting():
     events = [call("error", n) for n in range(3)]
-    _links, (episode,) = correlate({}, events, window=WINDOW, max_attempts=2)
+    _links, (episode,) = correlate({}, events, window=WINDOW, sessionless_window=SESSIONLESS_WINDOW, max_attempts=2)
     assert (episode.ending, episode.retries) == ("exhausted", 2)
 
 
@@ -163,6 +174,49 @@ def test_input_required_without_an_open_episode_links_nowhere():
     assert links[0].episode is None and touched == []
 
 
+# --- Which calls belong together ------------------------------------------------------------------------------
+
+
+def test_a_success_in_the_same_session_within_the_window_recovers_the_error():
+    links, (episode,) = run([call("error", 0, session="s-a"), call("ok", WINDOW - 1, session="s-a")])
+    assert links[1].episode is episode and episode.ending == "recovered"
+
+
+def test_a_success_in_another_session_is_not_a_recovery():
+    # Another run of another script under the same token, six minutes later: its own call, not a retry.
+    links, (episode,) = run([call("error", 0, session="s-a"), call("ok", 360, session="s-b")])
+    assert links[1].episode is None and links[1].attempt == 0
+    assert episode.ending == "open" and episode.retries == 0
+
+
+def test_a_success_in_the_same_session_beyond_the_window_is_not_a_recovery():
+    links, (episode,) = run([call("error", 0, session="s-a"), call("ok", WINDOW + 1, session="s-a")])
+    assert links[1].episode is None and episode.ending == "abandoned"
+
+
+def test_without_a_session_only_a_call_within_the_short_window_is_a_retry():
+    # Nothing tells two runs under one token apart without a session: another script's success six minutes later
+    # is not this error's recovery; the agent's own retry seconds later is.
+    links, (episode,) = run([call("error", 0, session=None), call("ok", 5, session=None)])
+    assert links[1].episode is episode and episode.ending == "recovered"
+    links, (old,) = run([call("error", 0, session=None), call("ok", 360, session=None)])
+    assert links[1].episode is None and (old.ending, old.ended_at) == ("abandoned", T0 + SESSIONLESS_WINDOW)
+
+
+def test_a_call_without_a_session_does_not_continue_an_episode_of_a_session():
+    links, (episode,) = run([call("error", 0, session="s-a"), call("ok", 5, session=None)])
+    assert links[1].episode is None and episode.ending == "open"
+
+
+def test_clean_up_abandons_an_episode_without_a_session_after_the_short_window():
+    _links, (sessionless,) = run([call("error", 0, session=None)])
+    _links, (in_session,) = run([call("error", 0, session="s-a")])
+    now = T0 + SESSIONLESS_WINDOW + 1
+    assert abandon_expired(
+        [sessionless, in_session], now=now, window=WINDOW, sessionless_window=SESSIONLESS_WINDOW
+    ) == [sessionless]
+
+
 def test_clients_tools_and_sessions_have_separate_episodes():
     links, touched = run(
         [
@@ -181,7 +235,7 @@ def test_clients_tools_and_sessions_have_separate_episodes():
 
 def test_open_episodes_from_earlier_batches_continue():
     earlier = EpisodeState(
-        tool="search", client="token:1", session="", code="E_OLD", variant="v1", interactive=False,
+        tool="search", client="token:1", session="s-0", code="E_OLD", variant="v1", interactive=False,
         sentry_event_id="", started_at=T0 - 100, last_at=T0 - 50, retries=2, pk=7,
     )  # fmt: skip
     open_episodes = {earlier.key: earlier}
@@ -225,7 +279,7 @@ def test_events_at_the_same_time_keep_the_order_they_came_in():
 
 def test_a_late_event_older_than_the_open_episode_neither_rewinds_its_last_call_nor_its_window():
     earlier = EpisodeState(
-        tool="search", client="token:1", session="", code="E_OLD", variant="", interactive=False,
+        tool="search", client="token:1", session="s-0", code="E_OLD", variant="", interactive=False,
         sentry_event_id="", started_at=T0, last_at=T0 + 100, retries=1, pk=7,
     )  # fmt: skip
     _links, (episode,) = run([call("error", 50)], {earlier.key: earlier})
@@ -235,7 +289,7 @@ def test_a_late_event_older_than_the_open_episode_neither_rewinds_its_last_call_
 def test_abandon_expired_ends_open_episodes_at_the_end_of_their_window():
     def opened(tool: str, last: float, ending: str = "open") -> EpisodeState:
         return EpisodeState(
-            tool=tool, client="c", session="", code="E_X", variant="", interactive=False, sentry_event_id="",
+            tool=tool, client="c", session="s-0", code="E_X", variant="", interactive=False, sentry_event_id="",
             started_at=T0, last_at=T0 + last, ending=ending,
         )  # fmt: skip
 
@@ -245,17 +299,21 @@ def test_abandon_expired_ends_open_episodes_at_the_end_of_their_window():
         opened("edge", 100),
         opened("r", 0, "recovered"),
     )
-    ended = abandon_expired([old, fresh, edge, recovered], now=T0 + 700, window=WINDOW)
+    ended = abandon_expired(
+        [old, fresh, edge, recovered], now=T0 + 700, window=WINDOW, sessionless_window=SESSIONLESS_WINDOW
+    )
     assert ended == [old]
     assert (old.ending, old.ended_at, old.resolution_seconds) == ("abandoned", T0 + WINDOW, None)
     assert (fresh.ending, edge.ending, recovered.ending) == ("open", "open", "recovered")  # edge: exactly at the window
-    assert abandon_expired([fresh], now=T0 + 500 + WINDOW + 0.001, window=WINDOW) == [fresh]
+    assert abandon_expired(
+        [fresh], now=T0 + 500 + WINDOW + 0.001, window=WINDOW, sessionless_window=SESSIONLESS_WINDOW
+    ) == [fresh]
 
 
 def test_abandonment_by_a_late_call_and_by_the_clean_up_agree():
     _links, (by_call, _fresh) = run([call("error", 0), call("error", 30), call("error", 30 + WINDOW + 5)])
     _links, (by_clean_up,) = run([call("error", 0), call("error", 30)])
-    abandon_expired([by_clean_up], now=T0 + 30 + WINDOW + 5, window=WINDOW)
+    abandon_expired([by_clean_up], now=T0 + 30 + WINDOW + 5, window=WINDOW, sessionless_window=SESSIONLESS_WINDOW)
     assert (
         (by_call.ending, by_call.ended_at)
         == (by_clean_up.ending, by_clean_up.ended_at)

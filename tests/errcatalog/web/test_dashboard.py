@@ -31,7 +31,8 @@ from errcatalog.outcomes.rollups import (
     bucket_seconds,
     bucket_start,
 )
-from errcatalog.web.dashboard import format_ms, format_rate, format_seconds
+from errcatalog.web.dashboard import MIN_RATE_COUNT, comparison_view, format_ms, format_rate, format_seconds, kpi_tiles
+from errcatalog.web.dashboard import chart_data as dashboard_chart_data
 
 pytestmark = pytest.mark.django_db
 
@@ -153,8 +154,19 @@ def expected_totals(**filters: str) -> dict[str, Any]:
 
 
 def tile_text(page: str, key: str) -> str:
-    match = re.search(rf'data-kpi="{key}".*?<span class="ed-kpi-value">(.*?)</span>', page, re.DOTALL)
+    """The figure of a tile, without its counts or target badge ("57.1 %", "16.0 ms / 741 ms", "4 of 4")."""
+    match = re.search(rf'data-kpi="{key}".*?<div class="ed-tile-value">(.*?)</div>', page, re.DOTALL)
     assert match, f"no tile {key}"
+    value = re.sub(r'<span class="ed-(?:kpi-count|badge)">.*?</span>', "", match.group(1))
+    return html.unescape(re.sub(r"<[^>]+>", "", value)).strip()
+
+
+def tile_count(page: str, key: str) -> str:
+    """A tile's counts beside its rate ("(8 of 14)"), or its note of too few in place of a rate."""
+    match = re.search(
+        rf'data-kpi="{key}".*?(?:<span class="ed-kpi-count">|<div class="ed-tile-few-note">)(.*?)<', page, re.DOTALL
+    )
+    assert match, f"no counts in tile {key}"
     return html.unescape(match.group(1))
 
 
@@ -272,6 +284,9 @@ def test_tiles_show_the_rollup_numbers(client, staff_user):
     assert tile_text(page, "resolution") == totals["resolution_text"] != "— / —"
     # recovered 8 of 14 retried episodes: 57.1 %, under the 60 % target; interactive 15 of 23: 65.2 % < 80 %.
     assert tile_text(page, "retry_success_rate") == "57.1 %"
+    assert tile_count(page, "retry_success_rate") == "(8 of 14)"
+    assert tile_count(page, "error_rate") == "(23 of 88)"
+    assert tile_count(page, "interactive_error_rate") == "(15 of 23)"
     assert "ed-tile-bad" in tile_class(page, "retry_success_rate")
     assert "ed-tile-bad" in tile_class(page, "interactive_error_rate")
     assert "target &gt; 60 %" in page and "target &gt; 80 %" in page
@@ -286,8 +301,12 @@ def test_a_filter_narrows_every_number(client, staff_user):
     page = get_page(client, f"{DASHBOARD}?tool=send_email&variant=friendly")
     totals = expected_totals(tool="send_email", variant="friendly")
     assert tile_text(page, "calls") == "8"
-    assert tile_text(page, "retry_success_rate") == format_rate(totals["retry_success_rate"]) == "100.0 %"
-    assert "ed-tile-good" in tile_class(page, "retry_success_rate")
+    # friendly recovered 4 of 4 retried episodes: too few for a rate, so neither 100 % nor "meets target".
+    assert totals["retry_success_rate"] == 1.0
+    assert tile_text(page, "retry_success_rate") == "4 of 4"
+    assert tile_count(page, "retry_success_rate") == f"too few to rate (under {MIN_RATE_COUNT})"
+    assert "ed-tile-good" not in tile_class(page, "retry_success_rate")
+    assert "ed-tile-few" in tile_class(page, "retry_success_rate")
     assert '<option value="friendly" selected>' in page
 
 
@@ -312,7 +331,13 @@ def test_chart_data_has_each_bucket_of_the_database(client, staff_user):
         totals = expected_totals(bucket=bucket)
         assert data["calls"][index] == totals["calls"]
         assert data["errors"][index] == totals["errors"]
-        assert data["rates"]["retry_success_rate"][index] == pytest.approx(totals["retry_success_rate"] * 100, abs=0.01)
+        retried = totals["recovered"] + totals["exhausted"] + totals["abandoned"] - totals["abandoned_without_retry"]
+        assert data["counts"]["retry_success_rate"][index] == [totals["recovered"], retried]
+        assert data["counts"]["error_rate"][index] == [totals["errors"], totals["calls"]]
+        assert data["rates"]["error_rate"][index] == pytest.approx(totals["error_rate"] * 100, abs=0.01)
+        # Too few episodes in a bucket: a gap, not a point.
+        rate = pytest.approx(totals["retry_success_rate"] * 100, abs=0.01) if retried >= MIN_RATE_COUNT else None
+        assert data["rates"]["retry_success_rate"][index] == rate
     empty = [i for i, bucket in enumerate(data["buckets"]) if datetime.fromisoformat(bucket) not in buckets.values()]
     assert all(data["calls"][i] == 0 and data["rates"]["error_rate"][i] is None for i in empty)
     assert data["targets"] == {"retry_success_rate": 60.0, "interactive_error_rate": 80.0}
@@ -343,11 +368,12 @@ def test_variant_comparison_states_the_verdict(client, staff_user):
     )
     assert section, "no comparison for MISSING_PARAMETER"
     text = section.group(0)
-    # friendly: 4 of 4 retried episodes (one abandoned without retry); plain: 3 of 5.
-    assert re.search(r'data-variant="friendly" class="ed-best">.*?100.0 %', text, re.DOTALL)
-    assert re.search(r'data-variant="plain">.*?60.0 %', text, re.DOTALL)
+    # friendly: 4 of 4 retried episodes (one abandoned without retry); plain: 3 of 5. Too few for rates.
+    assert re.search(r'data-variant="friendly">.*?4 of 4', text, re.DOTALL)
+    assert re.search(r'data-variant="plain">.*?3 of 5', text, re.DOTALL)
     # 4/4 against 3/5 is not more than noise, and the page says so rather than crowning a winner.
     assert "ed-significant" not in text
+    assert "ed-best" not in text and ">best<" not in text
     verdict = re.search(r'<p class="ed-verdict">(.*?)</p>', text, re.DOTALL).group(1)
     assert "noise" in verdict
 
@@ -541,14 +567,91 @@ def test_the_upstream_tile_shows_the_classified_share_and_links_the_inbox_for_th
     inbox.note("web", "web__get", "tool_error", "Widget 1 exploded", classified=False)
     assert inbox.flush()
     page = get_page(client)
-    assert tile_text(page, "upstream_classified_rate") == "60.0 %"
-    assert "of 5 upstream failures; 2 groups in the inbox" in page
+    assert tile_text(page, "upstream_classified_rate") == "3 of 5"  # too few for a rate
+    assert "of upstream failures; 2 groups in the inbox" in page
     inbox_url = reverse("admin:errcatalog_upstreamfailuregroup_changelist")
     assert f'href="{inbox_url}"' in page
-    assert tile_text(get_page(client, f"{DASHBOARD}?upstream=git"), "upstream_classified_rate") == "75.0 %"
+    assert tile_text(get_page(client, f"{DASHBOARD}?upstream=git"), "upstream_classified_rate") == "3 of 4"
 
     # A staff member who may not read the inbox sees the share, not the link.
     reader = django_user_model.objects.create_user(username="viewer", password="pw-viewer-1", is_staff=True)
     client.force_login(reader)
     page = get_page(client)
-    assert tile_text(page, "upstream_classified_rate") == "60.0 %" and f'href="{inbox_url}"' not in page
+    assert tile_text(page, "upstream_classified_rate") == "3 of 5" and f'href="{inbox_url}"' not in page
+
+
+# --- Small numbers -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("recovered", "retried", "text", "counts"),
+    [
+        (1, 1, "1 of 1", f"too few to rate (under {MIN_RATE_COUNT})"),
+        (2, 3, "2 of 3", f"too few to rate (under {MIN_RATE_COUNT})"),
+        (67, 100, "67.0 %", "67 of 100"),
+        (0, 0, "—", "none"),
+    ],
+)
+def test_a_rate_is_shown_with_its_counts_and_as_counts_alone_when_they_are_too_few(recovered, retried, text, counts):
+    totals = {"recovered": recovered, "retried_episodes": retried, "first_retry_recovered": 0, "errors": 0}
+    totals |= {"calls": 0, "interactive_errors": 0, "latency_p50_ms": None, "latency_p95_ms": None}
+    totals |= {"resolution_p50_seconds": None, "resolution_p90_seconds": None}
+    (tile,) = [tile for tile in kpi_tiles(totals, {"retry_success_rate": 0.6}) if tile["key"] == "retry_success_rate"]
+    assert (tile["text"], tile["count_text"]) == (text, counts)
+    # Only a rate over enough episodes is held against the target (1 of 1 does not "meet" it).
+    assert tile["status"] == ("good" if retried >= MIN_RATE_COUNT else "none")
+
+
+@pytest.mark.parametrize("calls", [1, 3, 100])
+def test_chart_points_need_enough_calls_and_keep_their_counts(calls):
+    errors = 2 * calls // 3 or 1
+    row = {"bucket": "2026-01-01T00:00:00+00:00", "calls": calls, "errors": errors, "interactive_errors": 0}
+    row |= {"recovered": 0, "retried_episodes": 0, "first_retry_recovered": 0}
+    row |= {key: None for key in ("retry_success_rate", "first_retry_success_rate", "interactive_error_rate")}
+    data = dashboard_chart_data([row | {"error_rate": errors / calls}], {}, 60)
+    assert data["counts"]["error_rate"] == [[errors, calls]]
+    assert data["rates"]["error_rate"] == [round(errors / calls * 100, 2) if calls >= MIN_RATE_COUNT else None]
+
+
+def comparison(*, significant: bool, p_value: float) -> dict[str, Any]:
+    variants = [
+        {
+            "variant": "plain",
+            "episodes": 40,
+            "recovered": 30,
+            "retry_success_rate": 0.75,
+            "ci_low": 0.6,
+            "ci_high": 0.86,
+        },
+        {
+            "variant": "terse",
+            "episodes": 40,
+            "recovered": 26,
+            "retry_success_rate": 0.65,
+            "ci_low": 0.5,
+            "ci_high": 0.78,
+        },
+    ]
+    return {"code": "E", "variants": variants, "best": "plain", "runner_up": "terse", "p_value": p_value,
+            "significant": significant, "verdict": "…"}  # fmt: skip
+
+
+def test_no_variant_is_best_when_the_difference_is_within_noise():
+    view = comparison_view(comparison(significant=False, p_value=0.63))
+    assert [variant["is_best"] for variant in view["variants"]] == [False, False]
+
+
+def test_the_variant_that_recovers_more_often_beyond_noise_is_best():
+    view = comparison_view(comparison(significant=True, p_value=0.01))
+    assert [variant["is_best"] for variant in view["variants"]] == [True, False]
+    assert view["variants"][0]["rate_text"] == "75.0 %"
+
+
+def test_the_page_says_what_recovered_counts(client, staff_user, settings):
+    windows = {"RETRY_WINDOW_SECONDS": 600, "SESSIONLESS_RETRY_WINDOW_SECONDS": 60, "MAX_ATTEMPTS": 3}
+    settings.OUTCOMES = {**settings.OUTCOMES, **windows}
+    client.force_login(staff_user)
+    rule = re.search(r'id="ed-recovery-rule">(.*?)</p>', get_page(client), re.DOTALL).group(1)
+    assert "same session" in rule and "10.0 min" in rule and "next 3 calls" in rule
+    assert "another session" in rule and "without a session" in rule and "within 1.0 min" in rule
+    assert f"fewer than {MIN_RATE_COUNT}" in rule
