@@ -8,8 +8,15 @@ from typing import Any
 import sentry_sdk
 from celery import Celery
 from celery.signals import task_prerun, worker_init, worker_process_init
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+# The embedded broker's "filesystem://" is kombu's filesystem transport with messages written whole and unreadable
+# files set aside instead of ending the worker (config/filesystem_broker.py). An alias rather than the
+# ``broker_transport`` setting: that setting would win over any URL, a Redis one included, while the scheme of
+# the URL in use is what chooses the transport here.
+TRANSPORT_ALIASES["filesystem"] = "config.filesystem_broker:Transport"
 
 app = Celery("errcatalog")
 app.config_from_object("django.conf:settings", namespace="CELERY")

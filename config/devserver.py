@@ -81,6 +81,26 @@ def prepare(url: str) -> None:
     connections.close_all()
 
 
+def banner(base: str, logs: str) -> str:
+    """What ``./dev up`` prints before it serves: where each part is, and the public URL hosted clients use."""
+    from django.conf import settings
+
+    lines = [
+        f"errcatalog is starting on {base}",
+        f"  home:      {base}/  (what runs here, how to connect, links)",
+        f"  admin:     {base}/admin/",
+        f"  dashboard: {base}/dashboard/",
+        f"  REST API:  {base}/api/v1/  (OpenAPI: /api/v1/schema/, docs: /api/v1/docs/)",
+        f"  MCP:       {base}/mcp  (Streamable HTTP, Authorization: Bearer <token>)",
+    ]
+    if public := settings.OAUTH["PUBLIC_URL"]:
+        lines.append(f"  public:    {public}/mcp  (hosted clients; ./dev manage public_url_check says what they see)")
+    lines.append(
+        f"  worker:    Celery worker and beat, started once the server answers, restarted on exit (logs in {logs}/)"
+    )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> None:
     host, port, logs, *uvicorn_arguments = argv
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -89,14 +109,7 @@ def main(argv: list[str]) -> None:
     django.setup()
     base = f"http://{host}:{port}"
     prepare(f"{base}/mcp")
-    print(f"errcatalog is starting on {base}")
-    print(f"  home:      {base}/  (what runs here, how to connect, links)")
-    print(f"  admin:     {base}/admin/")
-    print(f"  dashboard: {base}/dashboard/")
-    print(f"  REST API:  {base}/api/v1/  (OpenAPI: /api/v1/schema/, docs: /api/v1/docs/)")
-    print(f"  MCP:       {base}/mcp  (Streamable HTTP, Authorization: Bearer <token>)")
-    print(f"  worker:    Celery worker and beat, started once the server answers (logs in {logs}/)")
-    print(flush=True)
+    print(banner(base, logs), flush=True)
     import uvicorn
 
     uvicorn.main.main(

@@ -643,6 +643,9 @@ if _FILESYSTEM_BROKER:
         "store_processed": False,
         # Broadcast state (worker pings, remote control), which would otherwise land in the working directory.
         "control_folder": str(DATA_DIR / "celery" / "control"),
+        # Where a message file nobody can read goes, for a person to look at: the "filesystem" scheme is kombu's
+        # transport with messages written whole and unreadable files set aside (config/filesystem_broker.py).
+        "quarantine_folder": str(DATA_DIR / "celery" / "quarantine"),
     }
 CELERY_TASK_IGNORE_RESULT = True
 # A task is acknowledged after it ran, and given back when its worker dies (on brokers that can: kombu's filesystem

@@ -1,18 +1,23 @@
-"""``./dev``, the entry point people and CI use: dependencies synced only when the lock changed, and a second
-``./dev up`` on the same data that sets up nothing again and starts without warnings.
+"""``./dev``, the entry point people and CI use: dependencies synced only when the lock changed; a second ``./dev up``
+on the same data that sets up nothing again and starts without warnings; every way of stopping ``./dev up`` stops
+every process it started; a port that is taken refused in one line before anything is set up.
 
 The sync test runs a copy of ``./dev`` in a folder of its own, with a ``uv`` that records its calls and a
 ``.venv/bin/python`` that only prints its arguments, so it checks the script's logic in a second; the ``./dev up``
-test runs the real thing (tests/devup.py).
+tests run the real thing (tests/devup.py).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 from tests import devup
 
@@ -107,3 +112,59 @@ def test_a_second_dev_up_sets_up_nothing_again_and_starts_without_warnings(tmp_p
     for log in ("worker.log", "beat.log"):
         assert "No hostname was supplied" not in (worker_log.parent / log).read_text(), log
     assert "No hostname was supplied" not in served.stderr() + served.printed()
+
+
+# --- Stopping it, and a port that is taken --------------------------------------------------------------------------
+
+
+STOPS = {
+    "SIGTERM to ./dev only": (signal.SIGTERM, False),
+    "SIGHUP to ./dev only": (signal.SIGHUP, False),
+    "Ctrl+C: SIGINT to the group": (signal.SIGINT, True),
+    "the terminal closed: SIGHUP to the group": (signal.SIGHUP, True),
+}
+
+
+@pytest.mark.parametrize("stop", STOPS)
+def test_every_way_of_stopping_dev_up_stops_every_process_it_started(stop, tmp_path):
+    number, to_group = STOPS[stop]
+    served = devup.start_set_up(tmp_path)
+    try:
+        running = devup.wait_for_worker_and_beat(served)
+        (os.killpg if to_group else os.kill)(served.process.pid, number)
+        status = served.process.wait(timeout=90)
+        # Nothing carrying this start's data folder is left (the worker's pool process included), nothing is left
+        # in its process group, and nothing answers on its port.
+        deadline = time.monotonic() + 5  # a process killed by the last sweep may take a moment to go
+        while (left := devup.processes(served.data_dir)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert left == {}, f"{stop} left {left} running (the stack was {running})"
+        try:
+            os.killpg(served.process.pid, 0)
+            raise AssertionError(f"{stop} left a process in ./dev's process group")
+        except ProcessLookupError:
+            pass
+        try:
+            socket.create_connection(("127.0.0.1", int(served.base_url.rsplit(":", 1)[1])), timeout=2).close()
+            raise AssertionError(f"something still answers on {served.base_url} after {stop}")
+        except ConnectionRefusedError:
+            pass
+        assert status == 128 + number  # as a shell reports a command that a signal stopped
+    finally:
+        devup.stop(served)
+
+
+def test_dev_up_on_a_port_that_is_taken_says_so_in_one_line_before_setting_anything_up(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        served = devup.launch(tmp_path, port=port)
+        status = served.process.wait(timeout=60)
+    assert status != 0
+    assert served.printed() == ""
+    assert served.stderr() == (
+        f"errcatalog: port {port} on 127.0.0.1 is in use; stop what uses it or set PORT={port + 1}\n"
+    )
+    # No database, so no admin: nothing was set up.
+    assert not (served.data_dir / "errcatalog.sqlite3").exists()

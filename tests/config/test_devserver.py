@@ -1,9 +1,10 @@
-"""``./dev up``'s web process (config/devserver.py): static files are collected again only when they changed."""
+"""``./dev up``'s web process (config/devserver.py): static files collected again only when they changed; the banner."""
 
 from __future__ import annotations
 
 import os
 
+from config import devserver
 from config.devserver import collect_static_when_changed
 
 
@@ -28,3 +29,14 @@ def test_static_files_are_collected_again_only_when_a_file_changed(settings, tmp
     assert collect_static_when_changed() is True
     (tmp_path / "static.collected").write_text("interrupted")  # a collection that did not finish
     assert collect_static_when_changed() is True
+
+
+def test_the_banner_names_the_public_url_for_hosted_clients_only_when_there_is_one(settings):
+    settings.OAUTH = {**settings.OAUTH, "PUBLIC_URL": ""}
+    local = devserver.banner("http://127.0.0.1:8000", "var/log")
+    assert "errcatalog is starting on http://127.0.0.1:8000" in local
+    assert "public:" not in local
+    settings.OAUTH = {**settings.OAUTH, "PUBLIC_URL": "https://errors.example.com"}
+    public = devserver.banner("http://127.0.0.1:8000", "var/log")
+    assert "  public:    https://errors.example.com/mcp  (hosted clients;" in public
+    assert public.replace(public.splitlines()[6] + "\n", "") == local  # the one line more
