@@ -1,4 +1,5 @@
-"""Shared fixtures: the default catalog as a snapshot, users for admin and API tests, an empty Redis database."""
+"""Shared fixtures: the default catalog as a snapshot, users for admin and API tests, an empty Redis database; and
+the slow kinds of test, marked for the fast lane."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pytest
 import redis
@@ -172,3 +173,58 @@ def dev_up(tmp_path_factory):
     served = devup.start(tmp_path_factory.mktemp("dev-up"))
     yield served
     devup.stop(served)
+
+
+# --- The slow kinds, which the fast lane leaves out ----------------------------------------------------------------
+
+# What makes a test slow is what it starts besides this process: a real headless browser, the app served in processes
+# of its own (./dev up, uvicorn, a Celery worker, a server of test fixtures), HAProxy, or real MCP servers installed
+# from npm or PyPI. A test is of a kind when it asks for one of the kind's fixtures or its module holds one of the
+# kind's helpers, so that a new test of a kind is marked without anyone remembering to. `./dev test --fast` runs the
+# tests of no kind; `./dev test` and CI run everything.
+SLOW_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "browser": (frozenset({"sync_playwright", "async_playwright"}), frozenset()),
+    "served": (
+        frozenset(
+            {
+                "ServedApp",
+                "devup",
+                "embedded_environment",
+                "UpstreamProcess",
+                "gateway_before",
+                "run_through_errcatalog",
+            }
+        ),
+        frozenset({"dev_up", "celery_worker_process", "conformance_url", "virtual_served", "offerings_app"}),
+    ),
+    "haproxy": (frozenset({"HAPROXY_CFG"}), frozenset()),
+    "upstreams": (
+        frozenset(
+            {
+                "npm_package",
+                "npm_program",
+                "pypi_program",
+                "everything_server",
+                "filesystem_server",
+                "git_server",
+                "fetch_server",
+                "time_server",
+                "run_stdio",
+            }
+        ),
+        frozenset({"everything_http"}),
+    ),
+}
+
+
+def slow_kinds(module_names: Iterable[str], fixture_names: Iterable[str]) -> set[str]:
+    """The slow kinds of a test whose module holds ``module_names`` and which asks for ``fixture_names``."""
+    names, fixtures = set(module_names), set(fixture_names)
+    return {kind for kind, (helpers, of_kind) in SLOW_KINDS.items() if helpers & names or of_kind & fixtures}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        for kind in slow_kinds(vars(module) if module else (), getattr(item, "fixturenames", ())):
+            item.add_marker(kind)

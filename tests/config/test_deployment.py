@@ -4,6 +4,7 @@ tests/mcpserver/test_load_balancer.py runs the web command and the HAProxy confi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -71,9 +72,12 @@ def test_commands_are_those_of_the_serve_command(compose):
     web = _command(compose["services"]["web"])
     assert web.startswith("uvicorn config.asgi:application")
     assert ".venv/bin/uvicorn config.asgi:application" in dev
+    # ./dev up's worker and beat are started by its supervisor, with the venv's celery and the same arguments.
+    supervisor = (ROOT / "config" / "supervisor.py").read_text()
+    assert "python -m config.supervisor" in dev
     for name, command in (("worker", "celery -A config worker"), ("beat", "celery -A config beat")):
         assert _command(compose["services"][name]).startswith(command)
-        assert f".venv/bin/{command}" in dev
+        assert json.dumps(command.split()[1:])[1:-1] in supervisor
 
 
 def test_each_web_container_runs_one_process_behind_haproxy(compose):
@@ -93,6 +97,7 @@ def test_each_web_container_runs_one_process_behind_haproxy(compose):
         assert f"${{{name}" in cfg, f"{name} is not used by haproxy.cfg"
 
 
+@pytest.mark.haproxy
 def test_haproxy_accepts_the_configuration_as_compose_runs_it():
     haproxy = shutil.which("haproxy")
     assert haproxy, "Debian's haproxy package is required (./dev test installs it): apt-get install haproxy"
