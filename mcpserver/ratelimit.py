@@ -9,7 +9,7 @@ the window when the call is over the limit. It never waits for Redis:
   limit holds across processes, give or take the calls other processes answered in the last ``SYNC_SECONDS``:
   a client over its limit is refused at most that much later than an exact count would. (An exact count costs a
   round trip per call; through Django's cache it cost three, in a worker thread, on a new connection each time,
-  since Django's cache handler is local to each request's context: a quarter of the endpoint's throughput.)
+  since Django's cache handler is local to each request's context: a large share of the endpoint's throughput.)
 - Without Redis (the default cache is not Redis: ``settings.CACHES``) the count is this process's own.
 - While Redis is unreachable the process goes on with what it knew plus its own calls (logged once per outage):
   the limit then holds per process rather than across them, which is looser by the number of processes but

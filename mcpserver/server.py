@@ -1,6 +1,6 @@
 """The one place the MCP SDK is wired: the low-level ``Server``, its two session managers and the ASGI app.
 
-Two session managers share one ``Server`` (see ``shared/notes/PLATFORM.md``): requests that name a 2026-07-28
+Two session managers share one ``Server``: requests that name a 2026-07-28
 (or any non-handshake) ``MCP-Protocol-Version`` go to a JSON-response manager, where a stateless call costs
 least; everything else (2025-11-25: ``initialize``, ``Mcp-Session-Id``, server-to-client requests over SSE)
 goes to the stateful SSE manager, which is what elicitation, progress and logging need. The SDK's manager
@@ -550,7 +550,7 @@ class McpApp:
             logger.info("MCP endpoint ready: 2026-07-28 requests answered as JSON, 2025-11-25 sessions over SSE")
             # Everything loaded by now (Django, the SDK, the tools) lives as long as the process. Frozen, it is
             # left out of the cyclic garbage collector's full passes, which otherwise walk the whole heap again
-            # and again and cost a busy endpoint about a third of its time per call.
+            # and again and cost a busy endpoint much of its time per call.
             gc.freeze()
             try:
                 yield

@@ -1,12 +1,12 @@
 """Sync tools run in worker threads: ``run_in_thread`` hands a call to one and awaits its result.
 
-A tool that reads the database must not block the event loop (Django's ORM is synchronous), so it runs in a
-thread. anyio's ``to_thread.run_sync``, which the SDK's ``MCPServer`` uses, costs the loop about 45 µs per call (a
-capacity limiter, a shielded cancel scope, a sweep of idle workers); asyncio's ``run_in_executor`` about 30 (a
-second future chained onto the executor's), and ``ThreadPoolExecutor`` starts a new thread whenever a call comes
-before the last one's thread counted itself idle, so a busy endpoint soon cycles through all of them. This pool
-does what a tool call needs and no more, for about 18 µs: a queue, an idle count, and the result handed back to
-the loop with one ``call_soon_threadsafe``.
+A tool that reads the database must not block the event loop (Django's ORM is synchronous), so it runs in a thread.
+anyio's ``to_thread.run_sync``, which the SDK's ``MCPServer`` uses, costs the loop more per call than the call needs (a
+capacity limiter, a shielded cancel scope, a sweep of idle workers); so does asyncio's ``run_in_executor`` (a second
+future chained onto the executor's), and ``ThreadPoolExecutor`` starts a new thread whenever a call comes before the
+last one's thread counted itself idle, so a busy endpoint soon cycles through all of them. This pool does what a tool
+call needs and no more: a queue, an idle count, and the result handed back to the loop with one
+``call_soon_threadsafe``.
 
 - ``await run_in_thread(function, *args)``: ``function(*args)`` in a worker thread, with a copy of the caller's
   context (Sentry's scope); what it raises is raised to the caller.

@@ -1,5 +1,5 @@
-"""Django admin for the people who write the catalog: codes, their wording, hints and classification rules;
-and for client tokens.
+"""Django admin for the people who write the catalog: codes, their wording, hints and classification rules
+(client tokens have theirs in ``errcatalog.access.admin``).
 
 Every catalog model keeps its history (django-simple-history), so each change can be inspected and reverted
 from the object's History page. The ErrorCode change page shows, beside each variant's text, what a client shows

@@ -184,10 +184,11 @@ _RULE_FIELDS = tuple(f.name for f in fields(RuleEntry))
 def catalog_snapshot_from_db(*, version: str, pace: bool = False) -> CatalogSnapshot:
     """The catalog's rows as a new snapshot: four queries of plain tuples, each made into its entry directly.
 
-    The same snapshot as ``CatalogSnapshot.from_document(catalog_document_from_db())`` (a test compares them),
-    without the document's dictionaries in between: this build runs in every process after every change, so its
-    cost is kept to about 15 µs per variant. With ``pace`` it sleeps between chunks of rows so that it takes at most
-    ``BUILD_SHARE`` of the process's time, the rest staying with the calls served beside it.
+    The same snapshot as ``CatalogSnapshot.from_document(catalog_document_from_db())`` (a test compares them), without
+    the document's dictionaries in between: this build runs in every process after every change, so it reads the rows
+    once and builds the entries directly (``bench/catalog_scale_bench.py`` measures it). With ``pace`` it sleeps between
+    chunks of rows so that it takes at most ``BUILD_SHARE`` of the process's time, the rest staying with the calls
+    served beside it.
     """
     pacer = _Pacer(BUILD_SHARE if pace else 1.0)
     variants_of: dict[int, list[VariantEntry]] = {}

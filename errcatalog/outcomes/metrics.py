@@ -1,4 +1,5 @@
-"""The numbers the dashboard and ``GET /api/v1/metrics/`` show, read from rollups only.
+"""The numbers the dashboard and ``GET /api/v1/metrics/`` show: from the rollups, except the windows of up to
+``MINUTE_WINDOW_MAX``, which read the outcome events and episodes themselves (``reads_events``).
 
 Interface (fixed): ``compute_metrics(window="24h", *, tool=None, code=None, client=None, variant=None,
 upstream=None, now=None)`` returns plain JSON-ready data:

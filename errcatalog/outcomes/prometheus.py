@@ -140,15 +140,13 @@ EVENTS_HELD = Gauge(
 
 # --- Calls: counted on the request path, folded into the metrics in bulk ----------------------------------------
 
-# prometheus_client takes a lock for every value it changes, three or four per call: about 2 µs of a call's 150 in
-# process, on the event loop. A call only appends its labels and duration to ``_unfolded`` (a deque append is
-# atomic, so any thread may add), and ``fold_calls`` moves what waits into the metrics, one update per label set:
-# every ``FOLD_SECONDS`` from a daemon thread, before each exposition of this process, and on the request path
-# when ``FOLD_AT`` calls wait (memory stays bounded whatever becomes of the thread; several seconds of a process's
-# top rate, about 3,500 calls a second on the benchmark machine, so a healthy thread always folds first). Under
-# ``PROMETHEUS_MULTIPROC_DIR`` a scrape served by another process sees a call within ``FOLD_SECONDS``. A fold holds
-# the GIL while it runs (about 0.4 µs a call), and every request in flight waits: folding once a second held it
-# for over a millisecond at a stretch under load, a tenth of a second keeps each wait near a tenth of that.
+# prometheus_client takes a lock for every value it changes, three or four per call, on the event loop. A call only
+# appends its labels and duration to ``_unfolded`` (a deque append is atomic, so any thread may add), and ``fold_calls``
+# moves what waits into the metrics, one update per label set: every ``FOLD_SECONDS`` from a daemon thread, before each
+# exposition of this process, and on the request path when ``FOLD_AT`` calls wait (memory stays bounded whatever becomes
+# of the thread; several seconds of a process's top rate, so a healthy thread always folds first). Under
+# ``PROMETHEUS_MULTIPROC_DIR`` a scrape served by another process sees a call within ``FOLD_SECONDS``. A fold holds the
+# GIL while it runs, and every request in flight waits: folding often keeps each wait short.
 FOLD_SECONDS = 0.1
 FOLD_AT = 16_384
 

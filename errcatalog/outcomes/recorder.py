@@ -15,8 +15,8 @@ Interface (fixed):
 - ``stats() -> RecorderStats``: counters for people and tests (recorded, sent, dropped, held, paused).
 - ``reset()``: stop the flusher and forget everything held and counted (tests, and a forked child).
 
-Why this shape: a tool call must not wait for Redis (the issue allows 100 µs at the median), and must keep
-serving while Redis is down. So ``record`` only encodes the event (about a microsecond) and appends it to a
+Why this shape: a tool call must not wait for Redis, and must keep serving while Redis is down. So ``record`` only
+encodes the event and appends it to a
 bounded ``deque`` (no lock, no I/O); a daemon thread wakes every ``FLUSH_INTERVAL_MS`` (sooner when half of
 ``MAX_UNSENT`` or ``BATCH_SIZE`` events wait) and sends them in one pipelined round trip. What a SIGKILL of the
 process loses is what it holds unsent: at most ``MAX_UNSENT`` events while the buffer is reachable (the other half
@@ -24,13 +24,13 @@ covers calls answered during a send). Events leave the process buffer only when 
 fails they stay, up to ``LOCAL_BUFFER_MAX``, the oldest dropped and counted beyond that.
 
 Why the request path encodes: the flusher shares the GIL with the event loop, and a thread waiting for it gets it
-only when the holder lets go (or after ``sys.getswitchinterval()``, 5 ms). Encoding a batch of 500 events held it
-for about a millisecond at a stretch, and every request in flight waited that long: under load, three in four of
-the event loop's slow steps were spent waiting for the flusher. Spread over the calls, the same work costs each
-about a microsecond, and the flusher holds the GIL only for the moments between its system calls.
+only when the holder lets go (or after ``sys.getswitchinterval()``). Encoding a whole batch in the flusher held it
+for long stretches, and every request in flight waited that long: under load, most of the event loop's slow steps
+were spent waiting for the flusher. Spread over the calls, the same work costs each little, and the flusher holds the
+GIL only for the moments between its system calls.
 
 Settings: ``record`` must not read ``django.conf.settings`` itself (one attribute read through Django's lazy proxy
-costs about 1 µs, more than the rest of ``record``), so the recorder keeps a copy of the few values it needs. The
+costs more than the rest of ``record``), so the recorder keeps a copy of the few values it needs. The
 copy is refreshed by every flush (so a changed value takes effect within one flush interval), and dropped at once
 when Django reports a change of ``OUTCOMES`` or ``REDIS_URL`` (``override_settings`` and pytest-django's
 ``settings`` fixture send ``setting_changed``), so tests see their overrides on the next call.
@@ -256,8 +256,8 @@ class _Recorder:
         return enabled
 
     def prepare(self) -> None:
-        """Ask for a drain now when batches go to the spool: the first request imports Celery's sending side (80 ms
-        of holding the GIL, which would otherwise stall the first calls a process serves), and a worker stores at
+        """Ask for a drain now when batches go to the spool: the first request imports Celery's sending side (a long
+        hold of the GIL, which would otherwise stall the first calls a process serves), and a worker stores at
         once what a previous process left in the folder."""
         if not self.load_settings():
             return

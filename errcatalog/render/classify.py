@@ -45,7 +45,7 @@ class FailureFacts:
 
 def _without_text(facts: FailureFacts) -> FailureFacts:
     """``facts`` with no text: ``dataclasses.replace(facts, text="")``, by the constructor, since ``replace`` reads
-    the fields anew on every call (a third of the time of classifying a short text)."""
+    the fields anew on every call, which every classification would pay."""
     return FailureFacts(
         facts.exception_types, facts.status_code, facts.jsonrpc_code, facts.upstream, facts.tool, facts.transport,
         facts.code, facts.kind,

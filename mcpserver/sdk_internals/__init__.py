@@ -20,7 +20,7 @@ Reaches, each with why and its plain path:
   be found in ``Server.middleware`` and put behind a check (untraced, it still builds a span per message, about a
   tenth of a simple call). Plain path: the middleware stays as the SDK installs it.
 - ``poster``: a 2026-07-28 call to an HTTP upstream posted with aiohttp beside the SDK client's own session, stamped
-  by the session's private ``_stamp`` exactly as the SDK stamps it (the forwarded call's CPU time, 2.9 ms to 0.9 ms).
+  by the session's private ``_stamp`` exactly as the SDK stamps it (``bench/gateway_bench.py`` measures the call).
   Plain path: ``Client.call_tool``.
 - ``sessions.session_connection``: the ``Connection`` behind a 2025-11-25 ``ServerSession`` (its private
   ``_connection``), whose exit stack tells ``mcpserver.changes`` when the session ends. Plain path: none in the public

@@ -2,8 +2,8 @@
 
 The reach: the SDK's client passes each request through its session, dispatcher, memory streams and a task per
 POST, then through httpx, whose HTTP/1.1 parser is pure Python. A 2026-07-28 call is one self-contained POST, so
-``post_tool_call`` sends it on an aiohttp session (a C parser; the forwarded call's CPU time went from 2.9 to 1.5 to
-0.9 ms with each step, ``bench/gateway_bench.py``), stamped by the client session's private ``_stamp`` exactly as the
+``post_tool_call`` sends it on an aiohttp session (a C parser; ``bench/gateway_bench.py`` measures the forwarded
+call's CPU time), stamped by the client session's private ``_stamp`` exactly as the
 SDK stamps it (``stamped``: ``_meta``, ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``), with
 the headers every Streamable HTTP POST sends (``POST_HEADERS``), and validates the answer as the session would. What
 only the SDK handles goes to ``Client.call_tool``: an input request (its driver answers it) and a
