@@ -7,7 +7,9 @@ has a contract test in ``tests/mcpserver/sdk_internals/`` that pins what it reli
 an SDK upgrade changes it.
 
 ``MCP["SDK_FAST_PATHS"]`` (``ERRCATALOG_MCP_SDK_FAST_PATHS``, on by default; ``fast_paths``) is the escape hatch: off,
-every reach that has a plain path takes it, so a release can go out with an SDK upgrade that broke a reach.
+every reach that has a plain path takes it, so a release can go out with an SDK upgrade that broke a reach. They are
+off by themselves, with one warning in the log, where the installed SDK is not the version they were read against:
+a reach read against another version may misread this one without any error.
 
 Reaches, each with why and its plain path:
 
@@ -37,13 +39,47 @@ Reaches, each with why and its plain path:
 
 from __future__ import annotations
 
+import logging
+from functools import cache
+from importlib import metadata
+
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
 
 # The SDK version every reach here was read against; ``tests/mcpserver/sdk_internals/test_version.py`` fails on
 # another one until each reach has been read again.
 READ_AGAINST = "2.3.0"
+SDK_DISTRIBUTIONS = ("mcp", "mcp-types")
+
+
+def installed_sdk() -> dict[str, str]:
+    """The installed versions of the SDK's distributions (``"not installed"`` for one that is missing)."""
+    versions = {}
+    for name in SDK_DISTRIBUTIONS:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+@cache
+def sdk_is_the_one_read() -> bool:
+    """Whether the installed SDK is ``READ_AGAINST``; said once in the log when it is not."""
+    installed = installed_sdk()
+    if all(version == READ_AGAINST for version in installed.values()):
+        return True
+    logger.warning(
+        "The MCP SDK installed is %s; mcpserver.sdk_internals was read against %s: its fast paths are off, and "
+        "each reach takes its plain path until it has been read against this version.",
+        ", ".join(f"{name} {version}" for name, version in installed.items()),
+        READ_AGAINST,
+    )
+    return False
 
 
 def fast_paths() -> bool:
-    """Whether the reaches that have a plain path take their own (``MCP["SDK_FAST_PATHS"]``)."""
-    return bool(settings.MCP["SDK_FAST_PATHS"])
+    """Whether the reaches that have a plain path take their own: ``MCP["SDK_FAST_PATHS"]``, on the SDK version
+    they were read against only."""
+    return bool(settings.MCP["SDK_FAST_PATHS"]) and sdk_is_the_one_read()
