@@ -2,9 +2,9 @@
 
 The SDK (``mcp`` and ``mcp_types``, read at version ``READ_AGAINST``) is used through its public API everywhere
 else; an import contract (``pyproject.toml``, "sdk-internals") keeps its private modules out of every other module,
-and ``tests/mcpserver/sdk_internals/test_no_reaches_elsewhere.py`` keeps its private attributes out. Each reach below
-has a contract test in ``tests/mcpserver/sdk_internals/`` that pins what it relies on and fails, naming the reach, when
-an SDK upgrade changes it.
+and ``tests/mcpserver/sdk_internals/test_no_reaches_elsewhere.py`` keeps its private attributes out, and its private
+modules out of the tests. Each reach below has a contract test in ``tests/mcpserver/sdk_internals/`` that pins what it
+relies on and fails, naming the reach, when an SDK upgrade changes it.
 
 ``MCP["SDK_FAST_PATHS"]`` (``ERRCATALOG_MCP_SDK_FAST_PATHS``, on by default; ``fast_paths``) is the escape hatch: off,
 every reach that has a plain path takes it, so a release can go out with an SDK upgrade that broke a reach. They are
@@ -19,8 +19,10 @@ Reaches, each with why and its plain path:
   on in the form it was checked in (``wire.forwarded``) when only its ``_meta`` changed. Plain path: no such
   middleware; the runner calls ``mcpserver.server.handle_call_tool`` and serialises each result itself.
 - ``otel.spans_only_when``: the SDK's per-message span middleware, imported from the private ``mcp.server._otel`` to
-  be found in ``Server.middleware`` and put behind a check (untraced, it still builds a span per message, about a
-  tenth of a simple call). Plain path: the middleware stays as the SDK installs it.
+  be found in ``Server.middleware`` and put behind a check (untraced, it still builds a span per message, a cost
+  every call would pay). Plain path: the middleware stays as the SDK installs it. For the tests that install a tracer
+  provider and take it away, ``otel.forget_tracer_provider`` makes the SDK's module tracer (``mcp.shared._otel``)
+  resolve again.
 - ``poster``: a 2026-07-28 call to an HTTP upstream posted with aiohttp beside the SDK client's own session, stamped
   by the session's private ``_stamp`` exactly as the SDK stamps it (``bench/gateway_bench.py`` measures the call).
   Plain path: ``Client.call_tool``.

@@ -14,7 +14,6 @@ import httpx2
 import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared import _otel as sdk_otel
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -23,6 +22,7 @@ from opentelemetry.util._once import Once
 
 from config.tracing import tracing_requested
 from mcpserver import tracing as mcpserver_tracing
+from mcpserver.sdk_internals import otel as sdk_otel
 from mcpserver.sdk_internals.otel import OnlyWhenTracing
 from mcpserver.sdk_internals.tool_calls import ModernToolCalls
 from tests.config.served_app import ServedApp, embedded_environment, new_token
@@ -60,9 +60,9 @@ def spans() -> Iterator[list[ReadableSpan]]:
 def _forget_provider() -> None:
     trace._TRACER_PROVIDER = None
     trace._TRACER_PROVIDER_SET_ONCE = Once()
-    for proxy in (sdk_otel._tracer, mcpserver_tracing._tracer):
-        if isinstance(proxy, ProxyTracer):
-            proxy._real_tracer = None
+    sdk_otel.forget_tracer_provider()
+    if isinstance(mcpserver_tracing._tracer, ProxyTracer):
+        mcpserver_tracing._tracer._real_tracer = None
     assert not mcpserver_tracing.tracing_on()
 
 
@@ -105,9 +105,8 @@ def test_the_sdks_message_middleware_runs_under_a_tracer_provider(spans):
 
 
 def test_the_server_wraps_the_sdks_span_middleware_and_leaves_the_others(settings):
-    from mcp.server._otel import OpenTelemetryMiddleware
-
     from mcpserver.changes import ChangeFeed
+    from mcpserver.sdk_internals.otel import OpenTelemetryMiddleware
     from mcpserver.server import build_server
 
     server, _reader = build_server(ChangeFeed())

@@ -8,7 +8,7 @@ import inspect
 from mcp.server import Server
 from mcp.server._otel import OpenTelemetryMiddleware
 
-from mcpserver.sdk_internals.otel import OnlyWhenTracing, spans_only_when
+from mcpserver.sdk_internals.otel import OnlyWhenTracing, forget_tracer_provider, spans_only_when
 from tests.mcpserver.sdk_internals.support import revisit
 
 
@@ -34,3 +34,16 @@ def test_the_swap_wraps_exactly_the_span_middleware():
     spans_only_when(server, lambda: False)
     assert type(server.middleware[0]) is OnlyWhenTracing
     assert server.middleware[1] is other
+
+
+def test_the_sdks_module_tracer_is_a_proxy_that_keeps_the_tracer_it_resolved():
+    """``forget_tracer_provider`` relies on the SDK's module tracer being OpenTelemetry's ProxyTracer, made once at
+    import, which keeps in ``_real_tracer`` the tracer it resolved from the first provider."""
+    from mcp.shared import _otel as shared_otel
+    from opentelemetry.trace import ProxyTracer
+
+    tracer = shared_otel._tracer
+    assert isinstance(tracer, ProxyTracer), revisit("otel", f"mcp.shared._otel._tracer is {type(tracer)}")
+    assert "_real_tracer" in vars(tracer), revisit("otel", "a ProxyTracer keeps its real tracer elsewhere")
+    forget_tracer_provider()
+    assert tracer._real_tracer is None
