@@ -4,8 +4,9 @@ Two session managers share one ``Server``: requests that name a 2026-07-28
 (or any non-handshake) ``MCP-Protocol-Version`` go to a JSON-response manager, where a stateless call costs
 least; everything else (2025-11-25: ``initialize``, ``Mcp-Session-Id``, server-to-client requests over SSE)
 goes to the stateful SSE manager, which is what elicitation, progress and logging need. The SDK's manager
-makes the same split itself (``StreamableHTTPSessionManager._handle_request`` sends non-handshake versions to
-its modern entry), so routing by the same header never sends a request where it would not have gone anyway.
+makes the same split itself in a private method, so routing by the same header and the same rule
+(``mcpserver.sdk_internals.routing``, with its contract test) never sends a request where it would not have gone
+anyway.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INTERNAL_ERROR
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
 from errcatalog.catalog.snapshot import acatalog_snapshot
@@ -56,6 +57,7 @@ from mcpserver.reference import HANDLED, CatalogReader
 from mcpserver.registry import ClientCannotAnswer, ToolSpec, UserAnswer, autodiscover, registry
 from mcpserver.sdk_internals import fast_paths, wire
 from mcpserver.sdk_internals.otel import spans_only_when
+from mcpserver.sdk_internals.routing import is_modern
 from mcpserver.sdk_internals.streams import PerSessionEventStores
 from mcpserver.sdk_internals.tool_calls import ModernToolCalls
 from mcpserver.sessions import SessionAdmission
@@ -87,7 +89,6 @@ _PROTOCOL_HEADER = b"mcp-protocol-version"
 _METHOD_HEADER = b"mcp-method"
 _NAME_HEADER = b"mcp-name"
 LOG_LEVELS = frozenset(get_args(types.LoggingLevel))
-_HANDSHAKE_VERSIONS = frozenset(v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS)
 # The server a 2026-07-28 request was sent to, for ``tool_input_schema``, which the SDK calls with a tool's name only:
 # set by ``McpApp._route`` around the modern manager, which calls it in the request's own task (handlers read the
 # scope instead, ``request_server``).
@@ -571,7 +572,7 @@ class McpApp:
                 method = value
             elif key == _NAME_HEADER:
                 name = value
-        if version is None or version in _HANDSHAKE_VERSIONS:
+        if not is_modern(version):
             await self.admission(scope, receive, send)
             return
         server = scope.get(SERVER_SCOPE_KEY) or ROOT_SERVER

@@ -23,8 +23,9 @@ signal when a session ends: the manager's session table is private, and a handle
 expose the connection whose ``exit_stack`` would tell. So ``SessionLeases`` keeps its own account of each
 session, learned from the HTTP exchanges it already sees, and applies the SDK's documented rule: a session
 lives while a request of it is in flight (an open GET stream included) and for ``SESSION_IDLE_SECONDS`` after
-the last one ended. Our idle clock starts a moment after the SDK's (when the response has been sent), so a
-lease never ends before the SDK's session does. A session also ends here when its owner deletes it (HTTP
+the last one ended (``tests/mcpserver/sdk_internals/test_session_rule.py`` reads the SDK's rule and its answer to an
+unknown session again). Our idle clock starts a moment after the SDK's (when the response has been sent), so a lease
+never ends before the SDK's session does. A session also ends here when its owner deletes it (HTTP
 DELETE) or is told it is gone (404), and an ended session is never counted again. A request of a session this
 account does not hold yet (the client's GET stream can start before the ``initialize`` request's handler has
 returned) is counted from the moment the SDK accepts it. Everything runs on the event loop, without awaits inside

@@ -33,6 +33,9 @@ Reaches, each with why and its plain path:
   session it opens a store of its own (``mcpserver.streams``), since the SDK hands one store to every session and
   names streams by request id alone. Relies on the manager reading the attribute once per session it opens. Plain
   path: no event store; 2025-11-25 streams are not resumable.
+- ``routing.is_modern``: which generation a request belongs to, split as the SDK's manager splits it in its private
+  ``_handle_request`` (a non-handshake ``MCP-Protocol-Version`` to the 2026-07-28 entry), for ``mcpserver.server``'s
+  router, which routes before the SDK sees a request. No plain path: it is the SDK's rule, read again by its test.
 - ``messages``: sentences the SDK writes, read in its source: the fixed ones the JSON-RPC screen lets through
   (``mcpserver.jsonrpc_errors``), and those its client makes up for an answer it cannot read (the gateway's
   failures). No path to choose: a sentence the SDK rewords is screened to our fixed text, or classified as the
