@@ -84,8 +84,8 @@ def merged_schema(prop: Mapping[str, Any], depth: int = 0) -> Mapping[str, Any]:
 
 
 def expected_format(prop: Mapping[str, Any]) -> str:
-    """Describe what a property accepts, from its schema only (format, pattern, enum, bounds, those of its
-    ``allOf`` parts included)."""
+    """Describe what a property accepts, from its schema only (format, pattern, enum, bounds of numbers, strings and
+    arrays, those of its ``allOf`` parts included)."""
     prop = merged_schema(prop)
     parts: list[str] = []
     if "enum" in prop and isinstance(prop["enum"], list):
@@ -110,9 +110,23 @@ def expected_format(prop: Mapping[str, Any]) -> str:
         parts.append(f"at least {_num(low_len)} characters")
     elif high_len is not None:
         parts.append(f"at most {_num(high_len)} characters")
+    # An array's bounds name the array itself ("an array of at least 1 item"): the type alone would read as if the
+    # array were of the wrong type when it was only too short or too long.
+    low_items, high_items = _bound(prop.get("minItems")), _bound(prop.get("maxItems"))
+    low_items = low_items if low_items else None  # at least 0 items is no bound
+    if low_items is not None and high_items is not None:
+        parts.append(f"an array of {_num(low_items)} to {_items(high_items)}")
+    elif low_items is not None:
+        parts.append(f"an array of at least {_items(low_items)}")
+    elif high_items is not None:
+        parts.append(f"an array of at most {_items(high_items)}")
     if not parts:
         parts.append(type_words(prop.get("type")) or _alternatives_words(prop))
     return "; ".join(part for part in parts if part)
+
+
+def _items(count: int | float) -> str:
+    return f"{_num(count)} item" if count == 1 else f"{_num(count)} items"
 
 
 def _alternatives_words(prop: Mapping[str, Any]) -> str:

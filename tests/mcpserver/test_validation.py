@@ -83,6 +83,29 @@ def test_expected_format_of_a_plain_property_is_its_type_in_plain_english(schema
     assert expected_format(schema) == words
 
 
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        # zod's .min(1) on an array: an empty array is refused for its length, not its type.
+        ({"type": "array", "items": {"type": "string"}, "minItems": 1}, "an array of at least 1 item"),
+        ({"type": "array", "maxItems": 5}, "an array of at most 5 items"),
+        ({"type": "array", "minItems": 2, "maxItems": 5}, "an array of 2 to 5 items"),
+        ({"type": "array", "minItems": 0}, "an array"),  # at least nothing is no bound
+        ({"type": "array", "minItems": "1"}, "an array"),  # a bound that is no number names nothing
+    ],
+)
+def test_an_arrays_bounds_are_said_with_the_array(schema, words):
+    assert expected_format(schema) == words
+
+
+def test_an_empty_array_the_schema_refuses_is_asked_for_with_its_bound():
+    schema = {"type": "object", "properties": {"filePaths": {"type": "array", "items": {"type": "string"},
+              "minItems": 1}}, "required": ["filePaths"]}  # fmt: skip
+    problems = validate_arguments(schema, {"filePaths": []})
+    faults = [*problems.missing, *problems.invalid]
+    assert [fault.expected_format for fault in faults] == ["an array of at least 1 item"]
+
+
 def _spec(schema):
     return ToolSpec(name="t", description="d", input_schema=schema, function=lambda **kw: None)
 
