@@ -1,9 +1,9 @@
 """How long ``./dev up`` takes to serve, the first time and again on the same data, and ``./dev manage check``.
 
 Run: ``.venv/bin/python bench/dev_up_bench.py [--runs N]``. Each ``./dev up`` runs as a new user runs it
-(tests/devup.py: a throwaway data folder, none of the caller's database or Redis variables) and is timed from its
-start to its first HTTP answer, then stopped as Ctrl+C would; the second start reuses the first one's data, which is
-what a developer meets every day. ``./dev manage check`` is timed with the dependencies already in place.
+(tests/support/devup.py: a throwaway data folder, none of the caller's database or Redis variables) and is timed from
+its start to its first HTTP answer, then stopped as Ctrl+C would; the second start reuses the first one's data, which
+is what a developer meets every day. ``./dev manage check`` is timed with the dependencies already in place.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import devup
+from tests.support import devup
 
 
 def time_dev_up(folder: Path) -> float:

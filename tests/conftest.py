@@ -167,8 +167,8 @@ def short_lived_connections():
 
 @pytest.fixture(scope="session")
 def dev_up(tmp_path_factory):
-    """``./dev up`` serving on a free port for the session (tests/devup.py): what a new user starts first."""
-    from tests import devup
+    """``./dev up`` serving on a free port for the session (tests/support/devup.py): what a new user starts first."""
+    from tests.support import devup
 
     served = devup.start(tmp_path_factory.mktemp("dev-up"))
     yield served

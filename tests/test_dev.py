@@ -4,7 +4,7 @@ every process it started; a port that is taken refused in one line before anythi
 
 The sync test runs a copy of ``./dev`` in a folder of its own, with a ``uv`` that records its calls and a
 ``.venv/bin/python`` that only prints its arguments, so it checks the script's logic in a second; the ``./dev up``
-tests run the real thing (tests/devup.py).
+tests run the real thing (tests/support/devup.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import devup
+from tests.support import devup
 
 FAKE_UV = """#!/bin/sh
 # Records each call; "sync" makes the environment a real sync would.

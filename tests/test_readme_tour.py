@@ -1,6 +1,6 @@
 """README's five-minute tour, followed as written, against a ``./dev up`` of its own.
 
-``./dev up`` runs as a new user runs it (tests/devup.py: a throwaway data folder, a free port) and without
+``./dev up`` runs as a new user runs it (tests/support/devup.py: a throwaway data folder, a free port) and without
 ``ERRCATALOG_ADMIN_PASSWORD``, so it makes the admin's password and prints it: step 1's two lines are read from what
 it printed. The text is edited in admin through a real headless Chromium (Debian's, driven by Playwright), clicking
 what the tour names; the call is README's own bash block, run as a reader runs it (the MCP SDK's real client over
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests import devup
+from tests.support import devup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"

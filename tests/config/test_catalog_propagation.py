@@ -20,9 +20,10 @@ import pytest
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.document import dump_catalog
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
-from tests.errcatalog.outcomes.conftest import process_environment, wait_until
-from tests.mcpserver.conftest import McpTarget
+from tests.support.mcp import McpTarget
+from tests.support.processes import process_environment
+from tests.support.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,12 +25,13 @@ import httpx2
 import psycopg
 import pytest
 
-from tests.config.served_app import ServedApp
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, process_environment, wait_until
-from tests.errcatalog.outcomes.recorder_support import free_port
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
-from tests.mcpserver.oauth_flow import MemoryStorage, Person, oauth_client, oauth_provider
+from tests.support.mcp import McpTarget
+from tests.support.oauth_flow import MemoryStorage, Person, oauth_client, oauth_provider
+from tests.support.processes import REPO_ROOT, process_environment
+from tests.support.recorder import free_port
+from tests.support.served_app import ServedApp
+from tests.support.waiting import wait_until
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # Longer than the MCP token cache (mcpserver.auth.AUTH_CACHE_SECONDS, 5 s): calls after it are answered from the

@@ -1,9 +1,9 @@
 """The embedded Celery broker (config/filesystem_broker.py): a message is never read half-written, and a message
 file nobody can read is set aside instead of ending the worker, alone and in a real ``./dev up`` under load.
 
-The first tests use the transport as Celery does, through kombu's connection for a ``filesystem://`` URL on a
-folder of their own; the last runs ``./dev up`` (tests/devup.py) and corrupts its broker's folder while MCP calls
-flow through the SDK's client.
+The first tests use the transport as Celery does, through kombu's connection for a ``filesystem://`` URL on a folder of
+their own; the last runs ``./dev up`` (tests/support/devup.py) and corrupts its broker's folder while MCP calls flow
+through the SDK's client.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from kombu import Connection
 
 import config.celery  # noqa: F401 (what makes "filesystem://" this project's transport, in every process)
 from config.filesystem_broker import UNREADABLE_GRACE_SECONDS
-from tests import devup
+from tests.support import devup
 
 
 def _connection(folder: Path) -> Connection:

@@ -21,10 +21,12 @@ from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.catalog.models import ErrorCode
 from errcatalog.outcomes.models import OutcomeRecord
-from tests.config.served_app import ServedApp
-from tests.errcatalog.outcomes.conftest import celery_app_on, process_environment, wait_until
-from tests.errcatalog.outcomes.recorder_support import ThrowawayRedis
-from tests.mcpserver.conftest import McpTarget
+from tests.support.celery import celery_app_on
+from tests.support.mcp import McpTarget
+from tests.support.processes import process_environment
+from tests.support.recorder import ThrowawayRedis
+from tests.support.served_app import ServedApp
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

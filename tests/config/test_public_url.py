@@ -24,8 +24,8 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from config.env import env_public_url
-from tests.config.served_app import REPO_ROOT, ServedApp, embedded_environment, manage, new_token
-from tests.mcpserver.oauth_flow import Person, oauth_provider
+from tests.support.oauth_flow import Person, oauth_provider
+from tests.support.served_app import REPO_ROOT, ServedApp, embedded_environment, manage, new_token
 
 PUBLIC_ADDRESS = "127.0.0.2"
 ADMIN, PASSWORD = "admin", "public-url-admin"

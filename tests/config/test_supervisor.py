@@ -1,7 +1,7 @@
 """``./dev up``'s supervisor (config/supervisor.py): a Celery worker killed under load is started again, stderr says
 so, and every call made is counted in the end; the pause before a restart grows with the exits in a row.
 
-The load test runs the real ``./dev up`` (tests/devup.py) and calls its MCP endpoint through the SDK's client.
+The load test runs the real ``./dev up`` (tests/support/devup.py) and calls its MCP endpoint through the SDK's client.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import signal
 import time
 
 from config.supervisor import describe_exit, restart_delay
-from tests import devup
+from tests.support import devup
 
 
 def test_a_worker_killed_under_load_is_restarted_said_so_and_every_call_counted(tmp_path):

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from conformance import mcp_tools as conformance
-from tests.conformance.conftest import serve
+from tests.support.conformance import serve
 
 FIXTURE_TOOLS = {
     "test_simple_text",

@@ -20,7 +20,7 @@ import pytest
 from mcp.client import Client
 
 from conformance import mcp_tools as conformance
-from tests.conformance.conftest import prepared, serve
+from tests.support.conformance import prepared, serve
 
 GENERATIONS = ("legacy", "auto")  # 2025-11-25, 2026-07-28
 

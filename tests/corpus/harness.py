@@ -30,8 +30,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
 from tests.corpus.servers import SERVERS, StdioLaunch
+from tests.support.served_app import ServedApp, embedded_environment, manage, new_token
 
 HERE = Path(__file__).parent
 CASES_FILE = HERE / "cases.json"

@@ -15,7 +15,7 @@ from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create, key_hash
 from errcatalog.catalog.models import ErrorCode
 from errcatalog.catalog.services import error_code_create, template_variant_update
-from tests.errcatalog.outcomes.conftest import wait_until
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

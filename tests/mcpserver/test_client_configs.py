@@ -1,11 +1,11 @@
 """The client configurations ``./dev up`` prints work as printed, with the real clients.
 
-``./dev up`` runs as a new user runs it (tests/devup.py); each test takes a block of its printed output and uses it
-unchanged: the Python SDK script runs as a file; the TypeScript SDK module runs under the machine's Node; Claude
-Desktop's mcp-remote entry is started with the printed command, arguments and environment and proxies MCP over
-stdio; the MCP Inspector's CLI connects with the printed URL and header (it needs Node 22.19 or later). The npm
-packages, pinned, and a Node 22 binary come from the npm registry into ``var/clients/`` once, as ``./dev
-conformance`` does for the conformance suite.
+``./dev up`` runs as a new user runs it (tests/support/devup.py); each test takes a block of its printed output and uses
+it unchanged: the Python SDK script runs as a file; the TypeScript SDK module runs under the machine's Node; Claude
+Desktop's mcp-remote entry is started with the printed command, arguments and environment and proxies MCP over stdio;
+the MCP Inspector's CLI connects with the printed URL and header (it needs Node 22.19 or later). The npm packages,
+pinned, and a Node 22 binary come from the npm registry into ``var/clients/`` once, as ``./dev conformance`` does for
+the conformance suite.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.devup import REPO_ROOT
+from tests.support.devup import REPO_ROOT
 
 CLIENTS_DIR = REPO_ROOT / "var" / "clients"
 PACKAGES = {

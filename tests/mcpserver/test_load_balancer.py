@@ -34,8 +34,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.config.compose import service_command
-from tests.errcatalog.outcomes.conftest import WorkerDatabase, wait_until
 from tests.mcpserver.gateway.upstreams import ASKING_SERVER, UpstreamProcess
+from tests.support.processes import WorkerDatabase
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

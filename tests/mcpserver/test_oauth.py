@@ -22,7 +22,7 @@ from oauth2_provider.models import get_application_model
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_revoke
-from tests.mcpserver.oauth_flow import REDIRECT_URI, MemoryStorage, Person, call_whoami, oauth_client, oauth_provider
+from tests.support.oauth_flow import REDIRECT_URI, MemoryStorage, Person, call_whoami, oauth_client, oauth_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from errcatalog.access.models import ClientToken
-from tests.mcpserver.oauth_flow import REDIRECT_URI, Person, client_metadata, oauth_client, oauth_provider
+from tests.support.oauth_flow import REDIRECT_URI, Person, client_metadata, oauth_client, oauth_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,9 +17,9 @@ from oauth2_provider.models import get_application_model
 from playwright.async_api import async_playwright
 
 from errcatalog.access.oauth import CLIENT_DOCUMENT_URL_SHOWN
-from tests.mcpserver.oauth_flow import REDIRECT_URI
 from tests.mcpserver.test_oauth_cimd import document, private_allowed  # noqa: F401 (fixtures)
 from tests.mcpserver.test_oauth_clients import CHROMIUM, CHROMIUM_ARGS
+from tests.support.oauth_flow import REDIRECT_URI
 
 # RFC 2606: .invalid never resolves.
 UNRESOLVED = "https://client.errcatalog-test.invalid/client.json"

@@ -3,7 +3,7 @@
 mcp-remote (the npm package Claude Desktop users run) is started as users start it, with nothing but our /mcp URL:
 it registers itself, listens on its loopback callback port and opens a browser at the authorization URL. Its
 browser here is the ``BROWSER`` script its opener (xdg-open) runs, which writes the URL to a file; a person
-(``tests.mcpserver.oauth_flow.Person``) signs in and allows over HTTP, and the consent's redirect is followed to
+(``tests.support.oauth_flow.Person``) signs in and allows over HTTP, and the consent's redirect is followed to
 mcp-remote's callback. The test then speaks MCP to mcp-remote over stdio with the SDK's client.
 
 In Debian's Chromium (driven by Playwright, as the dashboard's browser tests do), the SDK's OAuth client sends the
@@ -36,8 +36,8 @@ from oauth2_provider.models import get_access_token_model
 from playwright.async_api import Page, async_playwright
 
 from errcatalog.access.models import ClientToken
-from tests.mcpserver.oauth_flow import MemoryStorage, Person, oauth_client, oauth_provider
 from tests.mcpserver.test_client_configs import node_clients  # noqa: F401 (a fixture)
+from tests.support.oauth_flow import MemoryStorage, Person, oauth_client, oauth_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -33,8 +33,8 @@ from errcatalog.access.external import IDENTITY_PROVIDER, external_access_authen
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_revoke
 from errcatalog.caching import caches_reset
-from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.oauth_flow import call_whoami
+from tests.support.mcp import McpTarget
+from tests.support.oauth_flow import call_whoami
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -99,7 +99,7 @@ def test_without_redis_the_limit_is_counted_in_the_process_logged_once_and_sent_
 ):
     from errcatalog.dependencies import REDIS as redis_state
     from errcatalog.dependencies import RETRY_SECONDS
-    from tests.errcatalog.outcomes.recorder_support import throwaway_redis
+    from tests.support.recorder import throwaway_redis
 
     caplog.set_level(logging.WARNING, logger="errcatalog.dependencies")
     client = f"token:{uuid.uuid4().hex}"

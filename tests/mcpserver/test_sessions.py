@@ -19,8 +19,8 @@ from mcp.shared.exceptions import MCPError
 
 from errcatalog.access.tokens import client_token_create
 from mcpserver.sessions import SESSION_LIMIT_JSONRPC_CODE
-from tests.config.served_app import ServedApp, embedded_environment, new_token
-from tests.mcpserver.conftest import SERVED_TOOLSETS, McpTarget
+from tests.support.mcp import SERVED_TOOLSETS, McpTarget
+from tests.support.served_app import ServedApp, embedded_environment, new_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,8 +25,8 @@ from mcpserver import tracing as mcpserver_tracing
 from mcpserver.sdk_internals import otel as sdk_otel
 from mcpserver.sdk_internals.otel import OnlyWhenTracing
 from mcpserver.sdk_internals.tool_calls import ModernToolCalls
-from tests.config.served_app import ServedApp, embedded_environment, new_token
-from tests.errcatalog.outcomes.conftest import wait_until
+from tests.support.served_app import ServedApp, embedded_environment, new_token
+from tests.support.waiting import wait_until
 
 
 class _Captured(SpanProcessor):

@@ -6,7 +6,7 @@ import pytest
 
 from errcatalog.access.selectors import allocation_reporter_ids, client_display_names
 from errcatalog.access.tokens import client_token_create, client_token_revoke
-from tests.errcatalog.web.api.conftest import grant
+from tests.support.api import grant
 
 pytestmark = pytest.mark.django_db
 

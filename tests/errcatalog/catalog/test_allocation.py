@@ -20,7 +20,7 @@ from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.stats import VariantResult, thompson_shares
 from errcatalog.render import Failure, render
 from tests.errcatalog.adaptive import adaptive_two_wordings
-from tests.errcatalog.outcomes.conftest import wait_until
+from tests.support.waiting import wait_until
 
 GUARDS = Guards(min_share=0.1, min_episodes=30, max_step=0.2)
 EVEN = {"clear": 0.5, "vague": 0.5}
@@ -267,7 +267,7 @@ def test_reported_outcomes_move_allocation_only_when_staff_opted_the_reporter_in
     adaptive_code, outcome_buffer, plain_user, opted_in
 ):
     from errcatalog.access.tokens import client_token_create
-    from tests.errcatalog.web.api.conftest import bearer_client, grant
+    from tests.support.api import bearer_client, grant
 
     grant(plain_user, "change_templatevariant")  # who may opt a reporter in: someone who may change the weights
     _token, key = client_token_create(

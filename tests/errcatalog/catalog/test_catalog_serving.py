@@ -31,7 +31,7 @@ from errcatalog.dependencies import DATABASE
 from errcatalog.render import Failure, render
 from errcatalog.render.entries import CatalogSnapshot
 from tests.errcatalog.catalog.synthetic import synthetic_document
-from tests.errcatalog.outcomes.conftest import wait_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

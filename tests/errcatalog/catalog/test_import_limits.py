@@ -21,7 +21,7 @@ from django.core.management.base import CommandError
 from errcatalog.catalog import models
 from errcatalog.catalog.document import dump_catalog, parse_catalog_text, read_catalog_file
 from errcatalog.gateway.models import Upstream
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, process_environment
+from tests.support.processes import REPO_ROOT, process_environment
 
 pytestmark = pytest.mark.django_db
 

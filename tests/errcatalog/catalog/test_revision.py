@@ -92,7 +92,7 @@ def test_the_embedded_sqlite_database_has_every_tables_triggers_after_all_migrat
     # rebuilds a table on SQLite without installing its triggers again passes. The embedded default is SQLite.
     import sqlite3
 
-    from tests.config.served_app import EMBEDDED_DATABASE, embedded_environment
+    from tests.support.served_app import EMBEDDED_DATABASE, embedded_environment
 
     embedded_environment(tmp_path)  # migrated by manage.py migrate, as ./dev up does
     with contextlib.closing(sqlite3.connect(tmp_path / EMBEDDED_DATABASE)) as database:

@@ -318,8 +318,8 @@ MIGRATED_TABLES = ("errcatalog_classificationrule", "errcatalog_upstream")
 
 
 def test_migration_0031_keeps_the_revision_triggers_of_the_tables_it_rebuilds(tmp_path):
-    from tests.config.served_app import EMBEDDED_DATABASE, manage
-    from tests.errcatalog.outcomes.conftest import process_environment
+    from tests.support.processes import process_environment
+    from tests.support.served_app import EMBEDDED_DATABASE, manage
 
     env = process_environment(database_url="", redis_url="", data_dir=tmp_path, LOG_LEVEL="INFO")
     del env["DATABASE_URL"]  # the embedded default: a SQLite file in the data folder

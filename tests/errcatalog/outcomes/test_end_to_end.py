@@ -20,8 +20,8 @@ from mcpserver.auth import ClientIdentity
 from mcpserver.calls import ToolCall
 from mcpserver.pipeline import call_tool
 from mcpserver.registry import autodiscover
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.errcatalog.outcomes.recorder_support import celery_filesystem_broker
+from tests.support.recorder import celery_filesystem_broker
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

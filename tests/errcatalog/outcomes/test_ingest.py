@@ -372,7 +372,7 @@ def other_transaction(tmp_path):
     session's lock waits cut short, so that a wait shows up as an error instead of a hang."""
     from django.db import connection
 
-    from tests.errcatalog.outcomes.conftest import WorkerDatabase
+    from tests.support.processes import WorkerDatabase
 
     if connection.vendor != "postgresql":
         yield None

@@ -23,9 +23,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from errcatalog.outcomes import partitions, prometheus
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.spool import spool_write
-from tests.config.served_app import ServedApp, embedded_environment, new_token
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
 from tests.errcatalog.outcomes.rows import episode
+from tests.support.processes import REPO_ROOT
+from tests.support.served_app import ServedApp, embedded_environment, new_token
+from tests.support.waiting import wait_until
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -225,7 +226,7 @@ def test_the_backlog_is_what_waits_in_each_partitions_stream_and_how_old_it_is(s
 
 @pytest.mark.django_db
 def test_an_unreachable_buffer_is_reported_down_and_the_scrape_still_answers(settings, caplog):
-    from tests.errcatalog.outcomes.recorder_support import free_port
+    from tests.support.recorder import free_port
 
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
     text = prometheus.exposition().decode()

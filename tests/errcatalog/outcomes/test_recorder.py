@@ -18,7 +18,7 @@ import redis
 
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import OutcomeEvent
-from tests.errcatalog.outcomes.recorder_support import (
+from tests.support.recorder import (
     RECORDER_TOOLSET,
     celery_filesystem_broker,
     free_port,

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from errcatalog.outcomes.spool import spool_drain, spool_size, spool_write
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
+from tests.support.processes import REPO_ROOT
+from tests.support.waiting import wait_until
 
 
 def forever() -> float:

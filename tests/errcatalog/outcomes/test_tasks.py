@@ -12,16 +12,11 @@ from config.celery import app
 from errcatalog.dependencies import TRANSIENT_ERRORS
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.tasks import compute_rollups, drain_outcomes, ingest_outcomes
+from tests.mcpserver.test_sentry import Ingest
+from tests.support.recorder import free_port
 
 # The real-worker fixtures of the outcome tests, shared here rather than moved: only these two packages use them.
-from tests.errcatalog.outcomes.conftest import (  # noqa: F401
-    celery_redis_app,
-    celery_worker_process,
-    wait_until,
-    worker_database,
-)
-from tests.errcatalog.outcomes.recorder_support import free_port
-from tests.mcpserver.test_sentry import Ingest
+from tests.support.waiting import wait_until
 
 TASKS = (
     "errcatalog.drain_outcomes",
@@ -65,8 +60,8 @@ def sentry_ingest():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_task_that_fails_for_good_reaches_sentry_once_with_its_name_and_its_retries_do_not(
-    celery_worker_process,  # noqa: F811
-    celery_redis_app,  # noqa: F811
+    celery_worker_process,
+    celery_redis_app,
     sentry_ingest,
 ):
     # A database nobody listens on: every attempt fails with Django's OperationalError, a transient error.

@@ -26,8 +26,9 @@ from mcp.client.streamable_http import streamable_http_client
 from errcatalog.catalog.defaults import catalog_load_defaults
 from errcatalog.outcomes import ingest
 from errcatalog.outcomes.models import OutcomeRecord
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
-from tests.errcatalog.outcomes.recorder_support import free_port
+from tests.support.processes import REPO_ROOT
+from tests.support.recorder import free_port
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,14 +16,10 @@ from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.models import Episode, OutcomeRecord
 from errcatalog.outcomes.spool import spool_size
 from errcatalog.outcomes.tasks import drain_outcomes
-from tests.errcatalog.outcomes.conftest import (
-    CeleryWorkerProcess,
-    buffered,
-    celery_app_on,
-    unacknowledged,
-    wait_until,
-)
-from tests.errcatalog.outcomes.recorder_support import celery_filesystem_broker
+from tests.support.celery import buffered, celery_app_on, unacknowledged
+from tests.support.processes import CeleryWorkerProcess
+from tests.support.recorder import celery_filesystem_broker
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

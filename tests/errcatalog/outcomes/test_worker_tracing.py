@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from errcatalog.outcomes.tasks import drain_outcomes
-from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.test_tracing import Receiver
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

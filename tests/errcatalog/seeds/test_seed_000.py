@@ -17,7 +17,7 @@ import pytest
 from errcatalog.catalog.document import validate_catalog_document
 from errcatalog.render import Failure, ParameterFault, render, tool_result
 from errcatalog.render.entries import CatalogSnapshot
-from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
+from tests.support.seeds import rest_render, seed_catalog
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 

@@ -17,7 +17,7 @@ from errcatalog.errors import APICallError, ApiServerError, LLMProviderError, ll
 from errcatalog.render import Failure, ParameterFault, agent_error, agent_result, render, tool_result
 from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot
-from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
+from tests.support.seeds import rest_render, seed_catalog
 
 INPUT_CLOSE = "You may be able to resolve this by addressing the concern and trying again."
 SYSTEM_CLOSE = "This is a system error that cannot be resolved by retrying."

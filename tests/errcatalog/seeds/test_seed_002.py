@@ -20,7 +20,7 @@ from errcatalog.errors import SafetyRefusal
 from errcatalog.render import Failure, ParameterFault, anatomy, provider_result, render, tool_result
 from errcatalog.render.classify import classify, facts_from_exception
 from errcatalog.render.entries import CatalogSnapshot
-from tests.errcatalog.seeds.conftest import rest_render, seed_catalog
+from tests.support.seeds import rest_render, seed_catalog
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 RETRY_NOTE = "You may retry this call."

@@ -26,7 +26,7 @@ from errcatalog.outcomes import ingest, recorder, rollups
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.outcomes.metrics import TARGETS, compute_metrics
 from errcatalog.outcomes.models import Episode
-from tests.errcatalog.seeds.conftest import jsonrpc_error, post, tool_result, write_questions
+from tests.support.seeds import jsonrpc_error, post, tool_result, write_questions
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

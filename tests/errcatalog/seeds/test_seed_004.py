@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.errcatalog.seeds.conftest import post, tool_result
+from tests.support.seeds import post, tool_result
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -214,7 +214,7 @@ def test_staff_user_sees_the_dashboard(client, staff_user):
 
 def test_unreachable_redis_gets_a_503_page_not_a_500(client, staff_user, settings, tmp_path):
     from errcatalog.dependencies import REDIS
-    from tests.errcatalog.outcomes.recorder_support import throwaway_redis
+    from tests.support.recorder import throwaway_redis
 
     client.force_login(staff_user)
     with throwaway_redis(tmp_path) as server:

@@ -36,8 +36,6 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.config.served_app import ServedApp, manage
-from tests.errcatalog.outcomes.conftest import wait_until
 from tests.mcpserver.gateway.upstreams import (
     ASKING_SERVER,
     UPSTREAM_SERVER,
@@ -45,6 +43,8 @@ from tests.mcpserver.gateway.upstreams import (
     UpstreamProcess,
     gateway_environment,
 )
+from tests.support.served_app import ServedApp, manage
+from tests.support.waiting import wait_until
 
 SCHEME = "errcatalog-upstream://"
 ONE, TWO = "watch://one", "watch://two"

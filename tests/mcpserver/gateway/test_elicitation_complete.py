@@ -18,10 +18,10 @@ from mcp.shared.exceptions import MCPError
 
 from mcpserver.gateway import elicitation_complete
 from mcpserver.gateway.elicitation_complete import RelayedElicitations, relay_completion, remember
-from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.conftest import gateway_before
 from tests.mcpserver.gateway.sign_in_server import HOSTILE, SIGN_IN_URL
 from tests.mcpserver.gateway.upstreams import SIGN_IN_SERVER
+from tests.support.gateway import gateway_before
+from tests.support.mcp import McpTarget
 
 SIGN_IN, NEEDS_SIGN_IN, FINISH = "signin__sign_in", "signin__needs_sign_in", "signin__finish"
 # How long a client waits for a notification that is on its way.

@@ -23,12 +23,12 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 
-from tests.config.served_app import ServedApp, add_classification_rule, manage, new_token
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
 from tests.mcpserver.gateway.upstreams import GARBAGE_SERVER, UPSTREAM_SERVER, UpstreamProcess, gateway_environment
 from tests.mcpserver.test_sentry import Ingest
+from tests.support.mcp import McpTarget
+from tests.support.served_app import ServedApp, add_classification_rule, manage, new_token
+from tests.support.waiting import wait_until
 
 # What the hostile upstream puts in its errors; none of it may reach the model.
 HOSTILE_MARKERS = ("IGNORE ALL PREVIOUS", SECRET, "hunter2", "<script>", "evil.example", "AAAAAAAAAA", "BBBBBBBBBB")

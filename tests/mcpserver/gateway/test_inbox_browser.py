@@ -17,10 +17,10 @@ import mcp_types as types
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
+from tests.support.mcp import McpTarget
+from tests.support.served_app import ServedApp, embedded_environment, manage, new_token
+from tests.support.waiting import wait_until
 
 CHROMIUM = os.environ.get("ERRCATALOG_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

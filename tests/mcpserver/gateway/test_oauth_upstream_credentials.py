@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.config.served_app import ServedApp, manage, new_token
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UpstreamProcess, gateway_environment
-from tests.mcpserver.oauth_flow import MemoryStorage, Person, oauth_client, oauth_provider
+from tests.support.mcp import McpTarget
+from tests.support.oauth_flow import MemoryStorage, Person, oauth_client, oauth_provider
+from tests.support.served_app import ServedApp, manage, new_token
+from tests.support.waiting import wait_until
 
 HEADER_SERVER = str(Path(__file__).with_name("header_server.py"))
 UPSTREAM_KEY = "upstream-own-key-0123456789"

@@ -22,11 +22,11 @@ from mcp.shared.exceptions import MCPError
 from mcpserver.gateway import parking
 from mcpserver.gateway.parking import ParkedCall, parked_call
 from mcpserver.gateway.round_trip import ELICIT, RoundTrip
-from tests.config.served_app import new_token
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.conftest import gateway_before
 from tests.mcpserver.gateway.upstreams import ASKING_SERVER, UpstreamProcess
+from tests.support.gateway import gateway_before
+from tests.support.mcp import McpTarget
+from tests.support.served_app import new_token
+from tests.support.waiting import wait_until
 
 INTERVIEW, ASK_THEN_WAIT, COUNTS = "asking__interview", "asking__ask_then_wait", "asking__counts"
 # The upstream's timeout, which a parked call's wait for its client counts in; its one slot makes a call that still

@@ -18,10 +18,10 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.config.served_app import ServedApp, manage, new_token
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import everything_server, gateway_environment
+from tests.support.mcp import McpTarget
+from tests.support.served_app import ServedApp, manage, new_token
+from tests.support.waiting import wait_until
 
 LONG = "trigger-long-running-operation"
 # Each upstream lets this many calls run at once; a call waits this long (for a slot, then for its answer): longer

@@ -21,10 +21,11 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.config.served_app import ServedApp, add_classification_rule, manage, new_token
-from tests.errcatalog.outcomes.conftest import CeleryWorkerProcess, wait_until
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import everything_server, gateway_environment, time_server
+from tests.support.mcp import McpTarget
+from tests.support.processes import CeleryWorkerProcess
+from tests.support.served_app import ServedApp, add_classification_rule, manage, new_token
+from tests.support.waiting import wait_until
 
 GREETING = "hello from the operator's record"
 

@@ -22,9 +22,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from tests.errcatalog.outcomes.test_prometheus import value
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.test_gateway_calls import HOSTILE_MARKERS
 from tests.mcpserver.gateway.upstreams import everything_server
+from tests.support.mcp import McpTarget
 
 MODES = ["auto", "legacy"]  # 2026-07-28, 2025-11-25
 SCHEME = "errcatalog-upstream://"

@@ -21,11 +21,11 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.config.served_app import ServedApp, manage, new_token
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstream_server import SECRET
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess, gateway_environment
+from tests.support.mcp import McpTarget
+from tests.support.served_app import ServedApp, manage, new_token
+from tests.support.waiting import wait_until
 
 SESSIONS = 2
 SESSION_ID = re.compile(r"session ([0-9a-f-]{8,})")

@@ -17,9 +17,9 @@ from collections import defaultdict
 import mcp_types as types
 import pytest
 
-from tests.config.served_app import manage
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
+from tests.support.mcp import McpTarget
+from tests.support.served_app import manage
+from tests.support.waiting import wait_until
 
 SCHEME = "errcatalog-upstream://"
 ONE = "watch://one"

@@ -1,7 +1,7 @@
 """Named servers staff compose of our tools and upstreams, served at /mcp/<name> behind /mcp's guard and pipeline.
 
-The served app is the gateway tests' ``virtual_served`` (``conftest.py``): production's, with ``upstream_server.py``
-as ``web`` (HTTP) and ``local`` (stdio), and the named servers of ``conftest.NAMED_SERVERS``: ``support`` (our
+The served app is the gateway tests' ``virtual_served`` (``conftest.py``): production's, with ``upstream_server.py`` as
+``web`` (HTTP) and ``local`` (stdio), and the named servers of ``tests.support.gateway.NAMED_SERVERS``: ``support`` (our
 ``explain_error``, every tool of ``web``, ``local``'s ``echo``), ``notes`` (``web``'s ``echo`` only), ``live`` (changed
 by a test) and ``paused`` (disabled). The client is the SDK's, in both protocol generations.
 """
@@ -19,11 +19,11 @@ from mcp.server.subscriptions import ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
 from mcpserver.server import INSTRUCTIONS
-from tests.config.served_app import manage
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
-from tests.mcpserver.gateway.conftest import NAMED_SERVERS
 from tests.mcpserver.gateway.test_virtual_servers import MODES, _call, _post, _run, _tools
+from tests.support.gateway import NAMED_SERVERS
+from tests.support.mcp import McpTarget
+from tests.support.served_app import manage
+from tests.support.waiting import wait_until
 
 NOT_HERE = {"error": "There is no MCP server at this path."}
 

@@ -18,9 +18,9 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.errcatalog.outcomes.conftest import wait_until
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.test_gateway_calls import HOSTILE_MARKERS
+from tests.support.mcp import McpTarget
+from tests.support.waiting import wait_until
 
 MODES = ["auto", "legacy"]  # 2026-07-28, 2025-11-25
 LEGACY_VERSION = "2025-11-25"

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import httpx2
 
-from tests.config.served_app import embedded_environment
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, wait_until
-from tests.errcatalog.outcomes.recorder_support import free_port
+from tests.support.processes import REPO_ROOT
+from tests.support.recorder import free_port
+from tests.support.served_app import embedded_environment
+from tests.support.waiting import wait_until
 
 HERE = Path(__file__).parent
 

@@ -22,9 +22,9 @@ from errcatalog.gateway.selectors import UpstreamConfig
 from mcpserver.changes import ChangeFeed
 from mcpserver.gateway.connection import UpstreamConnection
 from mcpserver.server import _named_server_instructions, build_server
-from tests.config.served_app import ServedApp, embedded_environment, manage, new_token
-from tests.mcpserver.conftest import McpTarget
 from tests.mcpserver.gateway.upstreams import UPSTREAM_SERVER, UpstreamProcess
+from tests.support.mcp import McpTarget
+from tests.support.served_app import ServedApp, embedded_environment, manage, new_token
 
 CALLS = {
     "success": ("explain_error", {"code": "TIMEOUT"}),

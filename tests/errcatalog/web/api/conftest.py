@@ -6,7 +6,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -16,6 +15,7 @@ from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHi
 from errcatalog.catalog.snapshot import catalog_changed
 from errcatalog.outcomes import rollups
 from errcatalog.outcomes.models import Episode, OutcomeRecord
+from tests.support.api import CATALOG_MODELS, bearer_client, grant
 
 
 @pytest.fixture(scope="package")
@@ -66,26 +66,10 @@ def user_client(plain_user) -> APIClient:
     return client
 
 
-def bearer_client(raw_key: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
-    return client
-
-
 @pytest.fixture
 def bearer():
     """Makes a client that sends ``Authorization: Bearer <key>``."""
     return bearer_client
-
-
-CATALOG_MODELS = (ErrorCode, TemplateVariant, ParameterHint, ClassificationRule)
-
-
-def grant(user, *codenames: str) -> None:
-    """Give ``user`` the named catalog permissions ("add_errorcode", ...) and drop Django's cached copy."""
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="errcatalog", codename__in=codenames))
-    for cache in ("_perm_cache", "_user_perm_cache"):
-        user.__dict__.pop(cache, None)
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from errcatalog.access.tokens import client_token_create
-from tests.errcatalog.web.api.conftest import bearer_client
 from tests.errcatalog.web.api.error_shape import assert_api_error
+from tests.support.api import bearer_client
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from errcatalog.catalog.models import ParameterHint
 from errcatalog.gateway.models import Upstream, UpstreamTool
 from errcatalog.outcomes.models import RollupSummary
 from errcatalog.web.api.metrics_filters import UNKNOWN_FILTER_MESSAGES
-from tests.errcatalog.web.api.conftest import bearer_client
 from tests.errcatalog.web.api.error_shape import assert_api_error
+from tests.support.api import bearer_client
 
 pytestmark = pytest.mark.django_db
 

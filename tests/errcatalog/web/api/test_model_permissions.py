@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
-from tests.errcatalog.web.api.conftest import CATALOG_MODELS, bearer_client, grant
 from tests.errcatalog.web.api.error_shape import assert_api_error
+from tests.support.api import CATALOG_MODELS, bearer_client, grant
 
 pytestmark = pytest.mark.django_db
 

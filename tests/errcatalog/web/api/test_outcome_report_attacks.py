@@ -28,8 +28,8 @@ from errcatalog.outcomes.metrics import compute_metrics
 from errcatalog.outcomes.models import Episode, OutcomeRecord, Rollup
 from errcatalog.web.api.views import MAX_EVENTS_PER_BATCH
 from tests.errcatalog.adaptive import adaptive_two_wordings
-from tests.errcatalog.web.api.conftest import bearer_client, grant
 from tests.errcatalog.web.api.error_shape import assert_api_error
+from tests.support.api import bearer_client, grant
 
 pytestmark = pytest.mark.django_db
 

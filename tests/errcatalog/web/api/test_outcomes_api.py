@@ -15,8 +15,8 @@ from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent as WireEvent
 from errcatalog.outcomes.models import OutcomeRecord
 from errcatalog.web.api.views import reporter_event_id
-from tests.errcatalog.web.api.conftest import bearer_client
 from tests.errcatalog.web.api.error_shape import assert_api_error
+from tests.support.api import bearer_client
 
 pytestmark = pytest.mark.django_db
 

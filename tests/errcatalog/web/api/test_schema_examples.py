@@ -7,7 +7,7 @@ import pytest
 
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule, ParameterHint
-from tests.errcatalog.web.api.conftest import CATALOG_MODELS, bearer_client, grant
+from tests.support.api import CATALOG_MODELS, bearer_client, grant
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog.models import ClassificationRule
 from errcatalog.outcomes import recorder
-from tests.errcatalog.web.api.conftest import bearer_client
+from tests.support.api import bearer_client
 
 pytestmark = pytest.mark.django_db
 

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from errcatalog.access.tokens import client_token_create
-from tests.errcatalog.web.api.conftest import CATALOG_MODELS, grant
+from tests.support.api import CATALOG_MODELS, grant
 
 pytestmark = pytest.mark.django_db
 

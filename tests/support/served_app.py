@@ -19,8 +19,9 @@ from pathlib import Path
 
 import httpx2
 
-from tests.errcatalog.outcomes.conftest import REPO_ROOT, process_environment, wait_until
-from tests.errcatalog.outcomes.recorder_support import free_port
+from tests.support.processes import REPO_ROOT, process_environment
+from tests.support.recorder import free_port
+from tests.support.waiting import wait_until
 
 UVICORN = str(Path(sys.executable).with_name("uvicorn"))
 

@@ -109,7 +109,7 @@ def throwaway_redis(workdir: Path) -> Iterator[ThrowawayRedis]:
 @contextlib.contextmanager
 def celery_filesystem_broker(folder: Path, *, control_folder: Path | None = None) -> Iterator[object]:
     """Point the project's Celery app at a filesystem broker in ``folder`` for the block; yields the app."""
-    from tests.errcatalog.outcomes.conftest import celery_app_on
+    from tests.support.celery import celery_app_on
 
     folder.mkdir(parents=True, exist_ok=True)
     options = {
