@@ -7,7 +7,8 @@ which field, which values are accepted). Those words come from outside, so ``scr
 harm the model, the user or the server, in this order:
 
 1. Only the first ``READ_CHARS`` characters are read. An ellipsis at the end (the gateway's mark of a text it cut)
-   is set aside and put back on the quote.
+   is set aside and put back on the quote. The TypeScript SDK's wrapper of an error's message (``MCP error -32603:
+   ``) goes, wherever the relays before us repeated it: the catalog's answer names the failure's code.
 2. The secrets the gateway sent the upstream (``known``) are redacted as they came, and again after step 3.
 3. The text is normalised, so that nothing hides from the later steps: the escapes of the gateway's log form
    (``\\x1b``, ``\\x202e``, as ``errcatalog.safety.redacted_for_people`` writes them) and HTML character references
@@ -31,9 +32,10 @@ harm the model, the user or the server, in this order:
    (detect-secrets, gitleaks) know them; then random-looking tokens of 20 characters or more (``_random_looking``).
 6. Tracebacks and stack frames (Python, Node, Java, Go, Rust) are removed, with the source lines and carets beneath
    a frame, and so are the server's own source paths: a source file with a line number, or any path through
-   ``site-packages``, ``dist-packages``, ``node_modules`` or a ``dist`` folder's scripts. The exception's message
-   stays (``sqlite3.OperationalError: no such column: full_name``), and so does every other path: a file server's
-   ``ENOENT: no such file or directory, open '/tmp/x.txt'`` names the fact.
+   ``site-packages``, ``dist-packages``, ``node_modules`` or a ``dist`` folder's scripts, and a Go log line's header
+   (klog's level, date, time, thread and source file, ``E1129 18:53:03.893012 8764 memcache.go:265]``). The
+   exception's message stays (``sqlite3.OperationalError: no such column: full_name``), and so does every other path:
+   a file server's ``ENOENT: no such file or directory, open '/tmp/x.txt'`` names the fact.
 7. Markup is neutralised: HTML comments and elements whose content is code or styling (``script``, ``style``...)
    go with their content, other HTML tags go, angle brackets that would open any other tag become single
    guillemets (U+2039, U+203A: ``<class 'int'>`` stays readable), a markdown link or image becomes its text (its
@@ -437,6 +439,8 @@ _FRAME_LINES = (
 # The server's own source paths inside a line, with the preposition that points at one: a source file with a line
 # number, anything under the package folders, a dist folder's scripts, and Python's frame written inline.
 _SOURCE_PATH = (
+    # A Go log line's header (klog, glog): it says where in the server the line was written, the words after it what.
+    r"(?m:^[IWEF][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}[ \t]+[0-9]+ [\w.-]+\.go:[0-9]+\][ \t]?)|"
     r"(?:\b(?:in|at|from)\s+)?(?:"
     r'File "[^"\n]*", line [0-9]+(?:, in [^\s,]+)?'
     r"|(?:file://)?(?:[A-Za-z]:)?[\w.@+~\\/-]*[\\/](?:site-packages|dist-packages|node_modules)[\\/][^\s'\"()<>,;]*"
@@ -611,6 +615,13 @@ def _triage(data: bytes) -> frozenset[int]:
     return frozenset(_TRIAGE.Match(data) or ())
 
 
+# --- Step 1: the SDK's wrapper -------------------------------------------------------------------------------------
+
+# The TypeScript SDK's McpError writes a message as "MCP error <code>: <message>"; a server that passes one on wraps
+# it again.
+_SDK_WRAPPER = re.compile(r"MCP error -?[0-9]{1,6}: ")
+
+
 # --- Step 8: one line, bounded ------------------------------------------------------------------------------------
 
 # Separators a removal can leave at either end of the quote (dashes only when a space stands beside them: "-1" is a
@@ -652,6 +663,8 @@ def screen_detail(text: str, *, known: Sequence[str] = (), max_chars: int = DEFA
     was_cut = value.endswith(ELLIPSIS)
     if was_cut:
         value = value[: -len(ELLIPSIS)]
+    if "MCP error " in value:
+        value = _SDK_WRAPPER.sub("", value)
     secrets = [secret for secret in known if isinstance(secret, str) and len(secret) >= 4]
 
     def secrets_redacted(value: str) -> str:

@@ -314,13 +314,22 @@ def load_recorded() -> dict[str, dict[str, Any]]:
 # --- Through errcatalog, served as production serves it -----------------------------------------------------------
 
 # What staff do in admin for tools the screen held for review (a link in a description, say): approve them.
-APPROVE_HELD = (
-    "from errcatalog.gateway.models import UpstreamTool; "
-    "from errcatalog.gateway.services import upstream_tool_approve; "
-    "held = [p for p in UpstreamTool.objects.filter(pending__isnull=False) "
-    "if upstream_tool_approve(actor=None, pin=p)]; "
-    "print(f'approved {len(held)} held tools as staff would: {sorted(p.name for p in held)}' if held else '')"
-)
+# Each held tool on its own: one that cannot be approved (a field over its size cap) leaves the others to approve.
+APPROVE_HELD = """
+from django.core.exceptions import ValidationError
+from errcatalog.gateway.models import UpstreamTool
+from errcatalog.gateway.services import upstream_tool_approve
+held, refused = [], []
+for pin in UpstreamTool.objects.filter(pending__isnull=False):
+    try:
+        (held if upstream_tool_approve(actor=None, pin=pin) else refused).append(pin.name)
+    except ValidationError:
+        refused.append(pin.name)
+if held:
+    print(f"approved {len(held)} held tools as staff would: {sorted(held)}")
+if refused:
+    print(f"could not approve {sorted(refused)}")
+"""
 SERVE_SECONDS = 180
 
 

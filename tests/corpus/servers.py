@@ -23,7 +23,14 @@ ESLint server lints a project folder there (with its ``eslint.config.js``) and o
 server (bullmq-mcp) works on a ``redis-server`` of its own, as the cache servers do; the OpenAPI server on a small
 pet API whose spec is in its scratch folder, served by Python's ``http.server`` of the launch's own (started and
 stopped as the brokers are). The Obsidian server refuses a vault under /tmp or /var, so its vault is made in a folder
-of its own in ``var/upstreams``, removed when the run ends.
+of its own in ``var/upstreams``, removed when the run ends. The GitHub server runs without a token and, like the Maven
+server, has no internet: its API calls fail as they do cut off from it. The Kubernetes server runs the machine's
+``kubectl`` on a kubeconfig of its scratch folder whose one cluster (``corpus``) is down (nothing listens at
+127.0.0.1:1). The calendar server has OAuth client keys (in its package's folder, as its README's second way has them,
+for the run) but no account signed in: no token in its config folder, in its scratch folder. The MongoDB server is
+read-only (``--readOnly``, as its README has it), with no connection set up and no MongoDB on the machine, its logs and
+exports in its scratch folder; the code runner runs snippets with the machine's interpreters (``node``, ``python``), and
+has no others.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ from tests.mcpserver.gateway.upstreams import (
 # What a server works on, as the corpus's report groups them.
 KINDS = frozenset(
     {"files", "version-control", "web", "database", "cache", "knowledge", "search", "time", "reasoning", "reference",
-     "queue", "maths", "dev-tool"}
+     "queue", "maths", "dev-tool", "cluster", "calendar", "registry"}
 )  # fmt: skip
 
 
@@ -613,6 +620,52 @@ def _bullmq(folder: Path) -> StdioLaunch:
     return _launch(npm_program("@adamhancock/bullmq-mcp", "1.0.7"), env={"REDIS_URL": _own_redis(folder)})
 
 
+def _github(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("@modelcontextprotocol/server-github", "2025.4.8"))
+
+
+def _kubernetes(folder: Path) -> StdioLaunch:
+    """The server on ``folder/kubeconfig``: one context, ``corpus``, whose cluster's API server (127.0.0.1:1) is
+    down."""
+    kubeconfig = folder / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: corpus\n  cluster:\n    server: https://127.0.0.1:1\n"
+        "    insecure-skip-tls-verify: true\ncontexts:\n- name: corpus\n  context:\n    cluster: corpus\n"
+        "    user: corpus\n    namespace: default\ncurrent-context: corpus\nusers:\n- name: corpus\n  user:\n"
+        "    token: corpus-token\n"
+    )
+    return _launch(npm_program("mcp-server-kubernetes", "4.1.7"), env={"KUBECONFIG": str(kubeconfig)})
+
+
+def _calendar(folder: Path) -> StdioLaunch:
+    """The server with OAuth client keys (in the form Google's console downloads them) and no account signed in: no
+    token file in its config folder (``XDG_CONFIG_HOME``, in the scratch folder). The keys go where the README's
+    second way has them, ``gcp-oauth.keys.json`` in the package's folder, removed when the run ends: its first way, a
+    path in ``GOOGLE_OAUTH_CREDENTIALS``, is a variable named like a secret, which errcatalog's import of an
+    ``mcpServers`` block does not keep."""
+    program = npm_program("@cocal/google-calendar-mcp", "2.6.3")
+    keys = Path(program[1]).parent.parent / "gcp-oauth.keys.json"
+    client = {"client_id": "corpus.apps.googleusercontent.com", "client_secret": "corpus-secret",
+              "redirect_uris": ["http://localhost"]}  # fmt: skip
+    keys.write_text(json.dumps({"installed": client}))
+    atexit.register(keys.unlink, True)
+    return _launch(program, env={"XDG_CONFIG_HOME": str(folder / "config")})
+
+
+def _maven(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("mcp-maven-deps", "0.2.0"))
+
+
+def _mongodb(folder: Path) -> StdioLaunch:
+    env = {"MDB_MCP_TELEMETRY": "disabled", "MDB_MCP_LOG_PATH": str(folder / "logs"),
+           "MDB_MCP_EXPORTS_PATH": str(folder / "exports")}  # fmt: skip
+    return _launch(npm_program("mongodb-mcp-server", "3.0.4"), "--readOnly", env=env)
+
+
+def _code_runner(folder: Path) -> StdioLaunch:
+    return _launch(npm_program("mcp-server-code-runner", "0.1.8"))
+
+
 SERVERS: dict[str, CorpusServer] = {
     server.name: server
     for server in (
@@ -663,5 +716,12 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("obsidian", "knowledge", "npm obsidian-mcp", "1.0.6", True, _obsidian),
         CorpusServer("openapi", "web", "npm @ivotoby/openapi-mcp-server", "1.16.1", True, _openapi),
         CorpusServer("bullmq", "queue", "npm @adamhancock/bullmq-mcp", "1.0.7", True, _bullmq),
+        CorpusServer("github", "version-control", "npm @modelcontextprotocol/server-github", "2025.4.8", False,
+                     _github),
+        CorpusServer("kubernetes", "cluster", "npm mcp-server-kubernetes", "4.1.7", False, _kubernetes),
+        CorpusServer("calendar", "calendar", "npm @cocal/google-calendar-mcp", "2.6.3", False, _calendar),
+        CorpusServer("maven", "registry", "npm mcp-maven-deps", "0.2.0", False, _maven),
+        CorpusServer("mongodb", "database", "npm mongodb-mcp-server", "3.0.4", False, _mongodb),
+        CorpusServer("coderunner", "dev-tool", "npm mcp-server-code-runner", "0.1.8", False, _code_runner),
     )
 }  # fmt: skip
