@@ -188,7 +188,7 @@ class PatternSet:
 # fatal: not a git repository". Rules are anchored at a text's start; when none matches the text as it stands, they
 # are tried on what a wrapper holds. Bounded: at most this many inner texts, from the first TEXT_MAX_CHARS characters.
 INNER_TEXTS_MAX = 16
-_INNER_BOUNDARIES = 4
+_INNER_BOUNDARIES = 6
 # Wrappers' words come first: boundaries are looked for this far in (a JSON body's messages are read whole).
 _BOUNDARY_SPAN = 600
 # Rules are anchored at a text's start: an inner text is matched over its beginning only.

@@ -716,12 +716,12 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("obsidian", "knowledge", "npm obsidian-mcp", "1.0.6", True, _obsidian),
         CorpusServer("openapi", "web", "npm @ivotoby/openapi-mcp-server", "1.16.1", True, _openapi),
         CorpusServer("bullmq", "queue", "npm @adamhancock/bullmq-mcp", "1.0.7", True, _bullmq),
-        CorpusServer("github", "version-control", "npm @modelcontextprotocol/server-github", "2025.4.8", False,
+        CorpusServer("github", "version-control", "npm @modelcontextprotocol/server-github", "2025.4.8", True,
                      _github),
-        CorpusServer("kubernetes", "cluster", "npm mcp-server-kubernetes", "4.1.7", False, _kubernetes),
-        CorpusServer("calendar", "calendar", "npm @cocal/google-calendar-mcp", "2.6.3", False, _calendar),
-        CorpusServer("maven", "registry", "npm mcp-maven-deps", "0.2.0", False, _maven),
-        CorpusServer("mongodb", "database", "npm mongodb-mcp-server", "3.0.4", False, _mongodb),
-        CorpusServer("coderunner", "dev-tool", "npm mcp-server-code-runner", "0.1.8", False, _code_runner),
+        CorpusServer("kubernetes", "cluster", "npm mcp-server-kubernetes", "4.1.7", True, _kubernetes),
+        CorpusServer("calendar", "calendar", "npm @cocal/google-calendar-mcp", "2.6.3", True, _calendar),
+        CorpusServer("maven", "registry", "npm mcp-maven-deps", "0.2.0", True, _maven),
+        CorpusServer("mongodb", "database", "npm mongodb-mcp-server", "3.0.4", True, _mongodb),
+        CorpusServer("coderunner", "dev-tool", "npm mcp-server-code-runner", "0.1.8", True, _code_runner),
     )
 }  # fmt: skip

@@ -61,6 +61,15 @@ KNOWN_MISSES = {
     "eslint-hostile-file": "a file name with spaces in ESLint's not-found",
     # A step the server wants first, in its own words ("No active connection. Use 'connect' first."): no rule knows it.
     "bullmq-not-connected": "a precondition in the server's own words",
+    # kubectl's YAML parser on the manifest it was given ("error converting YAML to JSON: yaml: line 3: …").
+    "kubernetes-manifest-bad-yaml": "a YAML parser's words for a manifest the call carried",
+    # mongodb-mcp-server words a connection string it refuses as a connection failure ("Could not connect … Invalid
+    # scheme").
+    "mongodb-hostile-wrong-scheme": "a refused connection string worded as a failed connection",
+    # An error in the code the tool was asked to run reads as a server's own would (a SyntaxError, a ReferenceError
+    # with its stack): no rule can tell the caller's code from the server's.
+    "coderunner-python-syntax-error": "an error in the code the call carried, in Python's words",
+    "coderunner-undefined-variable": "an error in the code the call carried, in Node's words",
 }
 
 

@@ -33,14 +33,14 @@ def test_the_shipped_fallbacks_claim_no_cause_after_it_and_an_operators_rule_is_
     _as_installed_before()
     # An operator's own rule on the malformed kind, and the shipped malformed rule (at 104 since 0029): both stay.
     ClassificationRule.objects.create(
-        position=299, error_code=ErrorCode.objects.get(code="EXECUTION_FAILURE"), kind="tool_error", upstream="mine"
+        position=252, error_code=ErrorCode.objects.get(code="EXECUTION_FAILURE"), kind="tool_error", upstream="mine"
     )
 
     MIGRATION.forward(apps, None)
 
     codes = dict(ClassificationRule.objects.values_list("position", "error_code__code"))
     assert codes[300] == codes[310] == "UPSTREAM_TOOL_FAILED"
-    assert codes[299] == codes[104] == "EXECUTION_FAILURE"
+    assert codes[252] == codes[104] == "EXECUTION_FAILURE"
     new = ErrorCode.objects.get(code="UPSTREAM_TOOL_FAILED")
     assert new.system and not new.retryable
     variant = new.variants.get()

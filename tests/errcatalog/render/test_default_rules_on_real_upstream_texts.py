@@ -112,6 +112,19 @@ def test_an_unrecognised_upstream_failure_claims_no_cause(default_snapshot):
         ("Row 404 is not valid", "INVALID_PARAMETER"),
         ("Widget 4040 exploded", FALLBACK),
         ("Found 404 items; expected 400", FALLBACK),
+        # Credentials refused, in common words.
+        ("Authentication tokens are no longer valid. Please restart the server to re-authenticate.",
+         "AUTHENTICATION_ERROR"),
+        ("API key is invalid", "AUTHENTICATION_ERROR"),
+        ("Not authenticated", "AUTHENTICATION_ERROR"),
+        # Go's network errors in a log line a wrapper holds (kubectl's, behind a Node server's wrappers).
+        ("MCP error -32603: Failed to execute kubectl get command: MCP error -32603: Failed to get resource: Command "
+         "failed: kubectl get pods -n default -o json\nE1129 18:53:03.893012    8764 memcache.go:265] \"Unhandled "
+         "Error\" err=\"couldn't get current server API group list: Get \\\"https://127.0.0.1:1/api\\\": dial tcp "
+         "127.0.0.1:1: connect: connection refused\"", "NETWORK_ERROR"),
+        # A Go CLI's unknown command, five wrappers deep.
+        ("MCP error -32603: Failed to execute kubectl command: Command failed: kubectl frobnicate\nError: unknown "
+         'command "frobnicate" for "kubectl"\n', "INVALID_PARAMETER"),
         # Common words: a search that matched nothing, in ESLint's words.
         ("No files matching '/srv/project/missing.js' were found.", "NOT_FOUND"),
         # A wrapper's "Reason:" holds the cause, however long the path before it (a planted file name).
