@@ -394,9 +394,9 @@ def credentials_redacted(value: str, *, candidates: bool | None = None) -> str:
     path's run of folders never), exactly as ``_CREDENTIAL_LIKE.sub`` would replace it.
 
     Python's engine tries every alternative at every position, so it is only asked where RE2's wider pattern starts
-    a match: a position where that pattern does not match is one
-    where Python's does not either. ``candidates``: what the caller's own RE2 pass with ``CREDENTIAL_CANDIDATES``
-    found, when it made one (False: nothing to look for); None: this function looks.
+    a match: a position where that pattern does not match is one where Python's does not either. ``candidates``:
+    what the caller's own RE2 pass with ``CREDENTIAL_CANDIDATES`` found, when it made one (False: nothing to look
+    for); None: this function looks.
     """
     if "://" in value:
         value = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}@", value)
