@@ -434,17 +434,40 @@ def credentials_redacted(value: str, *, candidates: bool | None = None) -> str:
 
 
 def redacted_for_people(text: object, *, known: Sequence[str] = (), limit: int = UNTRUSTED_TEXT_MAX_CHARS) -> str:
-    """Text from outside (an upstream's error message) as logs, Sentry and staff may see it: cut to ``limit``,
-    with control characters escaped, ``known`` secrets (the values we sent) and anything that looks like a
-    credential replaced by ``[REDACTED]``. Never for a model: models get catalog text only."""
+    """Text from outside (an upstream's error message) as logs, Sentry and staff see it, and as the screen
+    (``errcatalog.gateway.detail``) reads it before a model may read a quote of it: cut to ``limit``, with control
+    characters escaped, ``known`` secrets (the values we sent) and anything that looks like a credential replaced by
+    ``[REDACTED]``. A Python traceback too long to keep whole keeps its start and its last line, the exception."""
     value = text if isinstance(text, str) else _repr(text)
-    value = value[: limit * 4]
+    last = _exception_line(value, limit)
+    if last:
+        head = _redacted(value[: limit * 4], known)
+        if len(head) > limit:
+            tail = _redacted(last, known)
+            return head[: max(limit - len(tail) - 2, 0)] + ELLIPSIS + "\n" + tail
+        return head
+    value = _redacted(value[: limit * 4], known)
+    return value if len(value) <= limit else value[: limit - 1] + ELLIPSIS
+
+
+_PYTHON_TRACEBACK = "Traceback (most recent call last):"
+
+
+def _exception_line(value: str, limit: int) -> str:
+    """The last line of a Python traceback that starts within ``value``'s first ``limit`` characters and is longer
+    than ``limit`` (its exception and message, at most a quarter of ``limit``), else an empty string."""
+    if len(value) <= limit or _PYTHON_TRACEBACK not in value[:limit]:
+        return ""
+    last = value.rstrip().rpartition("\n")[2]
+    return last[: limit // 4] if last[:1].strip() else ""
+
+
+def _redacted(value: str, known: Sequence[str]) -> str:
     for secret in known:
         if len(secret) >= 4:
             value = value.replace(secret, REDACTED)
     value = credentials_redacted(value)
-    value = "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in value)
-    return value if len(value) <= limit else value[: limit - 1] + ELLIPSIS
+    return "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in value)
 
 
 def _repr(value: object) -> str:

@@ -130,8 +130,11 @@ def _classify_text(snapshot: CatalogSnapshot, facts: FailureFacts) -> Classifica
 
 def _inner(snapshot: CatalogSnapshot, plan: _Plan, text: str) -> Classification | None:
     """The first rule with a pattern that matches words wrapped inside ``text``, in ``inner_texts`` order."""
+    patterns = snapshot.text_patterns
+    whole = text[:TEXT_MAX_CHARS]
     for inner in inner_texts(text):
-        found = snapshot.text_patterns.matching(inner)
+        # A wrapper's words are part of the text, which was read whole; a JSON body's message, unescaped, is not.
+        found = patterns.matching_part(inner) if inner in whole else patterns.matching(inner)
         if not found:
             continue
         for rule, index in plan:

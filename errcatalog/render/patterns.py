@@ -28,13 +28,18 @@ TEXT_MAX_CHARS = 2000
 # Memory RE2 may use for one pattern's automata (its default is 8 MiB): a pattern that needs more is refused when
 # the rule is saved rather than slowing every failure down.
 _MAX_MEMORY = 8 << 20
+# Memory for the automaton of all rules' patterns together. RE2 builds its DFA's states as texts need them and, when
+# they outgrow the budget, throws them all away and starts over; with every rule in one set, 8 MiB holds the states of
+# a few dozen distinct texts, and each failure then pays for rebuilding them (a pass costs about fifteen times more).
+# States are built only as texts reach them, so a process uses this much only under a stream of very varied texts.
+_SET_MAX_MEMORY = 64 << 20
 
 
-def _options() -> re2.Options:
+def _options(*, max_mem: int = _MAX_MEMORY) -> re2.Options:
     options = re2.Options()
     options.case_sensitive = False
     options.log_errors = False  # a refused pattern is reported to whoever wrote it, not to the process's stderr
-    options.max_mem = _MAX_MEMORY
+    options.max_mem = max_mem
     return options
 
 
@@ -121,30 +126,51 @@ def _compiled(pattern: str) -> re2._Regexp:
     return re2.compile(pattern, _options())
 
 
-def anchored_at_start(pattern: str) -> bool:
-    """Whether every alternative of ``pattern`` at its top level starts with ``^`` (outside a ``(?m…)`` group, so
-    at the text's start only): such a pattern can match nowhere but at the start of a text."""
-    if not pattern.startswith("^") or "(?m" in pattern or "(?sm" in pattern or "(?im" in pattern:
-        return False
-    depth, class_at, escaped = 0, -1, False  # class_at: where the character class being read opened, or -1
+def _outside_classes(pattern: str) -> Iterator[tuple[int, str]]:
+    """Each piece of ``pattern`` outside its character classes, with where it starts: a character, or an escape
+    with the character it escapes (``\\b``)."""
+    class_at, escape_at = -1, -1  # where the character class being read opened, where an escape began; or -1
     for i, char in enumerate(pattern):
-        if escaped:
-            escaped = False
+        if escape_at >= 0:
+            if class_at < 0:
+                yield escape_at, pattern[escape_at : i + 1]
+            escape_at = -1
         elif char == "\\":
-            escaped = True
+            escape_at = i
         elif class_at >= 0:
             # A "]" first in a class ("[]a]", "[^]a]") is one of its characters; any other closes it.
             if char == "]" and i != class_at + 1 and not (i == class_at + 2 and pattern[class_at + 1] == "^"):
                 class_at = -1
         elif char == "[":
             class_at = i
-        elif char == "(":
+        else:
+            yield i, char
+
+
+def anchored_at_start(pattern: str) -> bool:
+    """Whether every alternative of ``pattern`` at its top level starts with ``^`` (outside a ``(?m…)`` group, so
+    at the text's start only): such a pattern can match nowhere but at the start of a text."""
+    if not pattern.startswith("^") or "(?m" in pattern or "(?sm" in pattern or "(?im" in pattern:
+        return False
+    depth = 0
+    for i, piece in _outside_classes(pattern):
+        if piece == "(":
             depth += 1
-        elif char == ")":
+        elif piece == ")":
             depth -= 1
-        elif char == "|" and depth == 0 and not pattern.startswith("^", i + 1):
+        elif piece == "|" and depth == 0 and not pattern.startswith("^", i + 1):
             return False
     return True
+
+
+# What ties a match to a position: the text's or a line's start or end, a word's edge.
+_ASSERTIONS = frozenset({"^", "$", "\\A", "\\z", "\\b", "\\B"})
+
+
+def position_free(pattern: str) -> bool:
+    """Whether ``pattern`` asserts nothing about where it stands (no ``^``, ``$``, ``\\b``...): what it finds in a
+    part of a text, it finds in the whole."""
+    return not any(piece in _ASSERTIONS for _i, piece in _outside_classes(pattern))
 
 
 class PatternSet:
@@ -152,21 +178,38 @@ class PatternSet:
 
     The pass is anchored at the text's start, and each pattern that may match elsewhere is led by ``(?s:.*)``: where
     every pattern is anchored at the start, as rules' patterns are written, RE2 stops reading a text as soon as none
-    can match any more, rather than at its end."""
+    can match any more, rather than at its end. ``matching_part`` reads a part of a text that ``matching`` has read
+    whole without the patterns that are found anywhere and are tied to no position (``position_free``): what they
+    find in the part they found in the whole, and leaving them out lets RE2 stop early there too."""
 
-    __slots__ = ("_indexes", "_set")
+    __slots__ = ("_indexes", "_part_indexes", "_part_set", "_set")
 
     def __init__(self, patterns: Iterable[str]):
         self._indexes: dict[str, int] = {}
         self._set: re2.Set | None = None
+        self._part_set: re2.Set | None = None
+        self._part_indexes: tuple[int, ...] = ()  # the index in ``_set`` of each pattern of ``_part_set``
         usable = [p for p in dict.fromkeys(patterns) if p and not pattern_problems(p)]
         if not usable:
             return
-        found = re2.Set.MatchSet(_options())
+        whole = re2.Set.MatchSet(_options(max_mem=_SET_MAX_MEMORY))
+        part = re2.Set.MatchSet(_options(max_mem=_SET_MAX_MEMORY))
+        part_indexes = []
         for pattern in usable:
-            self._indexes[pattern] = found.Add(pattern if anchored_at_start(pattern) else f"(?s:.*)(?:{pattern})")
-        found.Compile()
-        self._set = found
+            anchored = anchored_at_start(pattern)
+            led = pattern if anchored else f"(?s:.*)(?:{pattern})"
+            self._indexes[pattern] = whole.Add(led)
+            if anchored or not position_free(pattern):
+                part.Add(led)
+                part_indexes.append(self._indexes[pattern])
+        whole.Compile()
+        self._set = whole
+        if len(part_indexes) == len(usable):
+            self._part_set = whole
+        elif part_indexes:
+            part.Compile()
+            self._part_set = part
+        self._part_indexes = tuple(part_indexes)
 
     def index(self, pattern: str) -> int | None:
         """The number ``matching`` reports for ``pattern``; None for a pattern RE2 refused (it never matches)."""
@@ -179,6 +222,18 @@ class PatternSet:
         # Bytes, so that text with lone surrogates (valid JSON, invalid UTF-8) is matched rather than refused.
         found = self._set.Match(text[:TEXT_MAX_CHARS].encode("utf-8", "replace"))
         return frozenset(found) if found else frozenset()
+
+    def matching_part(self, part: str) -> frozenset[int]:
+        """``matching`` for ``part``, a piece of a text the caller has had ``matching`` read, without the patterns
+        that match anywhere and are tied to no position: what they find in the part, they found in the whole."""
+        if self._part_set is None or not part:
+            return frozenset()
+        found = self._part_set.Match(part[:TEXT_MAX_CHARS].encode("utf-8", "replace"))
+        if not found:
+            return frozenset()
+        if self._part_set is self._set:
+            return frozenset(found)
+        return frozenset(self._part_indexes[index] for index in found)
 
 
 # --- Words wrapped inside a failure's text -------------------------------------------------------------------------
@@ -194,11 +249,14 @@ _BOUNDARY_SPAN = 600
 # Rules are anchored at a text's start: an inner text is matched over its beginning only.
 _INNER_MAX_CHARS = 300
 # Where a wrapper's own words end: at a line's start, or after "prefix: " when the prefix says it wraps a failure
-# ("… error", "… failed", "Reason", "Stderr", "Stdout"); words after any other colon may be an argument the upstream
-# echoed, which must not steer the code.
-_WRAPPER_WORD = re.compile(r"(?i)\b(?:error|errors|failed|failure|exception|reason|cause|stderr|stdout)\b")
+# ("… error", "… failed", "Reason", "Stderr", "Stdout", an exception's class: "sqlite3.OperationalError"); words after
+# any other colon may be an argument the upstream echoed, which must not steer the code.
+_WRAPPER_WORD = re.compile(
+    r"(?i:\b(?:error|errors|failed|failure|exception|reason|cause|stderr|stdout)\b)|[a-z](?:Error|Exception)\b"
+)
 # How far before its colon a wrapper's word may stand ("Failed to fetch http://host/path: ").
 _WRAPPER_WORDS_BEFORE = 120
+_PYTHON_TRACEBACK = "Traceback (most recent call last):"
 # The keys a JSON error body keeps its message under.
 _MESSAGE_KEYS = ("message", "error", "detail", "reason", "msg")
 _JSON_MAX_DEPTH = 8
@@ -208,9 +266,15 @@ def inner_texts(text: str) -> tuple[str, ...]:
     """The texts wrapped inside ``text``, innermost first (the engine's own words before a wrapper's that name its
     class, "Invalid Input Error: Cannot execute …"): the messages of a JSON error body it holds (a zod issue as
     ``message at path``, as the TypeScript SDK words one) and what they wrap, then what follows each of ``text``'s
-    first line breaks and wrappers' ``: ``; no empty or repeated one, at most ``INNER_TEXTS_MAX``."""
+    first line breaks and wrappers' ``: ``; a Python traceback's last line and what it wraps before all of them; no
+    empty or repeated one, at most ``INNER_TEXTS_MAX``."""
     text = text[:TEXT_MAX_CHARS]
     found: dict[str, None] = {}
+    if _PYTHON_TRACEBACK in text:
+        # A Python traceback's own words are its last line, the exception and its message.
+        last = text.rstrip().rpartition("\n")[2]
+        if last[:1].strip():
+            found.update(dict.fromkeys(reversed([last[:_INNER_MAX_CHARS], *_after_boundaries(last)])))
     start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
     if start >= 0 and text.rstrip().endswith(("}", "]")):  # a JSON body runs to the text's end
         try:

@@ -170,3 +170,42 @@ def test_redaction_keeps_paths_and_takes_passwords_out_of_urls(text, kept, gone)
 def test_the_candidates_bytes_fold_as_the_translation_table_does(text):
     expected = text.translate(safety._ASCII_FOLDS).encode("utf-8", "surrogatepass")
     assert safety.credential_candidate_bytes(text) == expected
+
+
+def _traceback(frames: int, last: str) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        + "".join(f'  File "/srv/app/step_{n}.py", line {n}, in step_{n}\n    rows = step_{n + 1}(rows)\n'
+                  for n in range(frames))
+        + last
+    )  # fmt: skip
+
+
+def test_a_traceback_too_long_to_keep_keeps_its_exception():
+    text = _traceback(200, "sqlite3.OperationalError: no such column: full_name\n")
+    kept = safety.redacted_for_people(text, limit=2000)
+    assert len(kept) <= 2000
+    assert kept.startswith("Traceback (most recent call last):")
+    assert kept.endswith(f"{safety.ELLIPSIS}\nsqlite3.OperationalError: no such column: full_name")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Short enough to keep whole; an indented last line (a frame's source) is no exception; no traceback.
+        _traceback(3, "ValueError: x"),
+        _traceback(200, "    rows = step(rows)"),
+        "word " * 600 + "\nValueError: x",
+    ],
+)
+def test_only_a_long_tracebacks_exception_is_kept_apart(text):
+    kept = safety.redacted_for_people(text, limit=2000)
+    assert kept == (text if len(text) <= 2000 else text[:1999] + safety.ELLIPSIS)
+
+
+def test_the_kept_exception_is_redacted_too():
+    secret = "hunter2hunter2"
+    text = _traceback(200, f"psycopg.OperationalError: postgres://app:{secret}@db/x: token ghp_{'a' * 36}")
+    kept = safety.redacted_for_people(text, known=["rows = step_3"], limit=2000)
+    assert secret not in kept and "ghp_" not in kept and "rows = step_3" not in kept
+    assert kept.endswith(f"postgres://app:{safety.REDACTED}@db/x: {safety.REDACTED}")

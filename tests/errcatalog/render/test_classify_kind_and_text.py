@@ -15,8 +15,10 @@ from errcatalog.render.patterns import (
     TEXT_MAX_CHARS,
     PatternSet,
     anchored_at_start,
+    inner_texts,
     parameter_named_in,
     pattern_problems,
+    position_free,
 )
 from tests.corpus.harness import load_recorded
 
@@ -200,6 +202,34 @@ def test_a_pattern_set_finds_what_each_of_its_patterns_finds_alone(default_snaps
     for text in texts:
         alone = {found.index(p) for p in patterns if re2.compile(p, options).search(text[:TEXT_MAX_CHARS])}
         assert found.matching(text) == alone, text[:80]
+        for part in inner_texts(text):
+            if part not in text[:TEXT_MAX_CHARS]:
+                continue
+            # Reading a part leaves out only what reading the whole found.
+            assert found.matching_part(part) <= found.matching(part), part[:80]
+            assert found.matching(part) - found.matching_part(part) <= alone, part[:80]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "free"),
+    [
+        ("no such file", True), (r"dial (tcp|udp)[^\s:]+", True), ("[$^]x", True), (r"a\$b", True),
+        (r"a\\b", True), ("^a", False), ("a$", False), (r"\bre-?auth", False), (r"x\B", False), (r"\Ax", False),
+        ("(?m)^a", False), ("a|^b", False), ("[]^]|$", False),
+    ],
+)  # fmt: skip
+def test_a_pattern_is_position_free_when_it_asserts_no_edge_outside_its_classes(pattern, free):
+    assert position_free(pattern) is free
+
+
+def test_a_part_is_read_without_the_patterns_found_anywhere_but_with_those_tied_to_a_position():
+    found = PatternSet(["^ENOENT", "no such file", r"(?m)^open\b", r"\bdenied"])
+    part = "open '/tmp/x': denied, no such file"
+    assert found.matching(part) == {found.index(p) for p in ("no such file", r"(?m)^open\b", r"\bdenied")}
+    # "no such file" is found wherever it stands; the others depend on where the part starts and ends.
+    assert found.matching_part(part) == {found.index(p) for p in (r"(?m)^open\b", r"\bdenied")}
+    assert PatternSet(["^a", "^b"]).matching_part("b") == {1}
+    assert PatternSet(["x"]).matching_part("x") == frozenset()
 
 
 # --- Naming the parameter: a whole word of the text that is one of the tool's input properties ---------------

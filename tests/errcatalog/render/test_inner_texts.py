@@ -22,6 +22,9 @@ from errcatalog.render.patterns import INNER_TEXTS_MAX, inner_texts
          "Table with name t does not exist!"),
         ('[{"code": "invalid_format", "path": ["items", 0, "url"], "message": "Invalid URL"}]',
          "Invalid URL at items[0].url"),
+        # An exception's class is a wrapper's word.
+        ("sqlite3.OperationalError: no such column: full_name", "no such column: full_name"),
+        ("pydantic_core.ValidationError: 1 validation error", "1 validation error"),
     ],
 )  # fmt: skip
 def test_what_a_wrapper_holds_is_read(text, inner):
@@ -35,6 +38,8 @@ def test_what_a_wrapper_holds_is_read(text, inner):
         "ECONNREFUSED somewhere later: Invalid timezone",
         "Unknown widget: Access denied - outside allowed directories",
         "Invalid timezone: 'No time zone found with key Access denied'",
+        # "terror" ends in "error" but names no failure; a class's name is capitalised.
+        "Unknown terror: Access denied - outside allowed directories",
     ],
 )
 def test_words_after_any_other_colon_are_not_read(text):
@@ -57,6 +62,29 @@ def test_words_after_any_other_colon_are_not_read(text):
 def test_rules_read_inside_only_what_no_rule_knows_as_it_stands(default_snapshot, text, code):
     facts = FailureFacts(upstream="up", tool="up__t", kind="tool_error", text=text)
     assert classification(default_snapshot, facts).code == code
+
+
+# A Python traceback as some servers return it whole: its message is its last line, far past where wrappers' words
+# are looked for.
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    + "".join(
+        f'  File "/srv/tools/step_{n}.py", line {n}, in step_{n}\n    rows = step_{n + 1}(rows)\n' for n in range(12)
+    )
+    + "sqlite3.OperationalError: no such column: full_name\n"
+)
+
+
+def test_a_python_tracebacks_last_line_is_read_first(default_snapshot):
+    assert inner_texts(TRACEBACK)[:2] == (
+        "no such column: full_name",
+        "sqlite3.OperationalError: no such column: full_name",
+    )
+    facts = FailureFacts(upstream="up", tool="up__t", kind="tool_error", text=TRACEBACK)
+    found = classification(default_snapshot, facts)
+    assert (found.code, found.text) == ("NOT_FOUND", "no such column: full_name")
+    # Indented, the last line is a frame's source, not the exception.
+    assert "    rows = step_12(rows)" not in inner_texts(TRACEBACK.rpartition("sqlite3")[0])
 
 
 def test_inner_texts_are_bounded_whatever_the_text():
