@@ -1,6 +1,7 @@
-"""The MCP server's admin pages (Django looks here): the gateway's upstreams, the named servers composed of our tools
-and upstreams, the inbox of unclassified upstream failures, and the tools the catalog's previews call
-(``served_sample_tools``, handed to ``errcatalog.catalog.admin``, which cannot import the server)."""
+"""The MCP server's part of admin (Django looks here): the tools the catalog's previews call (``served_sample_tools``,
+handed to ``errcatalog.catalog.admin``, which cannot import the server). The pages of the gateway's records are with
+their models (``errcatalog.gateway.admin``, ``named_server_admin``; the inbox's is ``errcatalog.catalog.inbox_admin``);
+what they need of the live side, ``mcpserver.apps`` hands over (``errcatalog.gateway.live``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,6 @@ from typing import Any
 
 from django.conf import settings
 
-import mcpserver.gateway.admin
-import mcpserver.gateway.inbox_admin
-import mcpserver.gateway.named_server_admin  # noqa: F401  (each registers its models with the admin site)
 from errcatalog.catalog import admin as catalog_admin
 from errcatalog.catalog.preview_samples import SampleTool
 from errcatalog.gateway.models import TOOL_SEPARATOR

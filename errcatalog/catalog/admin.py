@@ -23,15 +23,12 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
-from simple_history.admin import SimpleHistoryAdmin
 
 from errcatalog.admin_display import fixed_width_time
 from errcatalog.catalog import services
@@ -51,6 +48,7 @@ from errcatalog.outcomes.metrics import variant_retry_annotations
 from errcatalog.render import ParameterFault
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import PLACEHOLDERS
+from errcatalog.versioned_admin import VersionedAdmin
 from errcatalog.vocabulary import UPSTREAM_FAILURE_KINDS
 
 # Admin's "View site" link: the site people come to the admin for is the outcomes dashboard (there is no "/").
@@ -296,28 +294,6 @@ def _save_through(writes: CatalogWrites, obj: models.Model, form: forms.BaseForm
     obj.pk = saved.pk
     obj._state.adding = False
     obj._state.db = saved._state.db
-
-
-class VersionedAdmin(SimpleHistoryAdmin):
-    """An admin page with a history whose revert needs the change permission, as the change page does.
-
-    django-simple-history's revert page (``<id>/history/<version>/``) asks only for the view permission and then
-    saves whatever is posted through ``save_model``: without this check a staff member who may only look at a row
-    (or nobody, where admin never changes a row by hand, like a pinned upstream tool) could change it there. Every
-    versioned page of ours uses it (the catalog's, the upstreams', their tools', the named servers').
-
-    A revert saves the version over the row as stored, through the page's write path; a row deleted since is not
-    re-created here (that would be adding it, and the write paths change stored rows only), so its versions can be
-    read but not posted.
-    """
-
-    def history_form_view(
-        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
-    ) -> HttpResponse:
-        row = self.get_object(request, unquote(object_id))
-        if request.method == "POST" and (row is None or not self.has_change_permission(request, row)):
-            raise PermissionDenied
-        return super().history_form_view(request, object_id, version_id, extra_context)
 
 
 class CatalogRowAdmin(VersionedAdmin):

@@ -5,7 +5,10 @@ are exposed), the one write path for it (``services``, used by admin and ``catal
 and environment values read from our environment or kept encrypted, never in the clear: ``secrets``), the
 ``mcpServers`` block MCP clients use (``client_config``) and the plain configuration each serving process runs
 (``selectors.upstream_configs``); and the named servers staff compose of our tools and upstreams (``NamedServer``,
-served at ``/mcp/<name>``; their one write path, ``named_servers``; ``selectors.named_server_configs``).
-Connecting, listing and forwarding are the MCP server's (``mcpserver.gateway``): this package imports no SDK. May
-import the kernel; no other domain.
+served at ``/mcp/<name>``; their one write path, ``named_servers``; ``selectors.named_server_configs``); and the admin
+pages of these records (``admin``: upstreams and their tools' review; ``named_server_admin``).
+Connecting, listing and forwarding are the MCP server's (``mcpserver.gateway``): this package imports no SDK and no
+``mcpserver``. What its admin needs of the MCP server (a connection test, the names of our own tools) is handed over
+when the app starts (``live``). May import the kernel and what every domain's admin shares
+(``errcatalog.versioned_admin``); no other domain.
 """

@@ -1,6 +1,6 @@
 """Upstream sessions of one client each: opened on first use, closed with the client's session or when idle, bounded.
 
-Which calls get one (``UpstreamConnection.call`` asks ``own_session_key``):
+Which calls get one (``UpstreamConnection.forward`` decides):
 
 - a 2025-11-25 session of ours (its ``Mcp-Session-Id``) calling an HTTP upstream, or a stdio upstream whose
   ``session_mode`` is ``per_client`` (a child process of its own): one upstream session per our session, kept for
@@ -37,8 +37,8 @@ import anyio
 import anyio.abc
 from mcp.client import Client
 
-from mcpserver.gateway.elicitation import Asker
 from mcpserver.gateway.failures import UpstreamConnectionError, UpstreamUnavailable
+from mcpserver.gateway.forwarded import ForwardedCall, outside_calls
 from mcpserver.gateway.log_relay import LogSink
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -63,8 +63,8 @@ class OwnSession:
     client: Client | None = None
     in_flight: int = 0
     last_used: float = field(default_factory=time.monotonic)
-    # The calls in flight on it that an upstream's elicitation may belong to (``elicitation.relay_elicitation``).
-    askers: list[Asker] = field(default_factory=list)
+    # The calls in flight on it, which its upstream's requests may belong to (``forwarded.calling``).
+    calls: list[ForwardedCall] = field(default_factory=list)
     # Where its upstream's log messages go: the sink of the client it belongs to, set at each call.
     log: LogSink | None = None
     # The level last forwarded to a 2025-11-25 upstream with ``logging/setLevel``.
@@ -171,7 +171,9 @@ class OwnSessions:
             self.close(oldest.key)
         own = OwnSession(key)
         self._sessions[key] = own
-        self._tasks.start_soon(self._hold, own, name=f"errcatalog-upstream-{self.upstream}-session")
+        # Opened by a call, the session serves the client's later calls too: what reaches it is not that call's.
+        with outside_calls():
+            self._tasks.start_soon(self._hold, own, name=f"errcatalog-upstream-{self.upstream}-session")
         return own
 
     async def _hold(self, own: OwnSession) -> None:

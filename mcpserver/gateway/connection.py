@@ -3,17 +3,19 @@
 ``UpstreamConnection.run`` is the supervisor: it connects (``transport``: Streamable HTTP, or a child process over
 stdio whose stderr ``stderr`` logs), lists the upstream's tools, keeps them fresh (on a 2025-11-25 session's
 ``notifications/tools/list_changed``, on the tool changes of a 2026-07-28 upstream's ``subscriptions/listen`` stream,
-and on a timer) and reconnects with a growing backoff when the connection drops or the process dies; a stdio child
-is replaced after its lifetime and stopped when the server stops. ``UpstreamConnection.call`` forwards one call from
+and on a timer) and reconnects with a growing backoff when the connection drops or the process dies; a stdio child is
+replaced after its lifetime and stopped when the server stops. ``UpstreamConnection.forward`` forwards one call from
 any task over the shared session, within the upstream's concurrency limit, timeout and circuit breaker (``breaker``),
-and turns every way it can fail into an ``UpstreamError`` (``failures``); ``_forward`` is the one place the call goes
-to the upstream, where relays of one call plug in (its elicitations: ``elicitation``; its log messages:
-``log_relay``). A call of a client session (or of a 2026-07-28 request to a stateful upstream) goes over an upstream
-session of that client's own instead (``client_sessions``), within the same limits. What a result says is read by
-``results``; ``probe`` connects once for a check. What an upstream tells about its resources and prompts (updates of
-subscribed resources, list changes) goes to ``notices``, with the channel it came on: the shared session, or a
-client's own (``own_channel``); a 2026-07-28 upstream tells it on the supervisor's ``subscriptions/listen`` stream,
-which also holds the resource subscriptions of the shared channel (``listen_to``, ``listening``).
+and turns every way it can fail into an ``UpstreamError`` (``failures``): it is the last link of the relays' chain
+(``relays``), and ``_forward`` the one place the call goes to the upstream, where the transport's parts of the relays
+plug in (progress, log level). What the upstream asks or tells during a call (elicitation, sampling, roots, log
+messages) comes to the session's callbacks, which find the call with ``forwarded.calling``. A call of a client session
+(or of a 2026-07-28 request to a stateful upstream) goes over an upstream session of that client's own instead
+(``client_sessions``), within the same limits. What a result says is read by ``results``; ``probe`` connects once for a
+check. What an upstream tells about its resources and prompts (updates of subscribed resources, list changes) goes to
+``notices``, with the channel it came on: the shared session, or a client's own (``own_channel``); a 2026-07-28
+upstream tells it on the supervisor's ``subscriptions/listen`` stream, which also holds the resource subscriptions of
+the shared channel (``listen_to``, ``listening``).
 """
 
 from __future__ import annotations
@@ -51,14 +53,7 @@ from errcatalog.vocabulary import is_tool_name
 from mcpserver.gateway import notices
 from mcpserver.gateway.breaker import CircuitBreaker
 from mcpserver.gateway.client_sessions import OwnSession, OwnSessions, one_request_key
-from mcpserver.gateway.elicitation import (
-    Ask,
-    Asker,
-    CallersClient,
-    UrlElicitationRequired,
-    asking,
-    relay_elicitation,
-)
+from mcpserver.gateway.elicitation import UrlElicitationRequired, relay_elicitation
 from mcpserver.gateway.elicitation_complete import relay_completion
 from mcpserver.gateway.failures import (
     CONNECTION_CODES,
@@ -73,12 +68,13 @@ from mcpserver.gateway.failures import (
     failure_for_staff,
     known_kind,
 )
+from mcpserver.gateway.forwarded import ForwardedCall, Result, calling, forwarding
 from mcpserver.gateway.listening import ChangesFollowed
 from mcpserver.gateway.log_relay import LogSink, relay_log
-from mcpserver.gateway.progress import Progress, relaying_progress
+from mcpserver.gateway.progress import relaying_progress
 from mcpserver.gateway.results import envelope_code, result_text, without_protocol_meta
 from mcpserver.gateway.roots import relay_roots
-from mcpserver.gateway.round_trip import RoundTrip, round_trip_call
+from mcpserver.gateway.round_trip import round_trip_call
 from mcpserver.gateway.sampling import relay_sampling
 from mcpserver.gateway.stderr import ChildStderr
 from mcpserver.gateway.transport import http_transport, proxied, stdio_transport
@@ -150,9 +146,9 @@ class UpstreamConnection:
         # every forwarded call less than anyio's limiter and ``fail_after`` (a generator around a cancel scope).
         self.limiter = asyncio.Semaphore(config.max_concurrency)
         self.in_flight = 0
-        self._askers: list[Asker] = []
-        # Where the shared session's log messages go: the sinks of the calls in flight on it (``log_relay``).
-        self._log_sinks: list[LogSink | None] = []
+        # The calls in flight on the shared session, which its upstream's requests and log messages may belong to
+        # (``forwarded.calling``).
+        self._calls: list[ForwardedCall] = []
         self.own_sessions = OwnSessions(
             config.name,
             self._open_own,
@@ -307,7 +303,9 @@ class UpstreamConnection:
         if own is not None:
 
             async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-                return await relay_elicitation(params, own.askers, secrets, upstream=config.name, channel=own.key)
+                call = calling(own.calls)
+                ask, client = (call.ask, call.client) if call is not None else (None, None)
+                return await relay_elicitation(params, ask, client, secrets, upstream=config.name, channel=own.key)
 
             async def on_log(params: types.LoggingMessageNotificationParams) -> None:
                 await relay_log(params, own.log, upstream=config.name, secrets=secrets)
@@ -315,10 +313,12 @@ class UpstreamConnection:
             async def on_sampling(
                 context: Any, params: types.CreateMessageRequestParams
             ) -> types.CreateMessageResult | types.ErrorData:
-                return await relay_sampling(params, own.askers, config.name, secrets)
+                call = calling(own.calls)
+                return await relay_sampling(params, call.client if call else None, config.name, secrets)
 
             async def on_list_roots(context: Any) -> types.ListRootsResult | types.ErrorData:
-                return await relay_roots(own.askers)
+                call = calling(own.calls)
+                return await relay_roots(call.client if call else None)
 
         client = Client(
             transport,
@@ -352,23 +352,26 @@ class UpstreamConnection:
 
     async def _on_elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """An upstream asks for input: relayed to the user of the call it belongs to (``elicitation``)."""
-        return await relay_elicitation(params, self._askers, self._secrets, upstream=self.config.name)
+        call = calling(self._calls)
+        ask, client = (call.ask, call.client) if call is not None else (None, None)
+        return await relay_elicitation(params, ask, client, self._secrets, upstream=self.config.name)
 
     async def _on_sampling(
         self, context: Any, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
         """An upstream asks for a completion: relayed to the client of the call it belongs to (``sampling``)."""
-        return await relay_sampling(params, self._askers, self.config.name, self._secrets)
+        call = calling(self._calls)
+        return await relay_sampling(params, call.client if call else None, self.config.name, self._secrets)
 
     async def _on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
         """An upstream asks for the roots: those of the client of the call it belongs to (``roots``)."""
-        return await relay_roots(self._askers)
+        call = calling(self._calls)
+        return await relay_roots(call.client if call else None)
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        """A log message on the shared session: relayed only while a single call is in flight on it (nothing the
-        SDK passes on names the call), to that call's client (``log_relay``)."""
-        sink = self._log_sinks[0] if len(self._log_sinks) == 1 else None
-        await relay_log(params, sink, upstream=self.config.name, secrets=self._secrets)
+        """A log message on the shared session: relayed to the client of the call it belongs to (``log_relay``)."""
+        call = calling(self._calls)
+        await relay_log(params, call.log if call else None, upstream=self.config.name, secrets=self._secrets)
 
     async def _on_message(self, message: Any, *, channel: str = notices.SHARED) -> None:
         """A notification of the shared session (``channel`` ``SHARED``) or of a client's own (its key)."""
@@ -476,53 +479,44 @@ class UpstreamConnection:
 
     # --- Calls --------------------------------------------------------------------------------------------
 
-    async def call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        *,
-        ask: Ask | None = None,
-        round_trip: RoundTrip | None = None,
-        progress: Progress | None = None,
-        callers_client: CallersClient | None = None,
-        session_id: str | None = None,
-        log: LogSink | None = None,
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """Forward one call; its result when the upstream's tool succeeded, else an ``UpstreamError``.
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Result:
+        """Forward a call that came through no pipeline (a check, a test): nobody to ask, nothing relayed."""
+        return await self.forward(ForwardedCall(self, tool, arguments))
 
-        ``ask`` relays an elicitation the upstream makes during the call to our client (``elicitation``); without
-        it, one is declined; ``callers_client`` relays its sampling and roots requests (``sampling``, ``roots``). The
-        call's timeout includes the time the user takes to answer. With ``round_trip``
-        (our client speaks 2026-07-28 and takes forms), a 2026-07-28 upstream's input request comes back as our own
-        ``InputRequiredResult`` for the client to answer, and the answer in the client's next call goes back to the
-        upstream with the upstream's state (``round_trip.round_trip_call``). With ``progress`` (our client asked for
-        progress), the upstream is asked too, and its notifications are relayed (``progress``). A call whose task is
-        cancelled (our client cancelled it, or went away) is cancelled upstream by the SDK client and frees its slot.
-        ``session_id`` is our 2025-11-25 session's, whose calls go over an upstream session of its own where the
-        upstream has them (``client_sessions``); ``log`` is where the upstream's log messages for the call go, and
-        at which level (``log_relay``).
+    async def forward(self, call: ForwardedCall) -> Result:
+        """The relays' last link (``relays``): ``call`` to the upstream; its result when the upstream's tool
+        succeeded, else an ``UpstreamError``.
+
+        The call's timeout includes the time its user takes to answer what the upstream asks. ``call.round_trip``:
+        our client speaks 2026-07-28 and answers input requests, so a 2026-07-28 upstream's come back as our own
+        ``InputRequiredResult`` for the client to answer, and the answers in the client's next call go back to the
+        upstream with the upstream's state (``round_trip.round_trip_call``). ``call.progress``: the upstream is asked
+        for progress, and its notifications are relayed (``progress``). A call whose task is cancelled (our client
+        cancelled it, or went away) is cancelled upstream by the SDK client and frees its slot. ``call.session_id``
+        is our 2025-11-25 session's, whose calls go over an upstream session of its own where the upstream has them
+        (``client_sessions``); ``call.log`` is where the upstream's log messages for the call go, and at which level
+        (``log_relay``).
         """
         name = self.config.name
+        tool = call.tool
         wait = self.breaker.refusal()
         if wait is not None:
             raise UpstreamUnavailable(name, "circuit open", retry_after=max(1, round(wait)))
-        with asking(ask, callers_client) as asker, _Classified(self, tool):
+        with forwarding(call), _Classified(self, tool):
             async with asyncio.timeout(self.config.timeout_seconds), self.limiter:
-                own = self._own_key(session_id)
+                own = self._own_key(call.session_id)
                 if own is None:
                     client = await self.client_for()
                     poster = self._poster
                     self.in_flight += 1
-                    self._askers.append(asker)
-                    self._log_sinks.append(log)
+                    self._calls.append(call)
                     try:
-                        result = await self._forward(client, poster, tool, arguments, round_trip, progress, log)
+                        result = await self._forward(client, poster, call)
                     finally:
                         self.in_flight -= 1
-                        self._askers.remove(asker)
-                        self._log_sinks.remove(log)
+                        self._calls.remove(call)
                 else:
-                    result = await self._call_own(*own, asker, tool, arguments, round_trip, progress, log)
+                    result = await self._call_own(*own, call)
         self.breaker.succeeded()
         if isinstance(result, types.InputRequiredResult):
             return result
@@ -608,31 +602,21 @@ class UpstreamConnection:
             return one_request_key(), True
         return None
 
-    async def _call_own(
-        self,
-        key: str,
-        one_request: bool,
-        asker: Asker,
-        tool: str,
-        arguments: dict[str, Any],
-        round_trip: RoundTrip | None,
-        progress: Progress | None,
-        log: LogSink | None,
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    async def _call_own(self, key: str, one_request: bool, call: ForwardedCall) -> Result:
         """Forward over the client's own session (opened on first use)."""
         async with self.own_sessions.use(key, one_request=one_request) as own:
             client = own.client
             assert client is not None
-            _own_session.set(own)  # until ``call`` has classified the call's failure (``_own_session_scope``)
+            _own_session.set(own)  # until ``forward`` has classified the call's failure (``_Classified``)
             self.in_flight += 1
-            own.askers.append(asker)
-            own.log = log
+            own.calls.append(call)
+            own.log = call.log
             try:
-                await self._forward_level(own, client, log)
-                return await self._forward(client, self._poster, tool, arguments, round_trip, progress, log)
+                await self._forward_level(own, client, call.log)
+                return await self._forward(client, self._poster, call)
             finally:
                 self.in_flight -= 1
-                own.askers.remove(asker)
+                own.calls.remove(call)
 
     async def _forward_level(self, own: OwnSession, client: Client, log: LogSink | None) -> None:
         """The level our client set, sent to its own 2025-11-25 upstream session with ``logging/setLevel`` when it
@@ -660,18 +644,9 @@ class UpstreamConnection:
             except Exception as exc:  # the session is broken: its next call finds out and opens another
                 logger.debug("Upstream %s: a log level was not forwarded (%s)", self.config.name, type(exc).__name__)
 
-    async def _forward(
-        self,
-        client: Client,
-        poster: aiohttp.ClientSession | None,
-        tool: str,
-        arguments: dict[str, Any],
-        round_trip: RoundTrip | None,
-        progress: Progress | None,
-        log: LogSink | None = None,
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """The one place a forwarded call goes to the upstream, by one of three ways; a relay that belongs to one call
-        (a progress callback, cancellation) plugs in here, on each way.
+    async def _forward(self, client: Client, poster: aiohttp.ClientSession | None, call: ForwardedCall) -> Result:
+        """The one place a forwarded call goes to the upstream, by one of three ways; the relays' parts that belong
+        to the transport (a progress callback, a log level, cancellation) plug in here, on each way.
 
         A 2026-07-28 call whose input requests our client answers goes round trip by round trip
         (``round_trip.round_trip_call``); another 2026-07-28 call over HTTP is posted beside the SDK's session
@@ -680,12 +655,14 @@ class UpstreamConnection:
         notifications). A 2026-07-28 upstream is asked for log messages at the client's level on the call's ``_meta``
         (``log_relay``).
         """
+        tool, arguments, log = call.tool, call.arguments, call.log
         modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        progress = call.progress
         relay = relaying_progress(progress, upstream=self.config.name, secrets=self._secrets) if progress else None
         meta = {types.LOG_LEVEL_META_KEY: log.level} if log is not None and modern else None
-        if round_trip is not None and modern:
+        if call.round_trip is not None and modern:
             return await round_trip_call(
-                client, self.config.name, tool, arguments, round_trip, self._secrets, progress=relay, meta=meta
+                client, self.config.name, tool, arguments, call.round_trip, self._secrets, progress=relay, meta=meta
             )
         if meta is not None:
             return await client.call_tool(tool, arguments, progress_callback=relay, meta=meta)  # type: ignore[arg-type]

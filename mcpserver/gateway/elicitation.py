@@ -1,26 +1,22 @@
-"""An upstream's requests for input, relayed to the user of the call they belong to, and how any request an upstream
-makes of a client finds that call.
+"""An upstream's requests for input, relayed to the user of the call they belong to.
 
-- **Which call** (``caller``): the asker of the call an upstream's request belongs to (``asking``: the forwarding
-  task's own, found through a context variable for a 2026-07-28 upstream; for a 2025-11-25 one, the only call in
-  flight on the connection). Sampling and roots (``sampling``, ``roots``) find their call the same way.
 - **In mid-call** (``relay_elicitation``): a 2025-11-25 upstream's ``elicitation/create`` on its session, or a
-  2026-07-28 upstream's input request that the SDK's driver hands to the elicitation callback, goes to that call's
-  client on its 2025-11-25 session (``ToolContext.elicit``; a URL one, ``CallersClient.elicit_url``).
+  2026-07-28 upstream's input request that the SDK's driver hands to the elicitation callback, goes to the client of
+  the call it belongs to (which the connection finds with ``forwarded.calling``) on its 2025-11-25 session
+  (``ToolContext.elicit``; a URL one, ``CallersClient.elicit_url``).
 - **Across calls**: a 2026-07-28 client answers in a round trip of our own (``round_trip``); a 2025-11-25 upstream's
-  call waits for it, parked (``parking``: the parked call is the asker).
+  call waits for it, parked (``parking``: the parked call is the call's client).
 
 Form elicitations are relayed with their messages cut and redacted; URL ones as ``checked_url_elicitation`` checks
 them, and each one relayed to a 2025-11-25 session is remembered for its completion (``elicitation_complete``).
-Anything else is declined, as without a client that can answer.
+Anything else is declined, as without a client that can answer. An upstream's -32042 (URL elicitation required) is
+``UrlElicitationRequired``, which the relay ``relays.url_elicitation`` passes on to a client that takes URLs.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -69,71 +65,25 @@ class CallersClient(Protocol):
         ...
 
 
-@dataclass(eq=False)
-class Asker:
-    """One forwarded call's way to ask its client's user; ``ask`` is None when the call has none, ``client`` when
-    nothing else may be asked of its client."""
-
-    ask: Ask | None
-    client: CallersClient | None = None
-
-
-# The asker of the call this task forwards. A 2026-07-28 upstream asks for input in its answer to the call, and the
-# SDK's driver hands that request to the elicitation callback in the calling task, so it finds its call here.
-_ASKER: ContextVar[Asker | None] = ContextVar("upstream_asker", default=None)
-
-
-class asking:  # lower case: used as a function, ``with asking(ask, client) as asker``
-    """The asker of the call forwarded inside the block, found by ``caller`` in this task. A class, not a generator:
-    it is on every call's path."""
-
-    __slots__ = ("_asker", "_token")
-
-    def __init__(self, ask: Ask | None, client: CallersClient | None = None) -> None:
-        self._asker = Asker(ask, client)
-
-    def __enter__(self) -> Asker:
-        self._token = _ASKER.set(self._asker)
-        return self._asker
-
-    def __exit__(self, *exc: object) -> None:
-        _ASKER.reset(self._token)
-
-
-def caller(in_flight: Sequence[Asker]) -> Asker | None:
-    """The asker of the call an upstream's request belongs to, or None when that cannot be told.
-
-    A 2026-07-28 upstream's request is found by its calling task. A 2025-11-25 upstream sends its request on the
-    session, with nothing the SDK passes on that names the call: it belongs to the only call in flight on the
-    connection (``in_flight``), and to none when there are several, or none.
-    """
-    asker = _ASKER.get()
-    if asker is None and len(in_flight) == 1:
-        asker = in_flight[0]
-    return asker
-
-
 async def relay_elicitation(
     params: types.ElicitRequestParams,
-    in_flight: Sequence[Asker],
+    ask: Ask | None,
+    client: CallersClient | None,
     secrets: Sequence[str],
     *,
     upstream: str,
     channel: str = notices.SHARED,
 ) -> types.ElicitResult:
-    """An upstream asks for input, on ``channel`` (``notices``): relayed to the user of the call it belongs to when
-    that call's client can answer, else declined.
-
-    The call is found by ``caller``: a request that could belong to several is declined.
-    """
-    asker = caller(in_flight)
+    """An upstream asks for input, on ``channel`` (``notices``), during the call whose ``ask`` and ``client`` these
+    are (``forwarded.calling`` found it; None: no call it can be told to belong to): relayed to that call's user when
+    its client can answer, else declined."""
     if isinstance(params, types.ElicitRequestURLParams):
-        return await _relay_url_elicitation(params, asker, secrets, upstream, channel)
-    if asker is None or asker.ask is None or not isinstance(params, types.ElicitRequestFormParams):
+        return await _relay_url_elicitation(params, client, secrets, upstream, channel)
+    if ask is None or not isinstance(params, types.ElicitRequestFormParams):
         return types.ElicitResult(action="decline")
     message = redacted_for_people(params.message, known=secrets, limit=ELICITATION_MESSAGE_MAX_CHARS)
     try:
-        answer = await asker.ask(message, dict(params.requested_schema))
+        answer = await ask(message, dict(params.requested_schema))
     except ClientCannotAnswer:
         return types.ElicitResult(action="decline")
     if answer.action == "accept":
@@ -142,19 +92,23 @@ async def relay_elicitation(
 
 
 async def _relay_url_elicitation(
-    params: types.ElicitRequestURLParams, asker: Asker | None, secrets: Sequence[str], upstream: str, channel: str
+    params: types.ElicitRequestURLParams,
+    client: CallersClient | None,
+    secrets: Sequence[str],
+    upstream: str,
+    channel: str,
 ) -> types.ElicitResult:
     """A URL elicitation, relayed to the call's client when it declared URL mode and the URL passes the checks; one
     the client answered is remembered for its completion (``elicitation_complete``), before the upstream hears the
     answer."""
     checked = checked_url_elicitation(params, secrets)
-    if asker is None or asker.client is None or checked is None:
+    if client is None or checked is None:
         return types.ElicitResult(action="decline")
     try:
-        answer = await asker.client.elicit_url(checked)
+        answer = await client.elicit_url(checked)
     except ClientCannotAnswer:
         return types.ElicitResult(action="decline")
-    remember(upstream, channel, checked.elicitation_id, asker.client.session_stream())
+    remember(upstream, channel, checked.elicitation_id, client.session_stream())
     return types.ElicitResult(action=answer.action)  # URL mode carries no content
 
 

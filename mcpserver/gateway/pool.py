@@ -25,8 +25,6 @@ import anyio.to_thread
 import mcp_types as types
 from django.conf import settings
 from django.db import close_old_connections
-from mcp_types import URL_ELICITATION_REQUIRED
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from errcatalog.catalog.snapshot import catalog_snapshot_status
 from errcatalog.gateway.models import TOOL_SEPARATOR
@@ -43,17 +41,13 @@ from errcatalog.gateway.services import (
     upstream_health_report,
     upstream_tools_record,
 )
-from mcpserver.calls import RelayedProtocolError, ToolCall, current_tool_call
+from mcpserver.calls import current_tool_call
 from mcpserver.gateway import notices
 from mcpserver.gateway.connection import UpstreamConnection
-from mcpserver.gateway.elicitation import UrlElicitationRequired
-from mcpserver.gateway.elicitation_complete import forget_session, remember
-from mcpserver.gateway.log_relay import LogSink, call_logging, client_log, client_log_forget, client_log_level
-from mcpserver.gateway.offerings import remember_links
-from mcpserver.gateway.parking import ParkedCall, cancel_all, parked_call
-from mcpserver.gateway.progress import Progress
-from mcpserver.gateway.round_trip import RoundTrip, accepted_requests
-from mcpserver.jsonrpc_errors import FIXED_MESSAGES, sanctioned_error
+from mcpserver.gateway.elicitation_complete import forget_session
+from mcpserver.gateway.log_relay import client_log, client_log_forget, client_log_level
+from mcpserver.gateway.parking import cancel_all
+from mcpserver.gateway.relays import forwarded_call, relayed
 from mcpserver.registry import ToolSpec
 
 logger = logging.getLogger("mcpserver.gateway")
@@ -66,8 +60,6 @@ HEALTH_REPORT_SECONDS = 15.0
 # How often a listing is offered to the database before the next listing tries again (a locked SQLite file, a
 # database restarting), waiting 0.5, 1, 2 and 4 s in between.
 RECORD_ATTEMPTS = 5
-# Our own -32042's message: fixed text (the upstream's own never reaches a client).
-URL_ELICITATION_MESSAGE = FIXED_MESSAGES[URL_ELICITATION_REQUIRED]
 
 
 def _process_name() -> str:
@@ -297,47 +289,7 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         call = current_tool_call.get()
         if call is None:  # called outside the pipeline (a test): nobody to ask
             return await connection.call(upstream_name, arguments)
-        # A 2026-07-28 client that takes forms, URLs, sampling or roots answers an upstream's input requests in a
-        # round trip of its own.
-        accepts = (
-            accepted_requests(call.context.capabilities, forms=call.can_elicit and settings.MCP["ELICITATION"])
-            if call.modern
-            else frozenset()
-        )
-        round_trip = RoundTrip(call.request_state, call.input_responses, accepts) if accepts else None
-        # The upstream reports progress only to a client that asked for it, on the request that asked.
-        progress = call.context.progress if call.wants_progress else None
-        try:
-            with call_logging(call.session_id, call.context, call.log_level) as log:
-                result = None
-                if round_trip is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                    # A 2025-11-25 upstream asks in mid-call: its call waits for the client's round trips.
-                    result = await _parked(connection, upstream_name, arguments, call, round_trip, progress, log)
-                if result is None:
-                    result = await connection.call(
-                        upstream_name,
-                        arguments,
-                        ask=call.context.elicit,
-                        round_trip=round_trip,
-                        progress=progress,
-                        callers_client=call.context,
-                        session_id=call.session_id,
-                        log=log,
-                    )
-        except UrlElicitationRequired as exc:
-            # Relayed as the same protocol error to a 2025-11-25 client that takes URL elicitations (the error is
-            # gone from 2026-07-28); anyone else gets the catalog's text for it.
-            capabilities = call.context.capabilities
-            elicitation = capabilities.elicitation if capabilities is not None else None
-            if exc.elicitations and not call.modern and elicitation is not None and elicitation.url is not None:
-                error = sanctioned_error(URL_ELICITATION_REQUIRED, URL_ELICITATION_MESSAGE, exc.error_data())
-                for params in exc.elicitations:  # their completions go to this session (``elicitation_complete``)
-                    remember(config.name, exc.channel, params.elicitation_id, call.context.session_stream())
-                raise RelayedProtocolError(error) from None
-            raise
-        # Its resource links stay as they are; /mcp reads them at this upstream for this client.
-        remember_links(config.name, call.client.key if call.client else None, result)
-        return result
+        return await relayed(forwarded_call(connection, upstream_name, arguments, call))
 
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
     # ``execution.taskSupport`` is a closed set of values, nothing a model reads as text: served as the upstream
@@ -359,39 +311,6 @@ def upstream_tool_spec(connection: UpstreamConnection, tool: types.Tool) -> Tool
         upstream=config.name,
         upstream_tool=tool.name,
         execution={"taskSupport": task_support} if task_support is not None else None,
-    )
-
-
-async def _parked(
-    connection: UpstreamConnection,
-    tool: str,
-    arguments: dict[str, Any],
-    call: ToolCall,
-    round_trip: RoundTrip,
-    progress: Progress | None,
-    log: LogSink | None,
-) -> types.CallToolResult | types.InputRequiredResult | None:
-    """A 2026-07-28 client's call of a 2025-11-25 upstream's tool, parked while the upstream waits for the client's
-    answers (``parking``); None when no call can park now."""
-
-    async def start(parked: ParkedCall) -> types.CallToolResult | types.InputRequiredResult:
-        return await connection.call(
-            tool,
-            arguments,
-            ask=parked.ask,
-            callers_client=parked,
-            progress=parked.relay_progress if progress is not None else None,
-            log=parked.request_log(log),
-        )
-
-    return await parked_call(
-        start,
-        upstream=connection.config.name,
-        tool=tool,
-        client_key=call.client.key if call.client else None,
-        round_trip=round_trip,
-        progress=progress,
-        log=log,
     )
 
 

@@ -3,7 +3,7 @@
 The gateway declares roots to an upstream whose ``relay_roots`` is on (the default), over an upstream session that
 belongs to one client or to none (``UpstreamConnection._open``): never to a stdio child that every client shares
 (``session_mode`` shared), which could keep one client's folders and answer them to another's call. A request made
-during a call (found as elicitations are: ``elicitation.caller``) is relayed to that call's client when it declared
+during a call (found as elicitations are: ``forwarded.calling``) is relayed to that call's client when it declared
 roots: in mid-call on a 2025-11-25 session (the tool context's ``list_roots``), or in a 2026-07-28 round trip
 (``elicitation.relayed``). The client's roots go back unchanged, up to ``MAX_ROOTS``. A request outside any call,
 or from a call whose client has none, gets the error the spec names for a client without roots (``METHOD_NOT_FOUND``):
@@ -16,25 +16,23 @@ call, where each request is answered afresh, and a request outside any call has 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import mcp_types as types
 from mcp.client import Client
 
-from mcpserver.gateway.elicitation import Asker, caller
+from mcpserver.gateway.elicitation import CallersClient
 from mcpserver.registry import ClientCannotAnswer
 
 # More roots than a workspace has; a client's answer is cut to these.
 MAX_ROOTS = 100
 
 
-async def relay_roots(in_flight: Sequence[Asker]) -> types.ListRootsResult | types.ErrorData:
-    """The roots of the client of the call this request belongs to, or the error a client without roots gives."""
-    asker = caller(in_flight)
-    if asker is None or asker.client is None:
+async def relay_roots(client: CallersClient | None) -> types.ListRootsResult | types.ErrorData:
+    """The roots of ``client``, that of the call this request belongs to (``forwarded.calling`` found it; None: no
+    call it can be told to belong to), or the error a client without roots gives."""
+    if client is None:
         return unsupported()
     try:
-        result = await asker.client.list_roots()
+        result = await client.list_roots()
     except ClientCannotAnswer:
         return unsupported()
     return types.ListRootsResult(roots=result.roots[:MAX_ROOTS])

@@ -1,7 +1,7 @@
 """An upstream's ``sampling/createMessage``, relayed to the client of the call it belongs to.
 
 The gateway declares sampling to an upstream whose ``relay_sampling`` is on (``UpstreamConnection._open``). When the
-upstream asks during a call (found as its elicitations are: ``elicitation.caller``), the request goes to that call's
+upstream asks during a call (found as its elicitations are: ``forwarded.calling``), the request goes to that call's
 client if the client declared sampling: in mid-call on a 2025-11-25 session (the tool context's ``create_message``),
 or in a 2026-07-28 round trip (``elicitation.relayed`` carries it as our own input request). The client's answer,
 the model's text, goes back to the upstream unchanged.
@@ -26,7 +26,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from errcatalog.safety import redacted_for_people
-from mcpserver.gateway.elicitation import Asker, caller
+from mcpserver.gateway.elicitation import CallersClient
 from mcpserver.registry import ClientCannotAnswer
 
 # Names the asking upstream in the relayed request's ``_meta``, for clients that show or check it.
@@ -137,19 +137,19 @@ def _bounded_preferences(preferences: types.ModelPreferences | None) -> types.Mo
 
 
 async def relay_sampling(
-    params: types.CreateMessageRequestParams, in_flight: Sequence[Asker], upstream: str, secrets: Sequence[str]
+    params: types.CreateMessageRequestParams, client: CallersClient | None, upstream: str, secrets: Sequence[str]
 ) -> types.CreateMessageResult | types.ErrorData:
-    """An upstream asks for a completion: relayed to the client of the call it belongs to when that client can
-    answer (its answer back unchanged), else the error a client without sampling gives."""
-    asker = caller(in_flight)
-    if asker is None or asker.client is None:
+    """An upstream asks for a completion during the call whose ``client`` this is (``forwarded.calling`` found it;
+    None: no call it can be told to belong to): relayed to that client when it can answer (its answer back
+    unchanged), else the error a client without sampling gives."""
+    if client is None:
         return unsupported()
     try:
         request = bounded_request(params, upstream, secrets)
     except Refused:
         return types.ErrorData(code=types.INVALID_PARAMS, message="Sampling request not relayed")
     try:
-        return await asker.client.create_message(request)
+        return await client.create_message(request)
     except ClientCannotAnswer:
         return unsupported()
     except MCPError as exc:  # the client's own refusal (its user rejected the request: -1)

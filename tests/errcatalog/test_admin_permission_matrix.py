@@ -48,13 +48,13 @@ from simple_history.admin import SimpleHistoryAdmin
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
 from errcatalog.catalog import services as catalog
-from errcatalog.catalog.admin import VersionedAdmin
+from errcatalog.catalog.inbox_admin import RuleFromGroupForm
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.gateway import inbox
 from errcatalog.gateway.models import NamedServer, NamedServerUpstream, Upstream, UpstreamFailureGroup, UpstreamTool
 from errcatalog.gateway.named_servers import named_server_create, named_server_update
 from errcatalog.gateway.services import upstream_create, upstream_tools_record, upstream_update
-from mcpserver.gateway.inbox_admin import RuleFromGroupForm
+from errcatalog.versioned_admin import VersionedAdmin
 from tests.errcatalog.catalog.admin_pages import form_data
 from tests.mcpserver.gateway.recorder import Recorder
 

@@ -385,6 +385,31 @@ def test_an_upstreams_elicitation_is_relayed_to_a_client_that_can_answer_cut_and
 
 @pytest.mark.parametrize("prefix", PREFIXES)
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_each_call_of_a_session_gets_its_own_elicitation(gateway_app, prefix, mode):
+    # Over HTTP, a 2025-11-25 session's calls share an upstream session of its own, opened by its first call: the
+    # second call's question must reach the second call, not the first (which has ended).
+    app, key = gateway_app
+    asked: list[str] = []
+
+    async def answer(context, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": f"Ana {len(asked)}"})
+
+    async def calls() -> list[str]:
+        async with McpTarget(app.mcp_url, key).client(mode=mode, elicitation_callback=answer) as client:
+            texts = []
+            for _ in range(3):
+                with anyio.fail_after(20):
+                    result = await client.call_tool(f"{prefix}__ask_name", {})
+                texts.append(result.content[0].text)
+            return texts
+
+    assert asyncio.run(calls()) == ["accept: Ana 1", "accept: Ana 2", "accept: Ana 3"]
+    assert len(asked) == 3
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_an_upstreams_progress_is_relayed_cut_and_redacted(gateway_app, prefix, mode):
     # Progress messages are the upstream's text meant for people, like its elicitation's: relayed, but cut and
     # without its credentials. The progress values themselves pass as they are.

@@ -8,7 +8,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from mcpserver.gateway.elicitation import Asker, asking, checked_url_elicitation, url_relayable
+from mcpserver.gateway.elicitation import checked_url_elicitation, url_relayable
 from mcpserver.gateway.roots import MAX_ROOTS, relay_roots
 from mcpserver.gateway.sampling import (
     MAX_MESSAGES,
@@ -117,35 +117,28 @@ def _run(coroutine_function, *args):
 
 def test_the_calls_client_answers_and_its_answer_goes_back_unchanged():
     client = Client()
-
-    async def relay():
-        with asking(None, client) as asker:
-            return await relay_sampling(_request(_text("hi")), [asker], "github", ())
-
-    assert _run(relay) is ANSWER
+    assert _run(relay_sampling, _request(_text("hi")), client, "github", ()) is ANSWER
     assert client.asked[0].messages[0].content.text == "hi"
 
 
 def test_without_a_client_that_can_answer_the_upstream_hears_method_not_found():
-    async def relay(in_flight):
-        return await relay_sampling(_request(_text("hi")), in_flight, "github", ())
+    async def relay(client):
+        return await relay_sampling(_request(_text("hi")), client, "github", ())
 
-    assert _run(relay, []).code == types.METHOD_NOT_FOUND  # outside any call
-    assert _run(relay, [Asker(None, Client()), Asker(None, Client())]).code == types.METHOD_NOT_FOUND  # whose?
-    assert _run(relay, [Asker(None, Client(can=False))]).code == types.METHOD_NOT_FOUND
-    assert _run(relay, [Asker(None, None)]).code == types.METHOD_NOT_FOUND
+    assert _run(relay, None).code == types.METHOD_NOT_FOUND  # no call it can be told to belong to
+    assert _run(relay, Client(can=False)).code == types.METHOD_NOT_FOUND
 
 
 def test_an_oversized_request_is_answered_invalid_params_and_never_reaches_the_client():
     client = Client()
-    error = _run(relay_sampling, _request(*[_text("x")] * (MAX_MESSAGES + 1)), [Asker(None, client)], "github", ())
+    error = _run(relay_sampling, _request(*[_text("x")] * (MAX_MESSAGES + 1)), client, "github", ())
     assert error.code == types.INVALID_PARAMS and not client.asked
 
 
 def test_roots_are_the_calling_clients_cut_to_the_bound_and_nobodys_outside_a_call():
-    assert len(_run(relay_roots, [Asker(None, Client(roots=MAX_ROOTS + 5))]).roots) == MAX_ROOTS
-    assert _run(relay_roots, []).code == types.METHOD_NOT_FOUND
-    assert _run(relay_roots, [Asker(None, Client(can=False))]).code == types.METHOD_NOT_FOUND
+    assert len(_run(relay_roots, Client(roots=MAX_ROOTS + 5)).roots) == MAX_ROOTS
+    assert _run(relay_roots, None).code == types.METHOD_NOT_FOUND
+    assert _run(relay_roots, Client(can=False)).code == types.METHOD_NOT_FOUND
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,12 @@
 A group is read-only (the serving processes write it, ``errcatalog.gateway.inbox``); staff who may view it see its
 recent samples, which are the upstream's own text, cut and with credentials redacted, escaped on the page and never
 sent to a model. Staff who may also add classification rules make a rule from a group: pattern, upstream, kind and
-tool preset, a code chosen, previewed against the group's samples before it is saved
-(``errcatalog.catalog.inbox_rules``). Deleting a group dismisses it until its failure happens again.
+tool preset, a code chosen, previewed against the group's samples before it is saved (``inbox_rules``). Deleting a
+group dismisses it until its failure happens again.
+
+The groups are the gateway's records (``errcatalog.gateway.models``), but the page is the catalog's: it shows what the
+catalog's rules make of each group now and writes a classification rule, which the gateway, a layer below the
+catalog, may not know.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""Django admin for upstreams: the records, their health in every serving process and a connection test.
+"""Django admin for upstreams: the records, their health in every serving process and a connection test; and their
+tools' pinned metadata, reviewed (a diff and the screen's flags) and approved or rejected.
 
 Each upstream's health is what the serving processes report (``errcatalog.gateway.models.UpstreamHealth``), so the
-page shows every process's connections whichever process serves it. It lives with the gateway's live side because
-its "test connection" action connects with the SDK's client, which ``errcatalog`` never imports. Header and
-variable values are entered as ``NAME: value`` lines and stored sealed (or as the ``env:`` reference entered); they
-are never shown back, only where each comes from and whether it is set. Only superusers may add, change or delete a
-stdio upstream.
+page shows every process's connections whichever process serves it. The "test connection" action connects as the
+gateway would, with the SDK's client, which this package never imports: through ``live.probe_upstream``, the MCP
+server's probe, handed over when the app starts. Header and variable values are entered as ``NAME: value`` lines and
+stored sealed (or as the ``env:`` reference entered); they are never shown back, only where each comes from and
+whether it is set. Only superusers may add, change or delete a stdio upstream.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from errcatalog.catalog.admin import VersionedAdmin
+from errcatalog.gateway import live
 from errcatalog.gateway.client_config import ClientConfigError, client_config_loads
 from errcatalog.gateway.models import FailureWords, SessionMode, Transport, Upstream, UpstreamTool
 from errcatalog.gateway.secrets import describe
@@ -41,7 +42,7 @@ from errcatalog.gateway.services import (
     upstreams_import,
 )
 from errcatalog.gateway.targets import private_target
-from mcpserver.gateway.probe import probe
+from errcatalog.versioned_admin import VersionedAdmin
 
 _LINES = {"rows": 3, "cols": 60}
 # The fields the form edits as they are; the others are entered as lines (headers, environment, arguments, tools).
@@ -350,7 +351,7 @@ class UpstreamAdmin(VersionedAdmin):
             if refusal:
                 self.message_user(request, f"Upstream {upstream.name}: {refusal}", messages.WARNING)
                 continue
-            result = async_to_sync(probe)(upstream_config(upstream), settings.GATEWAY)
+            result = async_to_sync(live.probe_upstream)(upstream_config(upstream), settings.GATEWAY)
             if result.ok:
                 tools = ", ".join(result.tools[:20]) + (" …" if len(result.tools) > 20 else "")
                 self.message_user(

@@ -1,8 +1,9 @@
 """Django admin for named servers: staff compose some of our tools and some upstreams into a server at ``/mcp/<name>``.
 
-It lives with the MCP server because the tools to choose from are the registry's (``mcpserver.registry``), which
-``errcatalog`` never imports. The upstreams are rows of the server (an inline), each with the tools it serves (all by
-default). Whoever may change a named server may change its upstreams: they are part of it, not a model of their own.
+Our tools to choose from are the MCP server's registry's, which this package never imports: the MCP server says
+which they are when the app starts (``live.own_tool_names``). The upstreams are rows of the server (an inline), each
+with the tools it serves (all by default). Whoever may change a named server may change its upstreams: they are part
+of it, not a model of their own.
 Everything is saved through the named servers' one write path (``errcatalog.gateway.named_servers``), whose rules
 (a name in the server-name rule, never an upstream's or a reserved one) the form shows at their fields; after a save
 the page warns about chosen upstream tools that will not be served as staff may expect.
@@ -17,7 +18,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
-from errcatalog.catalog.admin import VersionedAdmin
+from errcatalog.gateway import live
 from errcatalog.gateway.models import NamedServer, NamedServerUpstream
 from errcatalog.gateway.named_servers import (
     FIELDS,
@@ -28,8 +29,8 @@ from errcatalog.gateway.named_servers import (
     named_server_upstreams,
     named_server_validate,
 )
+from errcatalog.versioned_admin import VersionedAdmin
 from errcatalog.vocabulary import TOOL_NAME_RULE, is_tool_name
-from mcpserver.registry import served_tool_names
 
 # Tool names are entered on one line, separated by commas or spaces (neither occurs in a tool name).
 _SEPARATORS = re.compile(r"[\s,]+")
@@ -40,7 +41,7 @@ _MAX_TOOLS = 500
 def _own_tool_choices(chosen: list[str]) -> list[tuple[str, str]]:
     """Our tools this deployment serves, and any already chosen that it no longer serves, marked, so that they can
     be unticked."""
-    served = served_tool_names()
+    served = live.own_tool_names()
     choices = [(name, name) for name in sorted(served)]
     choices += [(name, f"{name} (not served here)") for name in chosen if name not in served and is_tool_name(name)]
     return choices
@@ -75,8 +76,8 @@ class NamedServerForm(forms.ModelForm):
             return data
         # The services' own check, so that a problem shows at its field; they check again when saving.
         try:
-            named_server_validate(server=self.instance if self.instance.pk else None, known_tools=served_tool_names(),
-                                  **self.server_fields())  # fmt: skip
+            named_server_validate(server=self.instance if self.instance.pk else None,
+                                  known_tools=live.own_tool_names(), **self.server_fields())  # fmt: skip
         except ValidationError as exc:
             for name, errors in exc.message_dict.items():
                 self.add_error(name if name in self.fields else None, errors)
@@ -163,7 +164,7 @@ class NamedServerAdmin(VersionedAdmin):
         return form.instance  # saved by save_model and save_related, through the services
 
     def save_model(self, request: Any, obj: NamedServer, form: NamedServerForm, change: bool) -> None:
-        known = served_tool_names()
+        known = live.own_tool_names()
         if change:
             # The row as stored: ``obj`` may be a version from its history that staff revert to.
             server = NamedServer.objects.get(pk=obj.pk)
