@@ -172,6 +172,9 @@ def main() -> int:
                 f"p99 {percentile(latencies, 0.99) * 1000:6.2f} ms   p50 alone {single * 1000:5.2f} ms   "
                 f"wrong answers {errors}"
             )
+            sample = next((run["sample"] for run in (*runs, *alone[target]) if "sample" in run), None)
+            if sample is not None:
+                print(f"  {target}: e.g. {sample}")
         ratio = summary["gateway"]["rate"] / summary["direct"]["rate"]
         added = (summary["gateway"]["single"] - summary["direct"]["single"]) * 1000
         print(

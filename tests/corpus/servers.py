@@ -30,7 +30,19 @@ server, has no internet: its API calls fail as they do cut off from it. The Kube
 for the run) but no account signed in: no token in its config folder, in its scratch folder. The MongoDB server is
 read-only (``--readOnly``, as its README has it), with no connection set up and no MongoDB on the machine, its logs and
 exports in its scratch folder; the code runner runs snippets with the machine's interpreters (``node``, ``python``), and
-has no others.
+has no others. The arXiv server keeps its papers and watched topics in an empty folder of its scratch folder
+(``--storage-path``) and, like the weather server, has no internet. The task tracker (task-master-ai) serves its
+standard tools (``TASK_MASTER_TOOLS``) on a project of its scratch folder holding two tasks, with no AI provider's API
+key; it, the weather server, the mail server and the vector store have their scratch folder for their home (``HOME``),
+where each keeps a folder of its own. The mail server (mcp-email-server) reads a settings file of its scratch folder
+(``MCP_EMAIL_SERVER_CONFIG_PATH``, its legacy TOML form) with one account, whose IMAP and SMTP servers (127.0.0.1:1)
+are down, no recipient allowed and attachment downloads off, its defaults. The vector store (chroma-mcp) is held to
+``mcp<2`` (its bound is ``mcp[cli]>=1.2.1``; it imports the FastMCP that mcp 2 renamed), at 0.2.5: 0.2.6 pins
+``mcp==1.6.0``, which neither imports with today's pydantic nor survives a request it does not know. It works on a
+persistent Chroma in its scratch folder (``--data-dir``) with one collection, seeded by the chromadb of its own
+environment, and its default embedding model, which any new text needs, cannot be downloaded. The workflow server
+(n8n-mcp) runs as its README sets it up for stdio, its telemetry off, on the node database its package ships, with no
+n8n instance.
 """
 
 from __future__ import annotations
@@ -62,7 +74,8 @@ from tests.mcpserver.gateway.upstreams import (
 # What a server works on, as the corpus's report groups them.
 KINDS = frozenset(
     {"files", "version-control", "web", "database", "cache", "knowledge", "search", "time", "reasoning", "reference",
-     "queue", "maths", "dev-tool", "cluster", "calendar", "registry"}
+     "queue", "maths", "dev-tool", "cluster", "calendar", "registry", "science", "tracker", "weather", "messaging",
+     "vector-store", "automation"}
 )  # fmt: skip
 
 
@@ -666,6 +679,99 @@ def _code_runner(folder: Path) -> StdioLaunch:
     return _launch(npm_program("mcp-server-code-runner", "0.1.8"))
 
 
+def _arxiv(folder: Path) -> StdioLaunch:
+    """The server keeping its papers and watched topics in ``folder/papers`` (``--storage-path``), which is empty."""
+    papers = folder / "papers"
+    papers.mkdir()
+    program = pypi_program("arxiv", "arxiv-mcp-server", "0.8.2", "arxiv-mcp-server")
+    return StdioLaunch(program, ("--storage-path", str(papers)))
+
+
+def _task_master(folder: Path) -> StdioLaunch:
+    """The server with its standard tools (``TASK_MASTER_TOOLS``) and no AI provider's API key, on the project
+    ``folder/shop`` (the cases name it as ``projectRoot``): task 1 (done) and task 2 (pending, depending on 1) with one
+    subtask, 2.1. Its home (``HOME``, where it keeps a folder of its own) is the scratch folder."""
+    tasks = folder / "shop" / ".taskmaster" / "tasks"
+    tasks.mkdir(parents=True)
+    task = {"details": "", "testStrategy": "", "priority": "medium", "subtasks": []}
+    subtask = {"id": 1, "title": "Cart total", "description": "", "details": "", "status": "pending",
+               "dependencies": []}  # fmt: skip
+    listing = [
+        {**task, "id": 1, "title": "Set up the shop", "description": "Project skeleton", "status": "done",
+         "dependencies": []},
+        {**task, "id": 2, "title": "Checkout", "description": "Checkout page", "status": "pending", "dependencies": [1],
+         "subtasks": [subtask]},
+    ]  # fmt: skip
+    metadata = {"created": "2024-01-01T00:00:00.000Z", "updated": "2024-01-01T00:00:00.000Z",
+                "description": "Tasks for master context"}  # fmt: skip
+    (tasks / "tasks.json").write_text(json.dumps({"master": {"tasks": listing, "metadata": metadata}}, indent=2))
+    program = npm_program("task-master-ai", "0.43.1", "task-master-ai")
+    return _launch(program, env={"TASK_MASTER_TOOLS": "standard", "HOME": str(folder)})
+
+
+def _weather(folder: Path) -> StdioLaunch:
+    """The server with no saved location, its home (``HOME``, where it keeps its saved locations) the scratch
+    folder; its forecasts and geocoders have no internet."""
+    return _launch(npm_program("@dangahagan/weather-mcp", "1.23.0"), env={"HOME": str(folder)})
+
+
+EMAIL_CONFIG = """\
+[[emails]]
+account_name = "work"
+full_name = "Corpus"
+email_address = "corpus@example.invalid"
+
+[emails.incoming]
+user_name = "corpus"
+password = "corpus-password"
+host = "127.0.0.1"
+port = 1
+use_ssl = false
+
+[emails.outgoing]
+user_name = "corpus"
+password = "corpus-password"
+host = "127.0.0.1"
+port = 1
+use_ssl = false
+"""
+
+
+def _email(folder: Path) -> StdioLaunch:
+    """The server on a settings file of its scratch folder (``MCP_EMAIL_SERVER_CONFIG_PATH``, its "legacy" TOML form,
+    readable by its owner only) with one account, ``work``, whose IMAP and SMTP servers (127.0.0.1:1) are down; no
+    recipient is allowed and attachment downloads are off, the defaults."""
+    config = folder / "config.toml"
+    config.write_text(EMAIL_CONFIG)
+    config.chmod(0o600)
+    program = pypi_program("email", "mcp-email-server", "1.13.3", "mcp-email-server")
+    return StdioLaunch(program, ("stdio",), {"MCP_EMAIL_SERVER_CONFIG_PATH": str(config), "HOME": str(folder)})
+
+
+def _chroma(folder: Path) -> StdioLaunch:
+    """The server on a persistent Chroma of its scratch folder (``--data-dir``) holding one collection, ``notes``, with
+    one document stored with its embedding; the default embedding model, which any new text needs, is not on the
+    machine and cannot be downloaded. Its home (``HOME``, where the model would be kept) is the scratch folder."""
+    program = pypi_program("chroma", "chroma-mcp", "0.2.5", "chroma-mcp", "mcp<2")
+    data = folder / "chroma"
+    subprocess.run(  # noqa: S603 (fixed script) seeded by the chromadb of the server's own environment
+        [str(Path(program).parent / "python"), "-c", "import chromadb, sys; chromadb.PersistentClient(path=sys.argv[1])"
+         ".create_collection('notes', embedding_function=None).add(ids=['n1'], embeddings=[[0.1, 0.2, 0.3]], "
+         "documents=['The shop opens at nine.'])", str(data)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    env = {"HOME": str(folder), "ANONYMIZED_TELEMETRY": "False"}
+    return StdioLaunch(program, ("--client-type", "persistent", "--data-dir", str(data)), env)
+
+
+def _n8n(folder: Path) -> StdioLaunch:
+    """The server as its README sets it up for stdio (``MCP_MODE``, quiet), with its telemetry off and no n8n instance
+    (``N8N_API_URL``): its node and workflow tools work on the node database the package ships."""
+    env = {"MCP_MODE": "stdio", "LOG_LEVEL": "error", "DISABLE_CONSOLE_OUTPUT": "true",
+           "N8N_MCP_TELEMETRY_DISABLED": "true"}  # fmt: skip
+    return _launch(npm_program("n8n-mcp", "2.87.0"), env=env)
+
+
 SERVERS: dict[str, CorpusServer] = {
     server.name: server
     for server in (
@@ -723,5 +829,11 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("maven", "registry", "npm mcp-maven-deps", "0.2.0", True, _maven),
         CorpusServer("mongodb", "database", "npm mongodb-mcp-server", "3.0.4", True, _mongodb),
         CorpusServer("coderunner", "dev-tool", "npm mcp-server-code-runner", "0.1.8", True, _code_runner),
+        CorpusServer("arxiv", "science", "PyPI arxiv-mcp-server", "0.8.2", False, _arxiv),
+        CorpusServer("taskmaster", "tracker", "npm task-master-ai", "0.43.1", False, _task_master),
+        CorpusServer("weather", "weather", "npm @dangahagan/weather-mcp", "1.23.0", False, _weather),
+        CorpusServer("email", "messaging", "PyPI mcp-email-server", "1.13.3", False, _email),
+        CorpusServer("chroma", "vector-store", "PyPI chroma-mcp", "0.2.5", False, _chroma),
+        CorpusServer("n8n", "automation", "npm n8n-mcp", "2.87.0", False, _n8n),
     )
 }  # fmt: skip
