@@ -19,6 +19,7 @@ import base64
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
@@ -37,6 +38,26 @@ _OWN_VARIABLES = re.compile(
     r"|DEMO_SEARCH_API_KEY|ERRCATALOG_\w*|DJANGO_\w*)$",
     re.IGNORECASE,
 )
+
+
+# Which values sent to an upstream its texts must never show again (``values_to_redact``): every value of a header or
+# variable whose name says it holds a secret, and any other value long enough to be a key or a password. A short value
+# of another (``LOG_LEVEL=error``, ``MCP_MODE=stdio``, ``DEBUG=true``) is configuration, and the same word in the
+# upstream's text ("This error often occurs", "expects true or false") is the fact a model or a person needs.
+_SECRET_NAME = re.compile(
+    r"key|token|secret|pass|pwd|auth|cred|cookie|session|sign|private|pin|otp|cert|dsn|bearer", re.IGNORECASE
+)
+REDACTED_VALUE_MIN_CHARS = 4
+UNNAMED_SECRET_MIN_CHARS = 12
+
+
+def values_to_redact(values: Mapping[str, str]) -> tuple[str, ...]:
+    """The clear values of an upstream's headers or variables (by name) to redact wherever its texts hold them."""
+    return tuple(
+        value
+        for name, value in values.items()
+        if len(value) >= (REDACTED_VALUE_MIN_CHARS if _SECRET_NAME.search(name) else UNNAMED_SECRET_MIN_CHARS)
+    )
 
 
 class SecretUnavailable(Exception):

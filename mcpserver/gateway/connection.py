@@ -45,7 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from errcatalog.gateway.models import TOOL_SEPARATOR, SessionMode, Transport
-from errcatalog.gateway.secrets import SecretUnavailable, resolve
+from errcatalog.gateway.secrets import SecretUnavailable, resolve, values_to_redact
 from errcatalog.gateway.selectors import UpstreamConfig
 from errcatalog.gateway.services import HealthReport
 from errcatalog.safety import redacted_for_people
@@ -282,7 +282,7 @@ class UpstreamConnection:
         except SecretUnavailable as exc:
             text = f"not configured: {exc}"  # our own words: the value's name and why it cannot be read
             raise UpstreamConnectionError(config.name, text, for_staff=text) from None
-        self._secrets = tuple(v for v in (*headers.values(), *env.values()) if v)
+        self._secrets = (*values_to_redact(headers), *values_to_redact(env))
         if config.transport == Transport.STDIO:
             # What the child writes to stderr is its own text, logged line by line as upstream text is.
             stderr = ChildStderr(config.name, self._secrets)

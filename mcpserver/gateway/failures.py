@@ -146,13 +146,15 @@ class UpstreamToolError(UpstreamError):
     def __init__(self, upstream: str, detail: object = "", *, tool: str = "", **kwargs: Any):
         super().__init__(upstream, detail, **kwargs)
         # The Python MCP SDK wraps what a tool raised in "Error executing tool <name>: ", FastMCP in "Error calling
-        # tool '<name>': "; the wrapper says nothing about the failure and names the tool, so patterns read what
-        # follows it, as they read a TypeScript server's bare message.
+        # tool '<name>': ", and many servers start their message with the tool's name ("get_node: Invalid mode x");
+        # such a wrapper says nothing about the failure and names the tool, so patterns read what follows it, as they
+        # read a TypeScript server's bare message.
         if tool:
             for wrapper in (f"Error executing tool {tool}: ", f"Error calling tool '{tool}': "):
                 if self.failure_text.startswith(wrapper):
                     self.failure_text = self.failure_text[len(wrapper) :]
                     break
+            self.failure_text = self.failure_text.removeprefix(f"{tool}: ")
 
 
 class UpstreamProtocolError(UpstreamError):

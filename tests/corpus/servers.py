@@ -829,11 +829,11 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("maven", "registry", "npm mcp-maven-deps", "0.2.0", True, _maven),
         CorpusServer("mongodb", "database", "npm mongodb-mcp-server", "3.0.4", True, _mongodb),
         CorpusServer("coderunner", "dev-tool", "npm mcp-server-code-runner", "0.1.8", True, _code_runner),
-        CorpusServer("arxiv", "science", "PyPI arxiv-mcp-server", "0.8.2", False, _arxiv),
-        CorpusServer("taskmaster", "tracker", "npm task-master-ai", "0.43.1", False, _task_master),
-        CorpusServer("weather", "weather", "npm @dangahagan/weather-mcp", "1.23.0", False, _weather),
-        CorpusServer("email", "messaging", "PyPI mcp-email-server", "1.13.3", False, _email),
-        CorpusServer("chroma", "vector-store", "PyPI chroma-mcp", "0.2.5", False, _chroma),
-        CorpusServer("n8n", "automation", "npm n8n-mcp", "2.87.0", False, _n8n),
+        CorpusServer("arxiv", "science", "PyPI arxiv-mcp-server", "0.8.2", True, _arxiv),
+        CorpusServer("taskmaster", "tracker", "npm task-master-ai", "0.43.1", True, _task_master),
+        CorpusServer("weather", "weather", "npm @dangahagan/weather-mcp", "1.23.0", True, _weather),
+        CorpusServer("email", "messaging", "PyPI mcp-email-server", "1.13.3", True, _email),
+        CorpusServer("chroma", "vector-store", "PyPI chroma-mcp", "0.2.5", True, _chroma),
+        CorpusServer("n8n", "automation", "npm n8n-mcp", "2.87.0", True, _n8n),
     )
 }  # fmt: skip

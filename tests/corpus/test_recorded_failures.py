@@ -70,6 +70,24 @@ KNOWN_MISSES = {
     # with its stack): no rule can tell the caller's code from the server's.
     "coderunner-python-syntax-error": "an error in the code the call carried, in Python's words",
     "coderunner-undefined-variable": "an error in the code the call carried, in Node's words",
+    # A failure that names no cause ("Failed to update task status for 42"), and a geocoder that says "No locations
+    # found" when it cannot reach the internet: the words mislead, and a rule would mislead with them.
+    "taskmaster-set-status-unknown-task": "a failure that names no cause",
+    "weather-geocoder-offline": "an offline geocoder that says nothing was found",
+    # What a rule would need to read is longer than a rule's pattern may be (500 characters): the ways of saying that
+    # one of several inputs is needed, a list of values an operator must be one of, the plural of a missing parameter
+    # after the tool's name, a validation library's bulleted list.
+    "weather-longitude-missing": '"Provide one of: a, b or c"',
+    "chroma-where-operator-not-offered": '"Expected x to be one of a, b, got c"',
+    "n8n-node-type-missing": '"Missing required parameters for tool: x"',
+    "n8n-config-not-object": "a bulleted list of the fields at fault",
+    "n8n-workflow-malformed": "a bulleted list of the fields at fault",
+    # Python's KeyError as a bare message ("'word2vec'"): only the key, no words.
+    "chroma-unknown-embedding-function": "a bare KeyError",
+    # A refused value echoed with spaces in it: the rules read names without spaces.
+    "email-hostile-account": "an account name with spaces in a not-found",
+    "n8n-hostile-node-type": "a node type with spaces in a not-found",
+    "chroma-hostile-collection-name": "a refused name with spaces, echoed before the reason",
 }
 
 

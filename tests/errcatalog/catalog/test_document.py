@@ -181,10 +181,10 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     # (291-297) and, after them, the rules on a bare JSON-RPC code (301-305); the rules in the words of the engines
     # and libraries servers wrap (265-289, around the positions taken then); the rules on common words (306, 307),
     # before the fallback for a failed tool, which moved from 300 to 309 to make room for them; an HTTP status in an
-    # HTTP client's words (253-259), where no position ever held another rule; credentials refused and Go's network
-    # errors in the words servers pass on (261, 262).
+    # HTTP client's words (253-259), where no position ever held another rule; credentials refused, Go's network
+    # errors, a service down for now and Python's socket errors in the words servers pass on (261-264).
     upstream_text = set(range(291, 298))
-    http_statuses = set(range(253, 260)) | {261, 262}
+    http_statuses = set(range(253, 260)) | {261, 262, 263, 264}
     dialects = {*range(265, 275), 277, 278, 279, *range(281, 290)}
     jsonrpc_codes = set(range(301, 306))
     common_words = {306, 307}
@@ -206,6 +206,8 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "SERVICE_UNAVAILABLE",
         "SERVER_ERROR",
         "AUTHENTICATION_ERROR",
+        "NETWORK_ERROR",
+        "SERVICE_UNAVAILABLE",
         "NETWORK_ERROR",
         "INVALID_PARAMETER",
         "VALIDATION_ERROR",

@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from errcatalog.gateway.client_config import ClientConfigError, upstreams_from_client_config
 from errcatalog.gateway.models import Upstream
-from errcatalog.gateway.secrets import SecretUnavailable, _fernet, describe, resolve, seal
+from errcatalog.gateway.secrets import SecretUnavailable, _fernet, describe, resolve, seal, values_to_redact
 from errcatalog.gateway.selectors import upstream_configs
 from errcatalog.gateway.services import upstream_create, upstream_update, upstreams_import, upstreams_sync
 from errcatalog.safety import redacted_for_people
@@ -218,3 +218,17 @@ def test_an_older_unbound_sealed_value_opens_only_when_the_migration_or_a_superu
     Upstream.objects.update(headers={"Authorization": legacy})
     with pytest.raises(SecretUnavailable):
         resolve("Authorization", legacy, binding=upstream.binding)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "redacted"),
+    [
+        ("Authorization", "Bearer abc", True), ("X-Api-Key", "k123", True), ("GITHUB_TOKEN", "ghp_x", True),
+        ("DB_PASSWORD", "hunter", True), ("ACCESS_PIN", "4821", True), ("Cookie", "sid=1", True),
+        ("LOG_LEVEL", "error", False), ("DEBUG", "true", False), ("MCP_MODE", "stdio", False),
+        ("BASE_URL", "https://api.example.com", True), ("TENANT", "acme-corporation", True),
+        ("API_KEY", "abc", False),  # too short to be told apart from the words of any text
+    ],
+)  # fmt: skip
+def test_a_value_sent_is_redacted_from_an_upstreams_texts_when_it_may_be_a_secret(name, value, redacted):
+    assert (value in values_to_redact({name: value})) is redacted

@@ -308,3 +308,31 @@ def test_a_stdio_child_gets_the_trust_store_and_proxy_variables_but_none_of_ours
         monkeypatch.setenv(name, value)
     environment = stdio_child_environment({"NODE_EXTRA_CA_CERTS": "/record/ca.pem", "TOKEN": "t"})
     assert environment == passed | {"NODE_EXTRA_CA_CERTS": "/record/ca.pem", "TOKEN": "t"}  # the record's value wins
+
+
+def test_the_values_sent_are_redacted_from_the_upstreams_words_where_they_may_be_secrets(monkeypatch):
+    # Every value of a variable named for a secret, and any long value, is taken out of what the upstream says; a
+    # short setting (a log level, a flag) is configuration, and the same word in the upstream's text is its meaning.
+    monkeypatch.setenv("CONNECTION_TEST_LEVEL", "error")
+    monkeypatch.setenv("CONNECTION_TEST_FLAG", "true")
+    monkeypatch.setenv("CONNECTION_TEST_PIN", "4821")
+    monkeypatch.setenv("CONNECTION_TEST_REGION", "eu-central-1-zone-b")
+    env = {"LOG_LEVEL": "env:CONNECTION_TEST_LEVEL", "VERBOSE": "env:CONNECTION_TEST_FLAG",
+           "API_PIN": "env:CONNECTION_TEST_PIN", "REGION": "env:CONNECTION_TEST_REGION"}  # fmt: skip
+    config = _config("", transport="stdio", command=sys.executable, args=(UPSTREAM_SERVER, "stdio"),
+                     env=MappingProxyType(env))  # fmt: skip
+    said = "This error often occurs: expected true or false, PIN 4821 in region eu-central-1-zone-b"
+
+    async def scenario() -> UpstreamToolError:
+        connection = UpstreamConnection(config, SETTINGS, lambda: None)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.run)
+            with pytest.raises(UpstreamToolError) as failed:
+                await connection.call("fail_with", {"text": said})
+            connection.stop()
+        return failed.value
+
+    failure = anyio.run(scenario)
+    assert failure.failure_text.endswith(
+        "This error often occurs: expected true or false, PIN [REDACTED] in region [REDACTED]"
+    )

@@ -80,6 +80,10 @@ def test_the_text_rules_read_is_the_upstreams_own_words_cut_and_redacted():
         "A valid HTTP/HTTPS URL is required"
     )
     assert facts_from_exception(UpstreamToolError("web", fastmcp, tool="fetch")).text == fastmcp
+    # A server that starts its words with the tool's name, inside the SDK's wrapper or not.
+    named = 'Error executing tool get_node: get_node: Invalid mode "explain". Valid options: info, docs'
+    assert facts_from_exception(UpstreamToolError("n8n", named, tool="get_node")).text.startswith("Invalid mode ")
+    assert facts_from_exception(UpstreamToolError("n8n", named, tool="get")).text == named
     # Symbols a server puts before its words go, then a JavaScript error's word; symbols alone stay.
     for said, read in [("🌐 Network Error: fetch failed", "Network Error: fetch failed"),
                        ("❌ Error: Table 'x' doesn't exist", "Table 'x' doesn't exist"),
