@@ -1,5 +1,6 @@
 """Shared fixtures: the default catalog as a snapshot, users for admin and API tests, an empty Redis database; and
-the slow kinds of test, marked for the fast lane."""
+the slow kinds of test, marked for the fast lane. The real MCP endpoint's fixtures and a real Celery worker's are
+plugins of ``tests/support`` (``pytest_plugins``), for every folder of tests that needs them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import redis
 
 from errcatalog.caching import caches_reset
 from errcatalog.render.entries import CatalogSnapshot
+
+pytest_plugins = ("tests.support.mcp_endpoint", "tests.support.celery_worker")
 
 
 @pytest.fixture(autouse=True)

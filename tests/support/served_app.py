@@ -1,7 +1,7 @@
 """The application as production runs it, for tests that take its dependencies away: ``uvicorn
 config.asgi:application`` in a subprocess on a free port, configured from its environment only.
 
-Unlike ``tests/mcpserver/conftest.py``'s in-process server, this one has its own settings (its own Redis URL, its
+Unlike ``tests.support.mcp_endpoint``'s in-process server, this one has its own settings (its own Redis URL, its
 own database), its own process-wide state (catalog snapshot, token cache, outcome recorder) and its own log, which
 tests read to check what it said about an outage.
 """

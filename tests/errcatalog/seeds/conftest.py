@@ -1,6 +1,6 @@
-"""What the seed modules share: the real MCP endpoint (tests/mcpserver's fixtures), a REST client with a token,
-tools that fail the way each seed's examples fail (toolset "test", served by the endpoint fixture), and a writer's
-edits to the catalog made through the catalog's write paths, as admin, the REST API and import make them.
+"""What the seed modules share: the real MCP endpoint (``tests.support.mcp_endpoint``'s fixtures), a REST client with
+a token, tools that fail the way each seed's examples fail (toolset "test", served by the endpoint fixture), and a
+writer's edits to the catalog made through the catalog's write paths, as admin, the REST API and import make them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 from errcatalog.access.tokens import client_token_create
 from errcatalog.errors import ApiAuthenticationError, ApiClientError, ApiNotFoundError, ApiServerError
 from mcpserver.registry import tool
-from tests.mcpserver.conftest import api_key, catalog, mcp, mcp_url, token_owner  # noqa: F401 (fixtures)
 from tests.support.api import bearer_client
 
 
@@ -47,7 +46,7 @@ def seed000_unknown() -> str:
 
 
 @pytest.fixture
-def rest(catalog, django_user_model):  # noqa: F811 (the fixture imported above)
+def rest(catalog, django_user_model):
     """A REST client with a client token of a staff user (the render, classify and outcomes endpoints need one)."""
     user = django_user_model.objects.create_user(username="seed-reader", password="pw", is_staff=True)
     # It reports outcomes too (seed 003's retry loop, through the outcomes API).

@@ -1,4 +1,5 @@
-"""Fixtures for outcome tests that need a real Celery worker process next to the test.
+"""Fixtures for tests that need a real Celery worker process next to the test (a pytest plugin, named in
+``tests/conftest.py``'s ``pytest_plugins``: the outcome, catalog and outage tests use them).
 
 ``celery_worker_process`` starts ``celery -A config worker --pool=solo`` as a subprocess against the test's own
 database and Redis; ``worker_database`` is how that process reaches the test database on both backends;

@@ -1,4 +1,5 @@
-"""The real endpoint for MCP tests: config.asgi.application under uvicorn on a free 127.0.0.1 port.
+"""The real endpoint for MCP tests: config.asgi.application under uvicorn on a free 127.0.0.1 port (a pytest plugin,
+named in ``tests/conftest.py``'s ``pytest_plugins``, so every folder of tests has its fixtures).
 
 The server runs in a thread of the test process for the whole session. Tests that call it use
 ``@pytest.mark.django_db(transaction=True)``: their rows are committed, so the server thread's own database
@@ -123,16 +124,8 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-# One server per test process, however many conftest modules offer this fixture (tests/errcatalog/seeds/ imports
-# it): a second uvicorn on the same ASGI app would enter its session manager twice, which the SDK refuses.
-_served: dict[str, str] = {}
-
-
 @pytest.fixture(scope="session")
 def mcp_url(django_db_setup, django_db_blocker) -> AsyncIterator[str]:
-    if "url" in _served:
-        yield _served["url"]
-        return
     original = settings.MCP
     settings.MCP = {**original, "TOOLSETS": SERVED_TOOLSETS}
     # The server's worker threads close their connections after each call, so the test database can be dropped.
@@ -153,9 +146,7 @@ def mcp_url(django_db_setup, django_db_blocker) -> AsyncIterator[str]:
             if time.monotonic() > deadline or not thread.is_alive():
                 raise RuntimeError("The test MCP server did not start.")
             time.sleep(0.01)
-    _served["url"] = f"http://127.0.0.1:{port}/mcp"
-    yield _served["url"]
-    _served.clear()
+    yield f"http://127.0.0.1:{port}/mcp"
     server.should_exit = True
     thread.join(timeout=10)
     settings.MCP = original
