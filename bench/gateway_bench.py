@@ -1,21 +1,28 @@
 """A tool called through the gateway against the same upstream called directly, interleaved in one run.
 
-    .venv/bin/python bench/gateway_bench.py [--seconds 4] [--rounds 4] [--concurrency 16]
+    .venv/bin/python bench/gateway_bench.py [--seconds 4] [--rounds 4] [--concurrency 16] [--notices 50]
+                                            [--progress-calls 20] [--mode auto|legacy]
 
 The upstream is ``bench.bare_server:app`` (an SDK ``MCPServer``, Streamable HTTP, JSON responses, stateless).
 "direct" calls its ``echo``; "gateway" calls ``up__echo`` on our endpoint (``config.asgi:application``,
-production mode, a real token), which forwards it to the same upstream. Both are raw 2026-07-28 ``tools/call``
-POSTs from ``bench/mcp_bench.py``'s load generator, in its own process, with rounds alternating and the order
-flipping each round. As a gateway is deployed, it has a core of its own (CPU 1); the upstream and the load
-generator share the other (CPU 0) in both cases, so each request costs CPU 0 the same either way. Reported per
-target: requests/s and p50/p99 at ``--concurrency`` open connections, and p50 with one; then the throughput ratio
-gateway/direct (goal >= 0.7x), the p50 the gateway adds to a lone call (goal <= 1 ms) and the gateway's CPU time
-per forwarded call.
+production mode, a real token), which forwards it to the same upstream. Both are raw ``tools/call`` POSTs from
+``bench/mcp_bench.py``'s load generator, in its own process, with rounds alternating and the order flipping each
+round. As a gateway is deployed, it has a core of its own (CPU 1); the upstream and the load generator share the
+other (CPU 0) in both cases, so each request costs CPU 0 the same either way. Reported per target: requests/s and
+p50/p99 at ``--concurrency`` open connections, and p50 with one; then the throughput ratio gateway/direct (goal >=
+0.7x), the p50 the gateway adds to a lone call (goal <= 1 ms) and the gateway's CPU time per forwarded call.
+
+``--mode`` is the protocol generation of every call, named as the SDK's client names it: ``auto`` (the default),
+2026-07-28 requests that each stand alone; ``legacy``, a 2025-11-25 session opened on each connection
+(``initialize``, ``notifications/initialized``, then its ``Mcp-Session-Id`` on every call; the stateless upstream
+names none) and ended after the round, whose calls the gateway forwards over an upstream session of that session's
+own. A round's requests/s count its time from the first connection, handshakes included.
 
 Then the progress relay: ``bench.bare_server:progress_app`` (the same, over SSE) reports progress ``n`` times per
-call; the SDK's client calls it with a progress callback, directly and through the gateway (``prog__count``), with
-``n`` = 0 and ``n`` = ``--notices``. What one relayed notification adds is the gateway's extra time for the
-notices, per notice: ((gateway n - gateway 0) - (direct n - direct 0)) / n, from median call times (goal < 1 ms).
+call; the SDK's client calls it with a progress callback, in the same ``--mode``, directly and through the gateway
+(``prog__count``), with ``n`` = 0 and ``n`` = ``--notices``. What one relayed notification adds is the gateway's
+extra time for the notices, per notice: ((gateway n - gateway 0) - (direct n - direct 0)) / n, from median call
+times (goal < 1 ms).
 """
 
 from __future__ import annotations
@@ -32,7 +39,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.mcp_bench import free_port, manage, percentile, prepare_data_dir, server_env, start_server, wait_ready
+from bench.mcp_bench import (
+    MODES,
+    free_port,
+    manage,
+    percentile,
+    prepare_data_dir,
+    server_env,
+    start_server,
+    wait_ready,
+)
 
 UPSTREAM_TOOL = "up__echo"
 PROGRESS_TOOL = "prog__count"
@@ -42,10 +58,10 @@ PROGRESS_TOOL = "prog__count"
 SHARED_CPU, GATEWAY_CPU = 0, 1
 
 
-def _load(port: int, token: str, seconds: float, concurrency: int, tool: str | None) -> dict:
+def _load(port: int, token: str, seconds: float, concurrency: int, mode: str, tool: str | None) -> dict:
     pin = ["taskset", "-c", str(SHARED_CPU)] if shutil.which("taskset") else []
     command = [*pin, sys.executable, str(Path(__file__).with_name("mcp_bench.py")), "--load", str(port), token,
-               "bare", "success", str(seconds), str(concurrency), "0", *([tool] if tool else [])]  # fmt: skip
+               "bare", "success", str(seconds), str(concurrency), "0", mode, *([tool] if tool else [])]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603 (fixed arguments)
     return json.loads(done.stdout)
 
@@ -57,7 +73,7 @@ def _cpu_seconds(pid: int) -> float:
     return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-async def _progress_calls(url: str, token: str, tool: str, n: int, calls: int) -> list[float]:
+async def _progress_calls(url: str, token: str, tool: str, n: int, calls: int, mode: str) -> list[float]:
     """Seconds per call of ``tool(n)``, each call's progress notifications all received (one client, in turn)."""
     import httpx2
     from mcp.client import Client
@@ -66,7 +82,7 @@ async def _progress_calls(url: str, token: str, tool: str, n: int, calls: int) -
     times = []
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30)) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         seen: list[float] = []
 
@@ -83,12 +99,12 @@ async def _progress_calls(url: str, token: str, tool: str, n: int, calls: int) -
     return times
 
 
-def _progress_relay(urls: dict[str, str], token: str, notices: int, calls: int) -> None:
+def _progress_relay(urls: dict[str, str], token: str, notices: int, calls: int, mode: str) -> None:
     tools = {"direct": "count", "gateway": PROGRESS_TOOL}
     median: dict[tuple[str, int], float] = {}
     for n in (0, notices, 0, notices):  # interleaved: drift over the run falls on both sides
         for target in tools:
-            times = asyncio.run(_progress_calls(urls[target], token, tools[target], n, calls))
+            times = asyncio.run(_progress_calls(urls[target], token, tools[target], n, calls, mode))
             p50 = percentile(sorted(times), 0.5)
             median[(target, n)] = min(median.get((target, n), p50), p50)  # the better of the two passes
     for target in tools:
@@ -108,6 +124,12 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="open connections of the load generator")
     parser.add_argument("--notices", type=int, default=50, help="progress notifications per call in the relay phase")
     parser.add_argument("--progress-calls", type=int, default=20, help="calls per target and n in the relay phase")
+    parser.add_argument(
+        "--mode",
+        default="auto",
+        choices=MODES,
+        help="the protocol generation of the calls: auto (2026-07-28 requests) or legacy (2025-11-25 sessions)",
+    )
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="errcatalog-gateway-bench-"))
@@ -133,7 +155,7 @@ def main() -> int:
         deadline = time.monotonic() + 60
         while True:  # the gateway lists the upstream's tools once it has connected
             try:
-                stats = _load(ports["gateway"], token, 0.2, 1, UPSTREAM_TOOL)
+                stats = _load(ports["gateway"], token, 0.2, 1, args.mode, UPSTREAM_TOOL)
                 if stats["latencies"] and not stats["errors"]:
                     break
             except subprocess.CalledProcessError:
@@ -144,7 +166,7 @@ def main() -> int:
 
         tools = {"direct": None, "gateway": UPSTREAM_TOOL}
         for target in tools:  # warm-up
-            _load(ports[target], token, 1.0, args.concurrency, tools[target])
+            _load(ports[target], token, 1.0, args.concurrency, args.mode, tools[target])
         results: dict[str, list[dict]] = {target: [] for target in tools}
         alone: dict[str, list[dict]] = {target: [] for target in tools}
         gateway_cpu = gateway_calls = 0.0
@@ -152,12 +174,12 @@ def main() -> int:
             order = list(tools) if round_number % 2 == 0 else list(reversed(tools))
             for target in order:
                 before = _cpu_seconds(ours.pid)
-                run = _load(ports[target], token, args.seconds, args.concurrency, tools[target])
+                run = _load(ports[target], token, args.seconds, args.concurrency, args.mode, tools[target])
                 results[target].append(run)
                 if target == "gateway":
                     gateway_cpu += _cpu_seconds(ours.pid) - before
                     gateway_calls += len(run["latencies"])
-                alone[target].append(_load(ports[target], token, args.seconds / 2, 1, tools[target]))
+                alone[target].append(_load(ports[target], token, args.seconds / 2, 1, args.mode, tools[target]))
 
         summary = {}
         for target, runs in results.items():
@@ -189,6 +211,7 @@ def main() -> int:
             token,
             args.notices,
             args.progress_calls,
+            args.mode,
         )
     finally:
         for server in reversed(servers):  # the gateway first: it holds connections open to the upstream

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -37,11 +38,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 PROTOCOL = "2026-07-28"
+# The load generator's protocol generations, named as the SDK's client names them: "auto" sends 2026-07-28 requests,
+# each standing alone; "legacy" opens a 2025-11-25 session on each connection and calls on it.
+MODES = ("auto", "legacy")
+LEGACY_PROTOCOL = "2025-11-25"
 SERVER_CPU, LOAD_CPU = 0, 1
 
 CASES = {
@@ -82,92 +88,165 @@ def expected(target: str, case: str, message: dict) -> bool:
 # --- Load generator (runs in its own process) ---------------------------------------------------------------
 
 
-def build_request(port: int, token: str, case: str, tool: str | None = None) -> bytes:
+def build_request(
+    port: int, token: str, case: str, tool: str | None = None, *, legacy: str | None = None, request_id: int = 1
+) -> bytes:
     """One raw request of ``case``; ``tool`` names another tool to call with the case's arguments (the gateway
-    bench calls the upstream's ``echo`` as ``<prefix>__echo``)."""
+    bench calls the upstream's ``echo`` as ``<prefix>__echo``). A 2026-07-28 request, or with ``legacy``, the
+    headers of a 2025-11-25 session (``legacy_session``), a call on that session with id ``request_id``."""
     case_tool, arguments = CASES[case]
     tool = tool or case_tool
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": tool,
-                "arguments": arguments,
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "mcp-bench", "version": "1"},
-                },
-            },
-        },
-        separators=(",", ":"),
-    ).encode()
+    params: dict = {"name": tool, "arguments": arguments}
+    if legacy is None:
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "mcp-bench", "version": "1"},
+        }
+        headers = f"MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
+    else:
+        headers = legacy
+    return _post(port, token, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}, headers)
+
+
+def _post(port: int, token: str, message: dict, headers: str = "") -> bytes:
+    """A raw POST of ``message`` to ``/mcp``, with ``headers`` (whole lines) besides the usual ones."""
+    body = json.dumps(message, separators=(",", ":")).encode()
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-        "Accept: application/json, text/event-stream\r\n"
-        f"MCP-Protocol-Version: {PROTOCOL}\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
+        f"Accept: application/json, text/event-stream\r\n{headers}"
         f"Authorization: Bearer {token}\r\nContent-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
 
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+async def legacy_session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int, token: str) -> str:
+    """A 2025-11-25 session opened on the connection (``initialize``, then ``notifications/initialized``): the
+    headers its requests carry. A stateless server names no session, and its requests carry only the version."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY_PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "mcp-bench", "version": "1"},
+        },
+    }
+    writer.write(_post(port, token, initialize))
+    status, headers, body = await _read_response(reader)
+    if status != 200 or "result" not in answer(body):
+        raise RuntimeError(f"initialize: HTTP {status} {body[:300].decode('utf-8', 'replace')}")
+    session = headers.get("mcp-session-id")
+    legacy = f"MCP-Protocol-Version: {LEGACY_PROTOCOL}\r\n" + (f"Mcp-Session-Id: {session}\r\n" if session else "")
+    writer.write(_post(port, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, legacy))
+    status, _, body = await _read_response(reader)
+    if status != 202:
+        raise RuntimeError(f"notifications/initialized: HTTP {status} {body[:300].decode('utf-8', 'replace')}")
+    return legacy
+
+
+async def _end_session(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int, token: str, legacy: str
+) -> None:
+    """Ends a session ``legacy_session`` opened, so that the server's count of the token's sessions stays low."""
+    if "Mcp-Session-Id" not in legacy:
+        return
+    writer.write(
+        f"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{legacy}Authorization: Bearer {token}\r\n"
+        "Content-Length: 0\r\n\r\n".encode()
+    )
+    await _read_response(reader)
+
+
+def answer(body: bytes) -> dict:
+    """The JSON-RPC message of a response: its JSON body, or the last event of its SSE stream (a 2025-11-25 session's
+    answers come as one); raises ValueError when there is none."""
+    if body.startswith(b"{"):
+        return json.loads(body)
+    events = [line[5:] for line in body.splitlines() if line.startswith(b"data:") and line[5:].strip()]
+    if not events:
+        raise ValueError("no message in the response")
+    return json.loads(events[-1])
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split(" ", 2)[1])
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
     if "content-length" in headers:
-        return status, await reader.readexactly(int(headers["content-length"]))
+        return status, headers, await reader.readexactly(int(headers["content-length"]))
     if headers.get("transfer-encoding") == "chunked":
         chunks = []
         while True:
             size = int((await reader.readuntil(b"\r\n")).strip(), 16)
             data = await reader.readexactly(size + 2)
             if size == 0:
-                return status, b"".join(chunks)
+                return status, headers, b"".join(chunks)
             chunks.append(data[:-2])
     raise ValueError("response without length")
 
 
-async def _worker(port: int, request: bytes, target: str, case: str, deadline: float, stats: dict) -> None:
+async def _worker(
+    port: int, token: str, mode: str, case: str, tool: str | None, target: str, deadline: float, stats: dict
+) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     latencies = stats["latencies"]
+    legacy = None
     try:
-        while time.perf_counter() < deadline:
+        if mode == "legacy":
+            legacy = await legacy_session(reader, writer, port, token)
+            # A session's requests each take an id of their own.
+            requests: Iterator[bytes] = (
+                build_request(port, token, case, tool, legacy=legacy, request_id=n) for n in itertools.count(1)
+            )
+        else:
+            requests = itertools.repeat(build_request(port, token, case, tool))
+        for request in requests:
+            if time.perf_counter() >= deadline:
+                break
             started = time.perf_counter()
             writer.write(request)
-            status, body = await _read_response(reader)
+            status, _, body = await _read_response(reader)
             latencies.append(time.perf_counter() - started)
             try:
-                ok = status == 200 and expected(target, case, json.loads(body))
+                ok = status == 200 and expected(target, case, answer(body))
             except ValueError:
                 ok = False
             if not ok:
                 stats["errors"] += 1
                 stats.setdefault("sample", body[:300].decode("utf-8", "replace"))
+        if legacy is not None:
+            await _end_session(reader, writer, port, token, legacy)
     finally:
         writer.close()
 
 
 async def _load(
-    port: int, token: str, target: str, case: str, seconds: float, concurrency: int, tool: str | None = None
+    port: int,
+    token: str,
+    target: str,
+    case: str,
+    seconds: float,
+    concurrency: int,
+    mode: str = "auto",
+    tool: str | None = None,
 ) -> dict:
-    request = build_request(port, token, case, tool)
     stats: dict = {"latencies": [], "errors": 0}
     started = time.perf_counter()
     deadline = started + seconds
-    await asyncio.gather(*(_worker(port, request, target, case, deadline, stats) for _ in range(concurrency)))
+    await asyncio.gather(*(_worker(port, token, mode, case, tool, target, deadline, stats) for _ in range(concurrency)))
     stats["elapsed"] = time.perf_counter() - started
     return stats
 
 
 def load_main(argv: list[str]) -> int:
-    port, token, target, case, seconds, concurrency, pin, *tool = argv
+    """The load generator's process: ``PORT TOKEN TARGET CASE SECONDS CONCURRENCY PIN [MODE [TOOL]]``."""
+    port, token, target, case, seconds, concurrency, pin, *rest = argv
     if pin == "1" and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {LOAD_CPU})
-    stats = asyncio.run(_load(int(port), token, target, case, float(seconds), int(concurrency), *tool))
+    stats = asyncio.run(_load(int(port), token, target, case, float(seconds), int(concurrency), *rest))
     json.dump(stats, sys.stdout)
     return 0
 
@@ -238,7 +317,7 @@ def start_server(app: str, port: int, env: dict, log: Path, pin: bool, cpu: int 
 
 
 def probe(port: int, token: str, target: str, case: str) -> tuple[bool, str]:
-    async def once() -> tuple[int, bytes]:
+    async def once() -> tuple[int, dict[str, str], bytes]:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(build_request(port, token, case))
         try:
@@ -246,7 +325,7 @@ def probe(port: int, token: str, target: str, case: str) -> tuple[bool, str]:
         finally:
             writer.close()
 
-    status, body = asyncio.run(once())
+    status, _, body = asyncio.run(once())
     message = json.loads(body) if status == 200 else {}
     return status == 200 and expected(target, case, message), f"HTTP {status} {body[:400].decode('utf-8', 'replace')}"
 

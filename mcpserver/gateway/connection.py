@@ -26,7 +26,7 @@ import itertools
 import logging
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -53,7 +53,7 @@ from errcatalog.vocabulary import is_tool_name
 from mcpserver.gateway import notices
 from mcpserver.gateway.breaker import CircuitBreaker
 from mcpserver.gateway.client_sessions import OwnSession, OwnSessions, one_request_key
-from mcpserver.gateway.elicitation import UrlElicitationRequired, relay_elicitation
+from mcpserver.gateway.elicitation import Ask, CallersClient, UrlElicitationRequired, relay_elicitation
 from mcpserver.gateway.elicitation_complete import relay_completion
 from mcpserver.gateway.failures import (
     CONNECTION_CODES,
@@ -96,6 +96,29 @@ _own_session: ContextVar[OwnSession | None] = ContextVar("upstream_own_session",
 def shares_child(config: UpstreamConfig) -> bool:
     """Whether every client's calls go to one stdio child of this upstream (``session_mode`` shared)."""
     return config.transport == Transport.STDIO and config.session_mode != SessionMode.PER_CLIENT
+
+
+# What an upstream asks or tells during a call goes to the call it belongs to among ``calls``, those in flight on the
+# session it came on (the shared one or a client's own), found with ``forwarded.calling``; when no call can be told,
+# there is nobody to ask, no client and no log.
+
+
+def _asker_of(calls: Sequence[ForwardedCall]) -> tuple[Ask | None, CallersClient | None]:
+    """How to ask the user of the call an upstream's elicitation belongs to, and that call's client."""
+    call = calling(calls)
+    return (call.ask, call.client) if call is not None else (None, None)
+
+
+def _client_of(calls: Sequence[ForwardedCall]) -> CallersClient | None:
+    """The client of the call an upstream's sampling or roots request belongs to."""
+    call = calling(calls)
+    return call.client if call is not None else None
+
+
+def _log_of(calls: Sequence[ForwardedCall]) -> LogSink | None:
+    """Where a log message of the upstream's goes: the log of the call it belongs to."""
+    call = calling(calls)
+    return call.log if call is not None else None
 
 
 class _Classified:
@@ -303,8 +326,7 @@ class UpstreamConnection:
         if own is not None:
 
             async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-                call = calling(own.calls)
-                ask, client = (call.ask, call.client) if call is not None else (None, None)
+                ask, client = _asker_of(own.calls)
                 return await relay_elicitation(params, ask, client, secrets, upstream=config.name, channel=own.key)
 
             async def on_log(params: types.LoggingMessageNotificationParams) -> None:
@@ -313,12 +335,10 @@ class UpstreamConnection:
             async def on_sampling(
                 context: Any, params: types.CreateMessageRequestParams
             ) -> types.CreateMessageResult | types.ErrorData:
-                call = calling(own.calls)
-                return await relay_sampling(params, call.client if call else None, config.name, secrets)
+                return await relay_sampling(params, _client_of(own.calls), config.name, secrets)
 
             async def on_list_roots(context: Any) -> types.ListRootsResult | types.ErrorData:
-                call = calling(own.calls)
-                return await relay_roots(call.client if call else None)
+                return await relay_roots(_client_of(own.calls))
 
         client = Client(
             transport,
@@ -352,26 +372,22 @@ class UpstreamConnection:
 
     async def _on_elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         """An upstream asks for input: relayed to the user of the call it belongs to (``elicitation``)."""
-        call = calling(self._calls)
-        ask, client = (call.ask, call.client) if call is not None else (None, None)
+        ask, client = _asker_of(self._calls)
         return await relay_elicitation(params, ask, client, self._secrets, upstream=self.config.name)
 
     async def _on_sampling(
         self, context: Any, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
         """An upstream asks for a completion: relayed to the client of the call it belongs to (``sampling``)."""
-        call = calling(self._calls)
-        return await relay_sampling(params, call.client if call else None, self.config.name, self._secrets)
+        return await relay_sampling(params, _client_of(self._calls), self.config.name, self._secrets)
 
     async def _on_list_roots(self, context: Any) -> types.ListRootsResult | types.ErrorData:
         """An upstream asks for the roots: those of the client of the call it belongs to (``roots``)."""
-        call = calling(self._calls)
-        return await relay_roots(call.client if call else None)
+        return await relay_roots(_client_of(self._calls))
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """A log message on the shared session: relayed to the client of the call it belongs to (``log_relay``)."""
-        call = calling(self._calls)
-        await relay_log(params, call.log if call else None, upstream=self.config.name, secrets=self._secrets)
+        await relay_log(params, _log_of(self._calls), upstream=self.config.name, secrets=self._secrets)
 
     async def _on_message(self, message: Any, *, channel: str = notices.SHARED) -> None:
         """A notification of the shared session (``channel`` ``SHARED``) or of a client's own (its key)."""

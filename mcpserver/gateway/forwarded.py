@@ -4,7 +4,8 @@ finds it.
 ``ForwardedCall`` is built once, when the pipeline calls an upstream's tool (``relays.forwarded_call``), and frozen:
 which connection and tool, the arguments, and what the call's client offers (how to ask its user, what else it may
 be asked, our 2025-11-25 session, the answers its round trip carries, where progress and log messages go). A relay
-that passes on something else passes a copy (``dataclasses.replace``), as ``parking`` does for the call it parks.
+that passes on something else passes a copy (``dataclasses.replace``), as ``park_for_round_trips`` does for the call
+it parks.
 
 An upstream's request during a call (an elicitation, a sampling request, the roots) and a log message it sends belong
 to one call, which each relay finds the same way (``calling``):

@@ -10,8 +10,8 @@ log level (the transport's part of those relays). A relay is a module of this pa
    2025-11-25 client that takes URL elicitations;
 2. ``links``: the resources a result links to, remembered for the client (``/mcp`` reads them at that upstream);
 3. ``log_messages``: where the upstream's log messages for the call go, at the client's level;
-4. ``parking``: a 2026-07-28 client's call of a 2025-11-25 upstream that asks in mid-call waits, parked, for the
-   client's round trips.
+4. ``park_for_round_trips``: a 2026-07-28 client's call of a 2025-11-25 upstream that asks in mid-call waits, parked
+   (``mcpserver.gateway.parking``), for the client's round trips.
 
 What an upstream asks of the client or tells it during a call (elicitation, sampling, roots, log messages, progress)
 comes back through the connection's callbacks, which find the call with ``forwarded.calling``.
@@ -26,14 +26,14 @@ from django.conf import settings
 
 from mcpserver.calls import ToolCall
 from mcpserver.gateway.forwarded import CallNext, ForwardedCall, Relay, Result, Upstream
-from mcpserver.gateway.relays import links, log_messages, parking, url_elicitation
+from mcpserver.gateway.relays import links, log_messages, park_for_round_trips, url_elicitation
 from mcpserver.gateway.round_trip import RoundTrip, accepted_requests
 
 CHAIN: tuple[Relay, ...] = (
     url_elicitation.relay,
     links.relay,
     log_messages.relay,
-    parking.relay,
+    park_for_round_trips.relay,
 )
 
 

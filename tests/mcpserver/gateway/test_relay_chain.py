@@ -20,7 +20,7 @@ def test_the_chain_is_one_list_outermost_first():
         "url_elicitation",
         "links",
         "log_messages",
-        "parking",
+        "park_for_round_trips",
     ]
 
 
