@@ -60,8 +60,8 @@ from errcatalog.gateway import inbox
 from errcatalog.gateway.models import TOOL_SEPARATOR
 from errcatalog.outcomes import prometheus
 from errcatalog.render import Failure, render
-from errcatalog.render.classify import classify, facts_from_exception
-from errcatalog.vocabulary import ROOT_SERVER, UNCLASSIFIED_UPSTREAM_CODES
+from errcatalog.render.classify import classification, facts_from_exception, known
+from errcatalog.vocabulary import ROOT_SERVER
 from mcpserver import reference
 from mcpserver.auth import ClientIdentity, request_client, request_server, request_session_id
 from mcpserver.changes import ChangeFeed, admit
@@ -524,8 +524,9 @@ async def _failed(ctx: Ctx, connection: UpstreamConnection, exc: UpstreamError) 
     snapshot = await acatalog_snapshot()
     upstream = connection.config.name
     facts = facts_from_exception(exc, upstream=upstream)
-    entry = snapshot.entry(classify(snapshot, facts))
-    inbox.note(upstream, "", facts.kind, facts.text, classified=entry.code not in UNCLASSIFIED_UPSTREAM_CODES)
+    found = classification(snapshot, facts)
+    entry = snapshot.entry(found.code)
+    inbox.note(upstream, "", facts.kind, facts.text, classified=known(entry.code, found.rule))
     event_id = None
     if entry.system and sentry_sdk.get_client().is_active():
         event_id = sentry_sdk.capture_exception(exc, fingerprint=["errcatalog", entry.code], tags={"code": entry.code})

@@ -31,11 +31,11 @@ from errcatalog.gateway.detail import screen_detail
 from errcatalog.outcomes import prometheus, recorder
 from errcatalog.outcomes.events import OutcomeEvent
 from errcatalog.render import Failure, ParameterFault, RenderedError, UpstreamWords, did_you_mean, render, tool_result
-from errcatalog.render.classify import FailureFacts, classification, facts_from_exception
+from errcatalog.render.classify import FailureFacts, classification, facts_from_exception, known
 from errcatalog.render.entries import CatalogSnapshot, CodeEntry
 from errcatalog.render.patterns import captured_facts, inner_texts, parameter_named_in
 from errcatalog.safety import safe_identifier
-from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, recorded_tool_name
+from errcatalog.vocabulary import recorded_tool_name
 from mcpserver import elicitation, tracing
 from mcpserver.call_settings import call_settings
 from mcpserver.calls import RelayedProtocolError, ToolCall, current_tool_call
@@ -300,7 +300,7 @@ async def _fail_with_exception(
             spec.name,
             facts.kind,
             facts.text,
-            classified=entry.code not in UNCLASSIFIED_UPSTREAM_CODES,
+            classified=known(entry.code, rule),
             withheld=withheld,
         )
     # What the rule's pattern captured (an identifier, a path, the values accepted), each in its one shape: read

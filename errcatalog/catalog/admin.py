@@ -676,7 +676,7 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
     list_display = ("position", "code", "conditions", "note", "active")
     list_display_links = ("position",)
     list_editable = ("active",)
-    list_filter = ("active", "kind", "transport", "error_code__category")
+    list_filter = ("active", "generic", "kind", "transport", "error_code__category")
     search_fields = ("error_code__code", "exception", "upstream", "tool", "pattern", "says", "note")
     list_select_related = ("error_code",)
     autocomplete_fields = ("error_code",)
@@ -705,6 +705,7 @@ class ClassificationRuleAdmin(CatalogRowAdmin):
             },
         ),
         ("What the answer adds (may place what the pattern captures)", {"fields": ("says",)}),
+        ("A guess, not a wording it knows", {"fields": ("generic",)}),
     )
 
     @admin.display(description="Code", ordering="error_code__code")

@@ -31,9 +31,9 @@ from errcatalog.catalog import inbox_rules
 from errcatalog.catalog.models import ClassificationRule
 from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.gateway.models import UpstreamFailureGroup
-from errcatalog.render.classify import FailureFacts, classify
+from errcatalog.render.classify import FailureFacts, classification, known
 from errcatalog.render.patterns import PATTERN_MAX_CHARS, pattern_problems
-from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES, UPSTREAM_FAILURE_KINDS
+from errcatalog.vocabulary import UPSTREAM_FAILURE_KINDS
 
 RULE_PERMISSION = "errcatalog.add_classificationrule"
 
@@ -142,10 +142,13 @@ class UpstreamFailureGroupAdmin(admin.ModelAdmin):
         snapshot = catalog_snapshot()
         facts = FailureFacts(upstream=obj.upstream, tool=obj.tool, kind=obj.kind, text=samples[0].text)
         try:
-            code = snapshot.entry(classify(snapshot, facts)).code
+            found = classification(snapshot, facts)
+            code = snapshot.entry(found.code).code
         except LookupError:  # a catalog without UNKNOWN_ERROR (emptied by hand) answers nothing
             return "—"
-        return code if code in UNCLASSIFIED_UPSTREAM_CODES else f"{code} (classified now)"
+        if known(code, found.rule):
+            return f"{code} (classified now)"
+        return f"{code} (a generic rule's guess)" if found.rule and found.rule.generic else code
 
     @admin.display(description="recent samples (the upstream's text, redacted; staff only)")
     def sample_list(self, obj: UpstreamFailureGroup) -> Any:

@@ -19,7 +19,7 @@ from errcatalog.catalog.services import classification_rule_create
 from errcatalog.gateway.models import UpstreamFailureGroup
 from errcatalog.gateway.signatures import suggested_pattern
 from errcatalog.render import Failure, render, tool_result
-from errcatalog.render.classify import FailureFacts, classify
+from errcatalog.render.classify import FailureFacts, classification, classify, known
 from errcatalog.render.entries import CatalogSnapshot, RuleEntry
 from errcatalog.render.patterns import TEXT_MAX_CHARS, PatternSet
 from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES
@@ -36,10 +36,7 @@ class SamplePreview:
     code_now: str
     code_with_rule: str
     model_text: str  # what a client shows the model for the code with the rule
-
-    @property
-    def classified(self) -> bool:
-        return self.code_with_rule not in UNCLASSIFIED_UPSTREAM_CODES
+    classified: bool  # a specific rule chooses ``code_with_rule`` (errcatalog.render.classify.known)
 
 
 def candidate_rule(group: UpstreamFailureGroup, *, code: str, pattern: str, position: int, any_tool: bool) -> RuleEntry:
@@ -60,13 +57,16 @@ def suggestion(group: UpstreamFailureGroup, snapshot: CatalogSnapshot) -> dict[s
 
 
 def suggested_position(snapshot: CatalogSnapshot, kind: str) -> int:
-    """The highest free position before the first fallback rule for ``kind`` (a rule without a pattern naming an
-    unclassified code), so the new rule is tried before the failures fall to it; 1 when nothing is free before it."""
+    """The highest free position before the first rule for ``kind`` that does not know what it answers (a generic
+    rule, or a fallback: no pattern, an unclassified code), so the new rule is tried before the failures fall to
+    either; 1 when nothing is free before it."""
     fallback = min(
         (
             r.position
             for r in snapshot.rules
-            if r.active and r.code in UNCLASSIFIED_UPSTREAM_CODES and r.kind in ("", kind) and not r.pattern
+            if r.active
+            and r.kind in ("", kind)
+            and (r.generic or (r.code in UNCLASSIFIED_UPSTREAM_CODES and not r.pattern))
         ),
         default=None,
     )
@@ -90,7 +90,8 @@ def preview(
     previews = []
     for text in samples:
         facts = FailureFacts(upstream=group.upstream, tool=group.tool, kind=group.kind, text=text[:TEXT_MAX_CHARS])
-        code = changed.entry(classify(changed, facts)).code
+        found = classification(changed, facts)
+        code = changed.entry(found.code).code
         rendered = render(changed, Failure(code, tool_name=group.tool), pick=0.0)
         content = tool_result(rendered, "markdown")["content"]
         previews.append(
@@ -100,6 +101,7 @@ def preview(
                 code_now=snapshot.entry(classify(snapshot, facts)).code,
                 code_with_rule=code,
                 model_text=content[0]["text"] if content else "",
+                classified=known(code, found.rule),
             )
         )
     return previews

@@ -462,6 +462,11 @@ class ClassificationRule(models.Model):
         "identifier, (?P<path>…) a parameter or JSON path, (?P<expected>…) the type or values accepted; each is "
         "kept only in its own strict shape. Left out when a placeholder it uses has no value.",
     )
+    generic = models.BooleanField(
+        default=False,
+        help_text="The rule guesses from common words rather than knowing a wording: the failures it answers still "
+        "count as unclassified and stay in the inbox, so a rule that knows them can be written.",
+    )
     active = models.BooleanField(default=True)
     note = models.CharField(max_length=200, blank=True)
 

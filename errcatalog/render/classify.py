@@ -15,6 +15,7 @@ from errcatalog.caching import BoundedCache, process_cache
 from errcatalog.errors import http_status
 from errcatalog.render.entries import UNKNOWN_CODE, CatalogSnapshot, RuleEntry
 from errcatalog.render.patterns import TEXT_MAX_CHARS, inner_texts
+from errcatalog.vocabulary import UNCLASSIFIED_UPSTREAM_CODES
 
 # Exception class names, from the standard library and common HTTP clients, that mean the network failed.
 _TIMEOUT_NAMES = frozenset({"TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout", "Timeout"})
@@ -77,6 +78,13 @@ class Classification(NamedTuple):
 _UNKNOWN = Classification(UNKNOWN_CODE)
 
 
+def known(code: str, rule: RuleEntry | None) -> bool:
+    """A specific rule chose ``code`` for an upstream's failure: not a fallback's code that claims no cause
+    (``UNCLASSIFIED_UPSTREAM_CODES``), nor a generic rule's guess from common words. What no rule knows is counted as
+    unclassified and kept in admin's inbox."""
+    return code not in UNCLASSIFIED_UPSTREAM_CODES and not (rule is not None and rule.generic)
+
+
 def classification(snapshot: CatalogSnapshot, facts: FailureFacts) -> Classification:
     """``classify``'s code with the rule that chose it, whose pattern may capture facts and whose sentence may
     place them (``errcatalog.render.patterns.captured_facts``, ``RuleEntry.says``)."""
@@ -119,13 +127,19 @@ def _classify_text(snapshot: CatalogSnapshot, facts: FailureFacts) -> Classifica
     if plan[0][1] is None:
         return Classification(plan[0][0].code, plan[0][0], facts.text)
     found = snapshot.text_patterns.matching(facts.text)
-    for rule, index in plan:
+    read, guessing = 0, False  # plan[:read] were read on the words wrappers hold too
+    for at, (rule, index) in enumerate(plan):
+        if index is None or (rule.generic and not guessing):
+            # No specific rule knows the words as they stand: what a wrapper holds is read before a generic rule
+            # guesses from common words anywhere in them, and before the rule for any text.
+            if (inner := _inner(snapshot, plan[read:at], facts.text)) is not None:
+                return inner
+            read, guessing = at, True
+            if index is None:
+                return Classification(rule.code, rule, facts.text)
         if index in found:
             return Classification(rule.code, rule, facts.text)
-        if index is None:
-            # No rule knows the words as they stand: what a wrapper holds is read before the rule for any text.
-            return _inner(snapshot, plan, facts.text) or Classification(rule.code, rule, facts.text)
-    return _inner(snapshot, plan, facts.text) or _UNKNOWN
+    return _inner(snapshot, plan[read:], facts.text) or _UNKNOWN
 
 
 def _inner(snapshot: CatalogSnapshot, plan: _Plan, text: str) -> Classification | None:

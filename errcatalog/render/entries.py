@@ -122,6 +122,9 @@ class RuleEntry:
     # the facts its pattern captures (``{name}``, ``{path}``, ``{expected}``: errcatalog.render.patterns) and the
     # other placeholders; left out when a placeholder it uses has no value.
     says: str = ""
+    # The rule guesses from common words ("not found" anywhere) rather than knowing a wording: what it answers still
+    # counts as unclassified and goes to admin's inbox, so staff can write a rule that knows it.
+    generic: bool = False
 
 
 def _render_cache() -> BoundedCache[Any, Any]:

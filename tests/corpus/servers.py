@@ -42,7 +42,12 @@ are down, no recipient allowed and attachment downloads off, its defaults. The v
 persistent Chroma in its scratch folder (``--data-dir``) with one collection, seeded by the chromadb of its own
 environment, and its default embedding model, which any new text needs, cannot be downloaded. The workflow server
 (n8n-mcp) runs as its README sets it up for stdio, its telemetry off, on the node database its package ships, with no
-n8n instance.
+n8n instance. The Word server (office-word-mcp-server) works on documents of its scratch folder, and the tree-sitter
+server on a folder of code there, which no case has registered as a project; the second DuckDB server
+(mcp-server-duckdb) on a DuckDB file there, read-only; the command server (cli-mcp-server) in a folder of its scratch
+folder, with a few commands and flags allowed; the task manager (mcp-shrimp-task-manager) on a data folder there
+holding one completed task; the documentation server (context7-mcp) has no API key and no internet. The tree-sitter,
+DuckDB and command servers are held to ``mcp<2`` (their bounds let it in; they import what mcp 2 renamed or removed).
 """
 
 from __future__ import annotations
@@ -291,14 +296,21 @@ DUCKDB_SEED = (
 )
 
 
-def _duckdb(folder: Path) -> StdioLaunch:
-    program = pypi_program("motherduck", "mcp-server-motherduck", "1.1.0", "mcp-server-motherduck")
-    database = folder / "corpus.duckdb"  # seeded by the DuckDB of the server's own environment
+def _seeded_duckdb(program: str, folder: Path) -> Path:
+    """``folder/corpus.duckdb`` holding the corpus's ``users`` table, made by the DuckDB of ``program``'s own
+    environment (the file's format is that DuckDB's)."""
+    database = folder / "corpus.duckdb"
     subprocess.run(  # noqa: S603 (fixed script)
         [str(Path(program).parent / "python"), "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).execute("
          "sys.argv[2]).close()", str(database), DUCKDB_SEED],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
+    return database
+
+
+def _duckdb(folder: Path) -> StdioLaunch:
+    program = pypi_program("motherduck", "mcp-server-motherduck", "1.1.0", "mcp-server-motherduck")
+    database = _seeded_duckdb(program, folder)
     return StdioLaunch(program, ("--db-path", str(database)))  # read-only, the server's default for a file
 
 
@@ -772,6 +784,73 @@ def _n8n(folder: Path) -> StdioLaunch:
     return _launch(npm_program("n8n-mcp", "2.87.0"), env=env)
 
 
+def _word(folder: Path) -> StdioLaunch:
+    """The server on documents the cases name by path in ``folder/docs``: ``report.docx`` (a heading, a paragraph and
+    a table of two rows), made by the python-docx of the server's own environment, and ``plain.docx``, a text file
+    named as a document. There is no LibreOffice on the machine, which its PDF conversion needs."""
+    program = pypi_program("word", "office-word-mcp-server", "1.1.11", "word_mcp_server")
+    docs = folder / "docs"
+    docs.mkdir()
+    subprocess.run(  # noqa: S603 (fixed script)
+        [str(Path(program).parent / "python"), "-c", "import docx, sys; d = docx.Document(); "
+         "d.add_heading('Report', 1); d.add_paragraph('Sales rose.'); t = d.add_table(rows=2, cols=2); "
+         "t.cell(0, 0).text = 'q1'; t.cell(0, 1).text = '10'; d.save(sys.argv[1])", str(docs / "report.docx")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    (docs / "plain.docx").write_text("not a document\n")
+    return StdioLaunch(program, (), {"MCP_TRANSPORT": "stdio"})
+
+
+def _tree_sitter(folder: Path) -> StdioLaunch:
+    """The server with nothing registered yet; the cases register ``folder/code`` (``app.py``, with a function and a
+    class) as a project, and name a folder that does not exist."""
+    code = folder / "code"
+    code.mkdir()
+    (code / "app.py").write_text("def total(prices):\n    return sum(prices)\n\n\nclass Cart:\n    pass\n")
+    return StdioLaunch(pypi_program("treesitter", "mcp-server-tree-sitter", "0.7.0", "mcp-server-tree-sitter", "mcp<2"))
+
+
+def _duckdb2(folder: Path) -> StdioLaunch:
+    """The server on a DuckDB file of its scratch folder holding the corpus's ``users`` table, read-only
+    (``--readonly``, as its README has it for a database an agent is not to change)."""
+    program = pypi_program("duckdb2", "mcp-server-duckdb", "1.1.0", "mcp-server-duckdb", "mcp<2")
+    return StdioLaunch(program, ("--db-path", str(_seeded_duckdb(program, folder)), "--readonly"))
+
+
+def _cli(folder: Path) -> StdioLaunch:
+    """The server confined to its scratch folder's ``work`` (``ALLOWED_DIR``, holding ``hello.txt``), allowed the
+    README's example commands (ls, cat, pwd, echo) and their flags -l, -a, --help, with a 5-second timeout."""
+    work = folder / "work"
+    work.mkdir()
+    (work / "hello.txt").write_text("hello\n")
+    env = {"ALLOWED_DIR": str(work), "ALLOWED_COMMANDS": "ls,cat,pwd,echo", "ALLOWED_FLAGS": "-l,-a,--help",
+           "MAX_COMMAND_LENGTH": "1024", "COMMAND_TIMEOUT": "5"}  # fmt: skip
+    return StdioLaunch(pypi_program("climcp", "cli-mcp-server", "0.2.5", "cli-mcp-server", "mcp<2"), (), env)
+
+
+def _context7(folder: Path) -> StdioLaunch:
+    """The server over stdio (its default transport) with no API key, which its README has as optional; its library
+    search and documentation come from Context7's service, which it cannot reach without the internet."""
+    return _launch(npm_program("@upstash/context7-mcp", "4.1.1"))
+
+
+SHRIMP_TASK = "3f1c2a9e-8b4d-4e6f-9a1b-2c3d4e5f6a7b"  # the one task, done, of the task manager's data
+
+
+def _shrimp(folder: Path) -> StdioLaunch:
+    """The server on a data folder of its scratch folder (``DATA_DIR``) whose ``tasks.json`` holds one task, "Set up
+    the shop" (``SHRIMP_TASK``), completed; in English (``TEMPLATES_USE``), its web page off (``ENABLE_GUI``)."""
+    data = folder / "data"
+    data.mkdir()
+    task = {"id": SHRIMP_TASK, "name": "Set up the shop", "description": "Project skeleton", "notes": "",
+            "status": "completed", "dependencies": [], "createdAt": "2024-01-01T00:00:00.000Z",
+            "updatedAt": "2024-01-02T00:00:00.000Z", "completedAt": "2024-01-02T00:00:00.000Z",
+            "summary": "Skeleton in place", "relatedFiles": []}  # fmt: skip
+    (data / "tasks.json").write_text(json.dumps({"tasks": [task]}, indent=2))
+    env = {"DATA_DIR": str(data), "TEMPLATES_USE": "en", "ENABLE_GUI": "false"}
+    return _launch(npm_program("mcp-shrimp-task-manager", "1.0.21"), env=env)
+
+
 SERVERS: dict[str, CorpusServer] = {
     server.name: server
     for server in (
@@ -835,5 +914,11 @@ SERVERS: dict[str, CorpusServer] = {
         CorpusServer("email", "messaging", "PyPI mcp-email-server", "1.13.3", True, _email),
         CorpusServer("chroma", "vector-store", "PyPI chroma-mcp", "0.2.5", True, _chroma),
         CorpusServer("n8n", "automation", "npm n8n-mcp", "2.87.0", True, _n8n),
+        CorpusServer("word", "files", "PyPI office-word-mcp-server", "1.1.11", True, _word),
+        CorpusServer("treesitter", "dev-tool", "PyPI mcp-server-tree-sitter", "0.7.0", True, _tree_sitter),
+        CorpusServer("duckdb2", "database", "PyPI mcp-server-duckdb", "1.1.0", True, _duckdb2),
+        CorpusServer("cli", "dev-tool", "PyPI cli-mcp-server", "0.2.5", True, _cli),
+        CorpusServer("context7", "reference", "npm @upstash/context7-mcp", "4.1.1", True, _context7),
+        CorpusServer("shrimp", "tracker", "npm mcp-shrimp-task-manager", "1.0.21", True, _shrimp),
     )
 }  # fmt: skip

@@ -542,6 +542,11 @@ CATALOG_FIELDS: dict[tuple[str, str], str] = {
         "what the pattern captured (`{name}`, `{path}`, `{expected}`, each kept only in its strict shape) and the "
         "other placeholders; left out when a placeholder it uses has no value."
     ),
+    ("rule", "generic"): (
+        "The rule guesses a code from common words rather than knowing a wording: what it answers still counts as "
+        "unclassified (the dashboard, Prometheus) and stays in admin's inbox, which places a rule made there before "
+        "the first generic rule."
+    ),
     ("rule", "active"): "An inactive rule is skipped.",
     ("rule", "note"): "A note for people, never rendered.",
     ("upstream", "name"): (

@@ -64,8 +64,9 @@ REWORDED = {
 
 # Shipped rules a migration moves or deletes on purpose, by position -> new position (None: deleted). 0029: an
 # upstream's text is read before its bare JSON-RPC code, and an upstream's -32603 is its failure, not INTERNAL_ERROR.
-# 0033: the fallback for a failed tool moves after the rules on common words.
-RULES_MOVED = {220: 301, 230: 302, 240: 303, 250: 304, 260: None, 270: 305, 300: 309}
+# 0033: the fallback for a failed tool moves after the rules on common words; 0034: both fallbacks move after the
+# generic rules.
+RULES_MOVED = {220: 301, 230: 302, 240: 303, 250: 304, 260: None, 270: 305, 300: 319, 310: 320}
 RULE_TABLE = "errcatalog_classificationrule"
 
 

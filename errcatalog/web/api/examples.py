@@ -315,7 +315,14 @@ CLASSIFY = [
     _request("A timed-out call", {"exception": ["ReadTimeout", "TimeoutException", "Exception"]}),
     _answer(
         "The code the rules chose",
-        {"code": "NOT_FOUND", "category": "not_found", "kind": "error", "retryable": False, "system": False},
+        {
+            "code": "NOT_FOUND",
+            "category": "not_found",
+            "kind": "error",
+            "retryable": False,
+            "system": False,
+            "classified": True,
+        },
     ),
 ]
 

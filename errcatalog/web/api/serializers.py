@@ -262,7 +262,7 @@ class ClassificationRuleSerializer(CatalogRowSerializer):
 
     class Meta:
         model = ClassificationRule
-        fields = ["id", "position", "code", *RULE_CONDITIONS, "says", "active", "note"]
+        fields = ["id", "position", "code", *RULE_CONDITIONS, "says", "generic", "active", "note"]
         read_only_fields = ["id"]
         extra_kwargs = {name: _range(name) for name in ("position", "status_min", "status_max", "jsonrpc_code")}
 
@@ -585,6 +585,10 @@ class ClassifyResponseSerializer(serializers.Serializer):
     kind = serializers.CharField()
     retryable = serializers.BooleanField()
     system = serializers.BooleanField()
+    classified = serializers.BooleanField(
+        help_text="A specific rule chose the code; false for a generic rule's guess from common words, a fallback's "
+        "code that claims no cause, or no rule at all. An upstream's failure that is not classified goes to the inbox."
+    )
 
 
 # --- Errors -----------------------------------------------------------------------------------------------

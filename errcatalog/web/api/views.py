@@ -28,7 +28,7 @@ from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.outcomes import recorder
 from errcatalog.outcomes.events import REPORTER_CLIENT_PREFIX, InvalidEvent, OutcomeEvent, from_wire, reporter_client
 from errcatalog.outcomes.metrics import WINDOWS, MetricsStoreUnavailable, compute_metrics
-from errcatalog.render.classify import classify
+from errcatalog.render.classify import classification, known
 from errcatalog.web.api import examples
 from errcatalog.web.api.metrics_filters import UNKNOWN_FILTER_MESSAGES, unknown_metrics_filters
 from errcatalog.web.api.pagination import refuse_paging
@@ -350,7 +350,8 @@ class ClassifyView(BodyRequired, APIView):
         serializer = ClassifyRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         snapshot = catalog_snapshot()
-        entry = snapshot.entry(classify(snapshot, serializer.facts()))
+        found = classification(snapshot, serializer.facts())
+        entry = snapshot.entry(found.code)
         return Response(
             {
                 "code": entry.code,
@@ -358,6 +359,7 @@ class ClassifyView(BodyRequired, APIView):
                 "kind": entry.kind,
                 "retryable": entry.retryable,
                 "system": entry.system,
+                "classified": found.rule is not None and known(entry.code, found.rule),
             }
         )
 

@@ -3,8 +3,6 @@ installation upgraded to it answers."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 from django.apps import apps
 from django.core.management import call_command
@@ -13,21 +11,13 @@ from errcatalog.catalog.inbox_rules import suggested_position
 from errcatalog.catalog.models import ClassificationRule
 from errcatalog.catalog.snapshot import catalog_changed, catalog_snapshot
 from errcatalog.render.classify import FailureFacts, classify
+from tests.errcatalog.catalog import rule_layouts
 
 pytestmark = pytest.mark.django_db
 
-MIGRATION = importlib.import_module("errcatalog.migrations.0033_generic_rules_before_tool_fallback")
-# The default rules shipped with the migration: created by the next start where their positions are free.
-NEW_RULES = (265, 266, 267, 268, 269, 270, 306, 307)
-
-
-def _as_installed_before() -> None:
-    """The default catalog as an installation had it: the fallback at 300, none of the rules shipped with the
-    migration (and no record of an editor deleting them, which would keep the next start from creating them)."""
-    call_command("catalog_load_defaults", verbosity=0)
-    MIGRATION.backward(apps, None)
-    ClassificationRule.objects.filter(position__in=NEW_RULES).delete()
-    ClassificationRule.history.filter(position__in=NEW_RULES).delete()
+MIGRATION = rule_layouts.COMMON_WORDS
+NEW_RULES = rule_layouts.COMMON_WORDS_RULES
+_as_installed_before = rule_layouts.before_common_words
 
 
 def _code(text: str) -> str:
@@ -48,7 +38,8 @@ def test_the_fallback_moves_after_the_rules_on_common_words_which_the_next_start
     assert _code("Workbook missing.xlsx does not exist.") == "UPSTREAM_TOOL_FAILED"
 
     MIGRATION.forward(apps, None)
-    call_command("catalog_load_defaults", verbosity=0)  # what every start does
+    call_command("catalog_load_defaults", verbosity=0)  # what every start does (the generic rules came later)
+    rule_layouts.forget_generic_rules()
 
     assert _fallback_positions() == [309]
     assert set(NEW_RULES) <= set(ClassificationRule.objects.values_list("position", flat=True))

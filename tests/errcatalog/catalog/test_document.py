@@ -182,17 +182,25 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
     # and libraries servers wrap (265-289, around the positions taken then); the rules on common words (306, 307),
     # before the fallback for a failed tool, which moved from 300 to 309 to make room for them; an HTTP status in an
     # HTTP client's words (253-259), where no position ever held another rule; credentials refused, Go's network
-    # errors, a service down for now and Python's socket errors in the words servers pass on (261-264).
+    # errors, a service down for now and Python's socket errors in the words servers pass on (261-264); the generic
+    # rules (310-318), before both fallbacks, which moved to 319 and 320 to make room for them.
     upstream_text = set(range(291, 298))
     http_statuses = set(range(253, 260)) | {261, 262, 263, 264}
     dialects = {*range(265, 275), 277, 278, 279, *range(281, 290)}
     jsonrpc_codes = set(range(301, 306))
     common_words = {306, 307}
+    generic = set(range(310, 319))
     inserted = (
-        {33, 36, 104, 105, 275, 276, 309} | upstream_text | dialects | jsonrpc_codes | common_words | http_statuses
+        {33, 36, 104, 105, 275, 276, 319}
+        | upstream_text
+        | dialects
+        | jsonrpc_codes
+        | common_words
+        | http_statuses
+        | generic
     )
     original = [r["position"] for r in rules if r["position"] not in inserted]
-    assert original == [*range(10, 211, 10), 280, 290, 310]
+    assert original == [*range(10, 211, 10), 280, 290, 320]
     assert [r["code"] for r in rules if r["position"] in inserted] == [
         "LLM_PROVIDER_ERROR",
         "SAFETY_REFUSAL",
@@ -246,6 +254,15 @@ def test_default_rules_are_spaced_by_ten_and_keep_fastmcp_value_errors_off(defau
         "INVALID_PARAMS",
         "RESOURCE_NOT_FOUND",
         "NOT_FOUND",
+        "INVALID_PARAMETER",
+        "RATE_LIMIT",
+        "AUTHENTICATION_ERROR",
+        "PERMISSION_DENIED",
+        "NETWORK_ERROR",
+        "SERVICE_UNAVAILABLE",
+        "TIMEOUT",
+        "NOT_FOUND",
+        "INVALID_PARAMETER",
         "INVALID_PARAMETER",
         "UPSTREAM_TOOL_FAILED",
     ]

@@ -12,17 +12,16 @@ from errcatalog.catalog.models import ClassificationRule, ErrorCode
 from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.render.classify import classify, facts_from_exception
 from mcpserver.gateway.failures import UpstreamToolError
+from tests.errcatalog.catalog import rule_layouts
 
 pytestmark = pytest.mark.django_db
 
 MIGRATION = importlib.import_module("errcatalog.migrations.0021_upstream_fallback_claims_no_cause")
-LATER_LAYOUT = importlib.import_module("errcatalog.migrations.0033_generic_rules_before_tool_fallback")
 
 
 def _as_installed_before() -> None:
     """A catalog as an installation had it: the shipped fallbacks on EXECUTION_FAILURE, no UPSTREAM_TOOL_FAILED."""
-    call_command("catalog_load_defaults", verbosity=0)
-    LATER_LAYOUT.backward(apps, None)  # the fallback for a failed tool at 300, where it was then
+    rule_layouts.before_common_words()  # the fallback for a failed tool at 300, where it was then
     old = ErrorCode.objects.get(code="EXECUTION_FAILURE")
     ClassificationRule.objects.filter(position__in=(300, 310)).update(error_code=old)
     ClassificationRule.objects.filter(error_code__code="UPSTREAM_TOOL_FAILED").delete()

@@ -7,27 +7,23 @@ import importlib
 
 import pytest
 from django.apps import apps
-from django.core.management import call_command
 
 from errcatalog.catalog.models import ClassificationRule, ErrorCode
 from errcatalog.catalog.snapshot import catalog_changed, catalog_snapshot
 from errcatalog.render.classify import FailureFacts, classify
+from tests.errcatalog.catalog import rule_layouts
 
 pytestmark = pytest.mark.django_db
 
 MIGRATION = importlib.import_module("errcatalog.migrations.0029_upstream_text_rules_before_jsonrpc_codes")
 OLD_POSITIONS = {301: 220, 302: 230, 303: 240, 304: 250, 305: 270, 104: 320}
-# The layout of later migrations and defaults, undone first: the fallback for a failed tool back at 300, and the
-# default rules shipped after this migration (the position 270 is one of them) gone.
-LATER_LAYOUT = importlib.import_module("errcatalog.migrations.0033_generic_rules_before_tool_fallback")
-LATER_RULES = (265, 266, 267, 268, 269, 270, 306, 307)
 
 
 def _as_installed_before() -> None:
     """The default rules as an installation had them before the migration."""
-    call_command("catalog_load_defaults", verbosity=0)
-    LATER_LAYOUT.backward(apps, None)
-    ClassificationRule.objects.filter(position__in=LATER_RULES).delete()
+    # The layout of later migrations and defaults undone first: the fallback for a failed tool back at 300, the
+    # default rules shipped after this migration (the position 270 is one of them) gone.
+    rule_layouts.before_common_words()
     for new, old in OLD_POSITIONS.items():
         ClassificationRule.objects.filter(position=new).update(position=old)
     ClassificationRule.objects.filter(position__in=range(291, 298)).update(kind="tool_error")

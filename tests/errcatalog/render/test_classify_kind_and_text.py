@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import re2
 
-from errcatalog.render.classify import FailureFacts, classify
+from errcatalog.render.classify import FailureFacts, classification, classify, known
 from errcatalog.render.entries import CatalogSnapshot, RuleEntry
 from errcatalog.render.patterns import (
     PATTERN_MAX_CHARS,
@@ -86,6 +86,36 @@ def test_rules_are_tried_in_order_with_the_text_deciding_between_them(default_sn
     assert classify(snapshot, _tool_error("EISDIR: illegal operation on a directory, read")) == "EXECUTION_FAILURE"
     # Asked again, the same facts with other texts still get their own codes (nothing is cached by the other facts).
     assert classify(snapshot, _tool_error(ENOENT)) == "NOT_FOUND"
+
+
+def test_a_generic_rule_guesses_only_after_every_specific_rule_has_read_the_words_and_what_wrappers_hold(
+    default_snapshot,
+):
+    snapshot = _snapshot(
+        default_snapshot,
+        RuleEntry(position=1, code="NOT_FOUND", kind="tool_error", pattern="^fatal: not a valid object name "),
+        RuleEntry(position=2, code="RATE_LIMIT", kind="tool_error", pattern=r"\bquota\b", generic=True),
+        RuleEntry(position=3, code="INVALID_PARAMETER", kind="tool_error", pattern=r"\bnot a valid\b", generic=True),
+        RuleEntry(position=4, code="UPSTREAM_TOOL_FAILED", kind="tool_error"),
+    )
+    # The specific rule knows the words a wrapper holds; the generic one, found in the whole text, waits for it.
+    wrapped = "Error: Git cat-file failed: Exit Code: 128\nStderr: fatal: Not a valid object name deadbeef"
+    found = classification(snapshot, _tool_error(wrapped))
+    assert (found.code, found.rule.position, found.text) == ("NOT_FOUND", 1, "fatal: Not a valid object name deadbeef")
+    # No specific rule knows it: the first generic rule in order whose words it holds, anywhere in it.
+    assert classify(snapshot, _tool_error("Lookup failed: 42 is not a valid id (quota left: 3)")) == "RATE_LIMIT"
+    assert classify(snapshot, _tool_error("Lookup failed: 42 is not a valid id")) == "INVALID_PARAMETER"
+    assert classify(snapshot, _tool_error("Widget exploded")) == "UPSTREAM_TOOL_FAILED"
+
+
+def test_a_generic_rules_answer_counts_as_unclassified(default_snapshot):
+    def answered(text: str) -> bool:
+        found = classification(default_snapshot, _tool_error(text, upstream="web", tool="web__x"))
+        return known(found.code, found.rule)
+
+    assert answered('relation "customers" does not exist')  # a specific rule: classified
+    assert not answered("Lookup stage 3 reported: widget zq-7 not found in registry")  # a guess from "not found"
+    assert not answered("Widget exploded")  # the fallback claims no cause
 
 
 def test_a_pattern_never_matches_a_failure_without_text(default_snapshot):

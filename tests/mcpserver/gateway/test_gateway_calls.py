@@ -543,6 +543,29 @@ def test_a_rule_on_the_kind_and_text_chooses_the_code_and_logs_and_sentry_follow
     assert not any(e.get("tags", {}).get("code") == "NOT_FOUND" for e in sentry_ingest.events)
 
 
+def _in_inbox(app, count: str) -> int:
+    """``count``, a number read from the inbox's groups (``G``) and samples (``S``) in the served app's database."""
+    said = manage(
+        app.env, "shell", "--no-imports", "-c",
+        "from django.db.models import Sum; "
+        "from errcatalog.gateway.models import UpstreamFailureGroup as G, UpstreamFailureSample as S; "
+        f"print({count})",
+    )  # fmt: skip
+    return int(said.strip().splitlines()[-1])
+
+
+def test_a_generic_rules_guess_answers_the_model_and_the_failure_stays_in_the_inbox(gateway_app):
+    app, key = gateway_app
+    said = "Lookup stage 3 reported: widget zq-7 not found in registry"
+    result = _call(app, key, "web__fail_with", {"text": said})
+    # The default catalog's generic rule on "not found" anywhere: the model reads not-found's text and the words.
+    assert result.is_error and result.structured_content["code"] == "NOT_FOUND"
+    assert result.content[0].text.endswith(f'The web server said: "{said}"')
+    # No rule knows the wording: staff find it in the inbox, to write one that does.
+    in_inbox = "S.objects.filter(group__tool='web__fail_with', text__contains='zq-7').count()"
+    wait_until(lambda: _in_inbox(app, in_inbox) == 1, what="the guessed failure in the inbox")
+
+
 # --- The upstream's own words: quoted after the screen, or not at all ---------------------------------------------
 
 # What a hostile upstream (or a hostile caller whose argument the upstream echoes) puts in a failure's text, and what
@@ -568,12 +591,7 @@ SCREENED = [
 
 
 def _withheld_in_inbox(app, tool: str) -> int:
-    said = manage(
-        app.env, "shell", "--no-imports", "-c",
-        "from django.db.models import Sum; from errcatalog.gateway.models import UpstreamFailureGroup; "
-        f"print(UpstreamFailureGroup.objects.filter(tool={tool!r}).aggregate(n=Sum('withheld'))['n'] or 0)",
-    )  # fmt: skip
-    return int(said.strip().splitlines()[-1])
+    return _in_inbox(app, f"G.objects.filter(tool={tool!r}).aggregate(n=Sum('withheld'))['n'] or 0")
 
 
 @pytest.mark.parametrize(("said", "reaches", "never"), SCREENED, ids=[f"text{i}" for i in range(len(SCREENED))])

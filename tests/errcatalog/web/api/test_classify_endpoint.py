@@ -39,6 +39,7 @@ def test_the_answer_describes_the_code(catalog, reader_client):
         "kind": "error",
         "retryable": True,
         "system": False,
+        "classified": True,
     }
     assert classify(reader_client)["system"] is True
 
@@ -105,6 +106,20 @@ def test_an_upstream_tools_text_chooses_the_code(catalog, reader_client, text, c
     assert classify(reader_client, kind="tool_error", upstream="files", tool="files__read_file", text=text)["code"] == (
         code
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "classified"),
+    [
+        ("ENOENT: no such file or directory, open '/data/report.txt'", "NOT_FOUND", True),  # a rule knows it
+        ("Lookup stage 3 reported: widget zq-7 not found in registry", "NOT_FOUND", False),  # a generic rule's guess
+        ("The spline could not be reticulated.", "UPSTREAM_TOOL_FAILED", False),  # the fallback
+    ],
+)
+def test_the_answer_says_whether_a_specific_rule_chose_the_code(catalog, reader_client, text, code, classified):
+    body = classify(reader_client, kind="tool_error", upstream="files", tool="files__read_file", text=text)
+    assert (body["code"], body["classified"]) == (code, classified)
+    assert classify(reader_client)["classified"] is False  # no rule at all: UNKNOWN_ERROR
 
 
 def test_the_kind_alone_is_classified(catalog, reader_client):

@@ -65,17 +65,36 @@ def test_samples_are_shown_escaped_to_staff(admin_client, group):
     assert "UPSTREAM_TOOL_FAILED" in page  # what the rules make of it now
 
 
+def test_a_group_a_generic_rule_answers_says_so_and_a_rule_that_knows_it_empties_it(admin_client):
+    call_command("catalog_load_defaults", verbosity=0)
+    inbox.reset()
+    inbox.note("files", "files__read", "tool_error", "Lookup stage 3: widget zq-7 not found", classified=False)
+    assert inbox.flush()
+    group = UpstreamFailureGroup.objects.get()
+    page = admin_client.get(reverse("admin:errcatalog_upstreamfailuregroup_change", args=[group.pk])).content.decode()
+    assert "NOT_FOUND (a generic rule&#x27;s guess)" in page
+    # The same code from a rule that knows the wording counts as classified: the group may go.
+    form = {"code": "NOT_FOUND", "pattern": "^lookup stage", "position": "309", "preview": "1"}
+    previews = admin_client.post(_make_rule_url(group), form).context["previews"]
+    assert [(p.code_now, p.code_with_rule, p.classified) for p in previews] == [("NOT_FOUND", "NOT_FOUND", True)]
+    # A rule that misses it leaves the guess: still unclassified, and the group would stay.
+    form = {"code": "NOT_FOUND", "pattern": "^widget", "position": "309", "preview": "1"}
+    page = admin_client.post(_make_rule_url(group), form)
+    assert [(p.code_with_rule, p.classified) for p in page.context["previews"]] == [("NOT_FOUND", False)]
+    assert not page.context["all_classified"]
+
+
 def test_a_rule_is_previewed_then_saved_and_the_group_it_classifies_is_gone(admin_client, group):
     url = _make_rule_url(group)
     first = admin_client.get(url)
     suggested = first.context["form"].initial
     assert suggested["pattern"] == r"^ENOENT-ish:\s+cannot\s+open\s+[^\n]*?\s+\(code\s+[^\n]*?\)"
-    assert suggested["position"] == 308  # the highest free position before the fallback rule (309)
-    form = {"code": "NOT_FOUND", "pattern": suggested["pattern"], "position": "308", "note": "files: missing"}
+    assert suggested["position"] == 309  # the highest free position before the first generic rule (310)
+    form = {"code": "NOT_FOUND", "pattern": suggested["pattern"], "position": "309", "note": "files: missing"}
 
     # Saving values that were not previewed shows their preview instead.
     page = admin_client.post(url, {**form, "save": "1"})
-    assert page.status_code == 200 and not ClassificationRule.objects.filter(position=308).exists()
+    assert page.status_code == 200 and not ClassificationRule.objects.filter(position=309).exists()
     previews = page.context["previews"]
     assert [(p.found, p.code_now, p.code_with_rule) for p in previews] == [
         (True, "UPSTREAM_TOOL_FAILED", "NOT_FOUND")
@@ -85,7 +104,7 @@ def test_a_rule_is_previewed_then_saved_and_the_group_it_classifies_is_gone(admi
 
     saved = admin_client.post(url, {**form, "previewed": page.context["form"]["previewed"].value(), "save": "1"})
     assert saved.status_code == 302
-    rule = ClassificationRule.objects.get(position=308)
+    rule = ClassificationRule.objects.get(position=309)
     assert (rule.error_code.code, rule.upstream, rule.tool, rule.kind, rule.pattern) == (
         "NOT_FOUND", "files", "files__read", "tool_error", suggested["pattern"]
     )  # fmt: skip
@@ -108,7 +127,7 @@ def test_a_rule_that_misses_some_samples_keeps_the_group(admin_client, group):
     [
         ("pattern", "(?=lookahead)", "RE2 cannot use this pattern"),
         ("pattern", "x" * 501, "at most 500 characters"),
-        ("position", "309", "A rule has position 309 already"),
+        ("position", "319", "A rule has position 319 already"),
         ("position", "0", "greater than or equal to 1"),
         ("code", "NO_SUCH_CODE", "Select a valid choice"),
     ],
