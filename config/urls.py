@@ -10,7 +10,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from config.health import health
 from config.landing import landing
 from errcatalog.web import oauth
-from errcatalog.web.api.views import endpoint_not_found
+from errcatalog.web.api.views.root import endpoint_not_found
 
 urlpatterns = [
     path("", landing, name="landing"),

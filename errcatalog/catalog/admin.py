@@ -32,7 +32,8 @@ from django.utils.safestring import mark_safe
 
 from errcatalog.admin_display import fixed_width_time
 from errcatalog.catalog import services
-from errcatalog.catalog.document import catalog_document_from_db, dump_catalog
+from errcatalog.catalog.document import dump_catalog
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.lint import RowFinding, hint_findings, variant_findings
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import (

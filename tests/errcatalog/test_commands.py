@@ -15,7 +15,8 @@ from django.core.management.base import CommandError
 
 from errcatalog.catalog import models
 from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
-from errcatalog.catalog.document import catalog_document_from_db, dump_catalog, read_catalog_file
+from errcatalog.catalog.document import dump_catalog, read_catalog_file
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.snapshot import catalog_snapshot
 from errcatalog.gateway.models import NamedServer, Upstream
 from errcatalog.gateway.named_servers import named_server_create, named_server_upstreams

@@ -7,13 +7,8 @@ import copy
 
 import pytest
 
-from errcatalog.catalog.document import (
-    CatalogFileError,
-    catalog_document_from_db,
-    dump_catalog,
-    parse_catalog_text,
-    validate_catalog_document,
-)
+from errcatalog.catalog.document import CatalogFileError, dump_catalog, parse_catalog_text, validate_catalog_document
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.models import ErrorCode
 from errcatalog.catalog.services import catalog_import
 from errcatalog.render import Failure, ParameterFault, envelope, error_object, render

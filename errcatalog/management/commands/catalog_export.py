@@ -9,7 +9,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from errcatalog.catalog.document import FORMATS, SUFFIX_FORMATS, catalog_document_from_db, dump_catalog
+from errcatalog.catalog.document import FORMATS, SUFFIX_FORMATS, dump_catalog
+from errcatalog.catalog.export import catalog_document_from_db
 
 
 class Command(BaseCommand):

@@ -11,7 +11,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from errcatalog.catalog.document import CatalogFileError, catalog_document_from_db, read_catalog_file
+from errcatalog.catalog.document import CatalogFileError, read_catalog_file
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.services import lint_lines
 
 

@@ -120,7 +120,8 @@ class Command(BaseCommand):
         if token.servers:
             scope += " on " + ", ".join(f"/mcp/{s}".rstrip("/") for s in token.servers)
         rights = "catalog read and write" if write else "catalog read-only"
-        # A staff user's tokens read metrics whatever the flag says (errcatalog.web.api.views.MetricsReadAccess).
+        # A staff user's tokens read metrics whatever the flag says
+        # (errcatalog.web.api.views.outcomes.MetricsReadAccess).
         if metrics:
             rights += ", metrics"
         elif owner.is_staff:

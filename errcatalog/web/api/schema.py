@@ -3,9 +3,9 @@
 - A string field that may be blank and has a pattern or a format is documented as ``oneOf`` [the pattern, a string
   of ``maxLength`` 0]. ``""`` matches both when the pattern allows it, which ``oneOf`` forbids, so a blank value the
   API sends and takes failed the document's own schema: the alternatives become ``anyOf``.
-- POST and PUT refuse a request without a body (``views.BodyRequired``), so their request body is required.
-- Request serializers refuse fields they do not have (``serializers.KnownFieldsOnly``) and responses send only the
-  listed ones, so an object that lists its properties is closed (``additionalProperties: false``).
+- POST and PUT refuse a request without a body (``views.errors.BodyRequired``), so their request body is required.
+- Request serializers refuse fields they do not have (``serializers.request_fields.KnownFieldsOnly``) and responses
+  send only the listed ones, so an object that lists its properties is closed (``additionalProperties: false``).
 - Outcome events are taken only from the last seven days, so the example events of ``outcomes/`` carry the time
   the document is generated (``examples.OUTCOMES``): sent from Swagger UI as they are, they are accepted.
 """

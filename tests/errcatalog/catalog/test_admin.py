@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from errcatalog.access.models import ClientToken
 from errcatalog.access.tokens import client_token_create
-from errcatalog.catalog.document import catalog_document_from_db, validate_catalog_document
+from errcatalog.catalog.document import validate_catalog_document
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, ParameterHint, TemplateVariant
 from errcatalog.catalog.preview_samples import SAMPLE_EVENT_ID
 from errcatalog.catalog.snapshot import catalog_changed

@@ -17,7 +17,7 @@ from django.db import OperationalError, connection, transaction
 
 from errcatalog.catalog import snapshot as snapshot_module
 from errcatalog.catalog.defaults import catalog_load_defaults
-from errcatalog.catalog.document import catalog_document_from_db
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.models import ErrorCode, TemplateVariant
 from errcatalog.catalog.services import catalog_import, error_code_update
 from errcatalog.catalog.snapshot import (

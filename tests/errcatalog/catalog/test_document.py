@@ -10,13 +10,13 @@ from errcatalog.catalog import models
 from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
 from errcatalog.catalog.document import (
     CatalogFileError,
-    catalog_document_from_db,
     catalog_schema,
     dump_catalog,
     parse_catalog_text,
     read_catalog_file,
     validate_catalog_document,
 )
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.services import catalog_import
 from errcatalog.render.entries import CatalogSnapshot
 from errcatalog.safety import template_errors

@@ -18,7 +18,8 @@ from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
 from errcatalog.access.tokens import client_token_create
-from errcatalog.catalog.document import CatalogFileError, catalog_document_from_db, validate_catalog_document
+from errcatalog.catalog.document import CatalogFileError, validate_catalog_document
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.models import ClassificationRule, ErrorCode, rule_sentence_problems
 from errcatalog.catalog.revision import catalog_revision
 from errcatalog.catalog.services import catalog_import, classification_rule_update

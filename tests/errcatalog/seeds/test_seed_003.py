@@ -17,7 +17,8 @@ from __future__ import annotations
 import pytest
 
 from errcatalog.catalog.defaults import DEFAULT_CATALOG_PATH
-from errcatalog.catalog.document import catalog_document_from_db, read_catalog_file
+from errcatalog.catalog.document import read_catalog_file
+from errcatalog.catalog.export import catalog_document_from_db
 from errcatalog.catalog.lint import lint_catalog
 from errcatalog.catalog.models import ErrorCode
 from errcatalog.catalog.services import error_code_update

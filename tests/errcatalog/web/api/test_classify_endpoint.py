@@ -170,6 +170,10 @@ def test_credentials_are_redacted_before_patterns_match(catalog, staff_client, d
         ({"text": ["ENOENT"]}, "text"),
         ({"text": {"message": "ENOENT"}}, "text"),
         ({"text": None}, "text"),
+        # NUL, which the schema's pattern refuses too: a request it calls valid is never refused for it.
+        ({"text": "ENOENT\u0000"}, "text"),
+        ({"tool": "files__read\u0000"}, "tool"),
+        ({"upstream": "\u0000"}, "upstream"),
     ],
 )
 def test_bad_kinds_and_texts_are_field_errors(catalog, reader_client, facts, field):

@@ -26,7 +26,7 @@ from errcatalog.outcomes import ingest, recorder, rollups
 from errcatalog.outcomes.events import MAX_EVENT_AGE_SECONDS, MAX_EVENT_FUTURE_SECONDS, OutcomeEvent
 from errcatalog.outcomes.metrics import compute_metrics
 from errcatalog.outcomes.models import Episode, OutcomeRecord, Rollup
-from errcatalog.web.api.views import MAX_EVENTS_PER_BATCH
+from errcatalog.web.api.views.outcomes import MAX_EVENTS_PER_BATCH
 from tests.errcatalog.adaptive import adaptive_two_wordings
 from tests.errcatalog.web.api.error_shape import assert_api_error
 from tests.support.api import bearer_client, grant

@@ -14,7 +14,7 @@ from errcatalog.access.tokens import client_token_create
 from errcatalog.outcomes import ingest, recorder
 from errcatalog.outcomes.events import OutcomeEvent as WireEvent
 from errcatalog.outcomes.models import OutcomeRecord
-from errcatalog.web.api.views import reporter_event_id
+from errcatalog.web.api.views.outcomes import reporter_event_id
 from tests.errcatalog.web.api.error_shape import assert_api_error
 from tests.support.api import bearer_client
 

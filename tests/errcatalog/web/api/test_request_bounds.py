@@ -87,7 +87,7 @@ def test_a_failing_view_answers_json_not_a_debug_page(catalog, staff_user, setti
     def broken(*args, **kwargs):
         raise RuntimeError("database password is hunter2")
 
-    monkeypatch.setattr("errcatalog.web.api.views.classify", broken)
+    monkeypatch.setattr("errcatalog.web.api.views.classify.classification", broken)
     client = APIClient(raise_request_exception=False)
     client.force_login(staff_user)
 
