@@ -2,7 +2,7 @@
 for an upstream's failure no rule on a wording knows, marked so that what they answer still counts as unclassified
 and stays in admin's inbox.
 
-The default catalog puts them at 310-317, after every rule on a wording and before the fallbacks, which move from 309
+The default catalog puts them at 310-318, after every rule on a wording and before the fallbacks, which move from 309
 (a failed tool) and 310 (a JSON-RPC error) to 319 and 320; the next start creates the generic rules where the
 positions are free. A fallback an operator changed (another code, a condition, a note of their own), or a position an
 operator's rule holds, is left alone; going back moves each fallback to its old position if that position is free
