@@ -10,6 +10,7 @@ them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import ssl
@@ -93,11 +94,19 @@ def _error_response(status: int, data: dict[str, Any], message: str) -> httpx2.R
     return httpx2.Response(status, headers={"content-type": "application/json"}, content=json.dumps(body).encode())
 
 
+@functools.cache
+def trust_store() -> ssl.SSLContext:
+    """The trust store every HTTP client of every upstream verifies servers with, built once per process: loading the
+    system's certificates takes milliseconds, which each client's own upstream session would pay as it opens, and an
+    ``SSLContext`` is made to be shared by connections."""
+    return httpx2.create_ssl_context()
+
+
 async def http_transport(
     stack: AsyncExitStack, config: UpstreamConfig, headers: Mapping[str, str]
 ) -> tuple[Any, ssl.SSLContext]:
     """The SDK client's Streamable HTTP transport to ``config.url`` (closed with ``stack``), and its trust store."""
-    tls = httpx2.create_ssl_context()  # one trust store for every HTTP client of the upstream
+    tls = trust_store()
     http = httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(config.timeout_seconds + 5, read=300),

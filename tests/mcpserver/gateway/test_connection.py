@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import sys
+from contextlib import AsyncExitStack
 from types import MappingProxyType
 
 import anyio
@@ -336,3 +338,15 @@ def test_the_values_sent_are_redacted_from_the_upstreams_words_where_they_may_be
     assert failure.failure_text.endswith(
         "This error often occurs: expected true or false, PIN [REDACTED] in region [REDACTED]"
     )
+
+
+def test_every_http_client_of_every_upstream_verifies_with_one_trust_store_built_once():
+    async def tls_of(url: str):
+        async with AsyncExitStack() as stack:
+            return (await transport.http_transport(stack, _config(url), {}))[1]
+
+    first = anyio.run(tls_of, "http://127.0.0.1:9/mcp")
+    # Another client's own session of it, and another upstream: the same store, not one loaded again for each.
+    assert anyio.run(tls_of, "http://127.0.0.1:9/mcp") is first
+    assert anyio.run(tls_of, "https://upstream.example/mcp") is first
+    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
